@@ -1,0 +1,243 @@
+"""Configuration: mode, profile, each signal's thresholds, and per-tool rules.
+
+Read from `loopwatch.toml` or `[tool.loopwatch]` in `pyproject.toml`, and from keyword
+arguments. Everything is validated with a clear message: an unknown key is refused
+with the nearest valid name, a repeat threshold of 1 is refused (0 turns a signal
+off), a similarity above 1 is refused. `LOOPWATCH_MODE` in the environment overrides
+the mode (`LOOPWATCH_MODE=off` disables everything).
+
+Example::
+
+    mode = "enforce"          # off | warn | enforce
+    profile = "unattended"    # unattended (stop) | attended (nudge and block)
+
+    [signals.repeat]
+    threshold = 3
+
+    [tools.Bash]
+    identity = ["command"]    # only these input fields identify a call
+    [tools.Write]
+    role = "writer"           # its success is progress
+    [tools.BashOutput]
+    role = "poller"           # same call, changing result: waiting, not looping
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["Config", "ConfigError", "ToolRule", "load_config", "MODES", "PROFILES"]
+
+MODES = ("off", "warn", "enforce")
+PROFILES = ("unattended", "attended")
+ROLES = ("", "writer", "poller", "exempt")
+
+#: The ladder each profile climbs for a conclusive streak, one rung per continuation.
+#: Unattended (benchmarks, CI, cron): nobody is watching, so after one ignored nudge
+#: the run is stopped; a block would only cost another model turn. Attended: a person
+#: is watching, so nudge then block, and stop only when `stop = true` is set.
+LADDERS = {
+    "unattended": ("nudge", "stop"),
+    "attended": ("nudge", "block"),
+    "attended+stop": ("nudge", "block", "stop"),
+}
+
+
+class ConfigError(ValueError):
+    """Bad configuration: the message says which key and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """How one tool's calls are identified and judged.
+
+    `identity`: the input fields that identify a call (None: the whole input).
+    `role`: "writer" (its success is progress), "poller" (same call, changing result
+    is waiting), "exempt" (never counted), or "" (ordinary)."""
+
+    identity: tuple[str, ...] | None = None
+    role: str = ""
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated configuration. Build with `Config.make(...)` or `load_config`."""
+
+    mode: str = "enforce"
+    profile: str = "unattended"
+    stop: bool = False  # attended profile only: allow stopping the run
+    warn_every: float = 120.0  # seconds of event time between warnings
+    signals: Mapping[str, Any] = field(default_factory=dict)
+    tools: Mapping[str, ToolRule] = field(default_factory=dict)
+
+    @property
+    def ladder(self) -> tuple[str, ...]:
+        if self.profile == "attended":
+            return LADDERS["attended+stop" if self.stop else "attended"]
+        return LADDERS["unattended"]
+
+    def params(self, signal: str) -> Any:
+        return self.signals[signal]
+
+    def rule(self, tool: str) -> ToolRule:
+        return self.tools.get(tool, _DEFAULT_RULE)
+
+    @classmethod
+    def make(cls, data: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None, **kwargs: Any) -> "Config":
+        """Validate a mapping (as read from TOML) merged with keyword arguments.
+
+        Signal thresholds may be given as `signals={"repeat": {"threshold": 4}}`."""
+        merged: dict[str, Any] = dict(data or {})
+        for key, value in kwargs.items():
+            if key in ("signals", "tools") and isinstance(value, Mapping):
+                inner = {k: dict(v) if isinstance(v, Mapping) else v for k, v in dict(merged.get(key, {})).items()}
+                for name, sub in value.items():
+                    if isinstance(sub, Mapping) and isinstance(inner.get(name), Mapping):
+                        inner[name] = {**inner[name], **sub}
+                    else:
+                        inner[name] = sub
+                merged[key] = inner
+            else:
+                merged[key] = value
+        config = _validate(merged)
+        environ = os.environ if env is None else env
+        override = environ.get("LOOPWATCH_MODE", "").strip().lower()
+        if override:
+            if override not in MODES:
+                raise ConfigError(f"LOOPWATCH_MODE={override!r}: expected one of {', '.join(MODES)}")
+            config = replace(config, mode=override)
+        return config
+
+
+_DEFAULT_RULE = ToolRule()
+
+
+def _nearest(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else f" (valid: {', '.join(sorted(valid))})"
+
+
+def _check_keys(where: str, given: Mapping[str, Any], valid: list[str]) -> None:
+    for key in given:
+        if key not in valid:
+            raise ConfigError(f"{where}unknown key {key!r}{_nearest(str(key), valid)}")
+
+
+def _validate(data: Mapping[str, Any]) -> Config:
+    from .signals import SIGNALS  # the registry; imported here to keep config light
+
+    top = ["mode", "profile", "stop", "warn_every", "signals", "tools"]
+    _check_keys("", data, top)
+    mode = data.get("mode", "enforce")
+    if mode not in MODES:
+        raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+    profile = data.get("profile", "unattended")
+    if profile not in PROFILES:
+        raise ConfigError(f"profile: {profile!r} is not one of {', '.join(PROFILES)}")
+    stop = data.get("stop", False)
+    if not isinstance(stop, bool):
+        raise ConfigError(f"stop: expected true or false, got {stop!r}")
+    warn_every = data.get("warn_every", 120.0)
+    if isinstance(warn_every, bool) or not isinstance(warn_every, (int, float)) or warn_every < 0:
+        raise ConfigError(f"warn_every: expected seconds >= 0, got {warn_every!r}")
+
+    raw_signals = data.get("signals", {})
+    if not isinstance(raw_signals, Mapping):
+        raise ConfigError("signals: expected a table of signal names")
+    _check_keys("signals: ", raw_signals, list(SIGNALS))
+    signals = {}
+    for name, cls in SIGNALS.items():
+        given = raw_signals.get(name, {})
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"signals.{name}: expected a table of thresholds")
+        signals[name] = _make_params(f"signals.{name}", cls.Params, given)
+
+    raw_tools = data.get("tools", {})
+    if not isinstance(raw_tools, Mapping):
+        raise ConfigError("tools: expected a table of tool names")
+    tools = {}
+    for tool, rule in raw_tools.items():
+        if not isinstance(rule, Mapping):
+            raise ConfigError(f"tools.{tool}: expected a table with identity and/or role")
+        _check_keys(f"tools.{tool}: ", rule, ["identity", "role"])
+        identity = rule.get("identity")
+        if identity is not None:
+            if not isinstance(identity, (list, tuple)) or not all(isinstance(x, str) for x in identity):
+                raise ConfigError(f"tools.{tool}.identity: expected a list of input field names")
+            identity = tuple(identity)
+        role = rule.get("role", "")
+        if role not in ROLES:
+            raise ConfigError(f"tools.{tool}.role: {role!r} is not one of writer, poller, exempt")
+        tools[str(tool)] = ToolRule(identity=identity, role=role)
+    return Config(mode=mode, profile=profile, stop=stop, warn_every=float(warn_every), signals=signals, tools=tools)
+
+
+def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
+    names = [f.name for f in fields(params_cls)]
+    _check_keys(f"{where}: ", given, names)
+    defaults = params_cls()
+    values = {}
+    for f in fields(params_cls):
+        if f.name not in given:
+            continue
+        value = given[f.name]
+        expected = type(getattr(defaults, f.name))
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if type(value) is not expected:
+            raise ConfigError(f"{where}.{f.name}: expected {expected.__name__}, got {value!r}")
+        values[f.name] = value
+    params = params_cls(**values)
+    check = getattr(params, "check", None)
+    if check is not None:
+        problem = check()
+        if problem:
+            raise ConfigError(f"{where}.{problem}")
+    return params
+
+
+def load_config(path: str | Path | None = None, *, start: str | Path | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
+    """Load configuration from `path`, or find `loopwatch.toml` / `pyproject.toml`
+    (`[tool.loopwatch]`) in `start` (default: the working directory) and its parents.
+    Keyword arguments override the file."""
+    import tomllib
+
+    data: dict[str, Any] = {}
+    source: Path | None = Path(path) if path else _find(Path(start) if start else Path.cwd())
+    if source is not None:
+        try:
+            with open(source, "rb") as fh:
+                parsed = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+        if source.name == "pyproject.toml":
+            parsed = parsed.get("tool", {}).get("loopwatch", {})
+        data = parsed
+    try:
+        return Config.make(data, env=env, **kwargs)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}" if source else str(exc)) from None
+
+
+def _find(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        candidate = folder / "loopwatch.toml"
+        if candidate.is_file():
+            return candidate
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                import tomllib
+
+                with open(pyproject, "rb") as fh:
+                    if "loopwatch" in tomllib.load(fh).get("tool", {}):
+                        return pyproject
+            except (OSError, ValueError):
+                pass
+    return None

@@ -1,0 +1,141 @@
+"""Fingerprints: stable digests of calls, results and lines, and the normalization behind them.
+
+Digests are 8-byte BLAKE2b values, stable across processes (the hook keeps them in a
+database between calls). Nothing here keeps the text it digests.
+
+Inputs are digested exactly as given, in canonical JSON (sorted keys at every depth, no
+whitespace, list order kept, `None` the same as `{}`): `grep pattern-1` and
+`grep pattern-2` are two different searches, and masking inputs turned such progress
+into a false loop in a peer's detector.
+
+Results are normalized first, because real loops hide behind volatile counters (a
+recorded run got `bash: line 11301: cd: fastjson/: No such file or directory`, then
+`line 11316`, `line 11331`, ... twenty times): terminal escapes are dropped, digit and
+hex runs masked, whitespace collapsed, and the call's own arguments masked out (errors
+echo them: `No matches found for "X"`). Progress is kept: percentages and byte counts
+(`40%`, `48 MB`) are appended back after masking, so a moving download is not a repeat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "Digest",
+    "arguments_of",
+    "canonical",
+    "digest",
+    "digest_call",
+    "digest_value",
+    "normalize",
+    "text_of",
+]
+
+Digest = bytes
+
+_SIZE = 8
+_MAX_ARGUMENTS = 16  # longest first; enough for any command line seen in the corpus
+_MIN_ARGUMENT = 4  # shorter tokens ("a", "-n", "the") would mask ordinary words
+_MAX_ARGUMENT_SOURCE = 256  # only short input strings are argument-like; file bodies are not
+_RESULT_LIMIT = 64 * 1024  # digest at most this much of a result's head and tail each
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_NUMBERS = re.compile(r"\b(?:0[xX])?[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|[0-9]+")
+_PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
+_TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
+
+
+def digest(data: bytes | str) -> Digest:
+    """An 8-byte stable digest of bytes or text."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=_SIZE).digest()
+
+
+def canonical(value: Any) -> bytes:
+    """Canonical JSON: sorted keys at every depth, no whitespace, `None` as `{}`.
+
+    Raises TypeError for a value that cannot be serialized."""
+    if value is None:
+        return b"{}"
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError as exc:
+        raise TypeError(str(exc)) from exc
+
+
+def digest_value(value: Any) -> Digest:
+    """Digest of a JSON value's canonical form; a random digest when it cannot be
+    serialized, so it never makes two actions look alike."""
+    try:
+        return digest(canonical(value))
+    except TypeError:
+        return os.urandom(_SIZE)
+
+
+def digest_call(name: str, value: Any) -> Digest:
+    """Digest of a call: tool name plus canonical input."""
+    try:
+        body = canonical(value)
+    except TypeError:
+        return os.urandom(_SIZE)
+    return hashlib.blake2b(name.encode() + b"\x00" + body, digest_size=_SIZE).digest()
+
+
+def text_of(value: Any) -> str:
+    """A result as text: strings as they are, anything else as canonical JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        return canonical(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def arguments_of(value: Any) -> list[str]:
+    """The argument-like tokens of a call's input, longest first.
+
+    Short input strings (paths, patterns, commands) are split into tokens; long ones
+    (file bodies) are not arguments an error would echo."""
+    found: set[str] = set()
+    stack = [value]
+    while stack and len(found) < 4 * _MAX_ARGUMENTS:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) <= _MAX_ARGUMENT_SOURCE:
+                for token in _TOKEN_SPLIT.split(item):
+                    if len(token) >= _MIN_ARGUMENT:
+                        found.add(token)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return sorted(found, key=len, reverse=True)[:_MAX_ARGUMENTS]
+
+
+def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
+    """Normalize a result or an output line for comparison (see the module docstring).
+
+    Very long results keep their head and tail (64 KiB each): enough to tell two
+    results apart, and bounded."""
+    if len(text) > 2 * _RESULT_LIMIT:
+        text = text[:_RESULT_LIMIT] + "\n...\n" + text[-_RESULT_LIMIT:]
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    for argument in arguments:
+        if argument in text:
+            text = text.replace(argument, "\x00")
+    progress = _PROGRESS.findall(text) if ("%" in text or "B" in text) else None
+    text = " ".join(_NUMBERS.sub("#", text).split())
+    if progress:
+        text += " \x01" + " ".join(progress)
+    return text

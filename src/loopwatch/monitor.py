@@ -1,0 +1,264 @@
+"""The `Monitor`: feed it events, get a `Verdict` back.
+
+    from loopwatch import Monitor, ToolCall, Attempt
+
+    monitor = Monitor(profile="unattended")
+    verdict = monitor.check(Attempt("Bash", {"command": "pytest -x"}, at=t))
+    if verdict.action is Action.BLOCK:
+        hand_model(verdict.tool_result)          # instead of running the tool
+    ...
+    verdict = monitor.observe(ToolCall("Bash", {"command": "pytest -x"}, result, at=t))
+    if verdict.action is Action.NUDGE:
+        add_to_context(verdict.message)
+    elif verdict.action is Action.STOP:
+        end_run(verdict.description)
+
+The monitor is pure and clock-free: it reads times from the events. It keeps digests,
+names, counts and times only, and its memory is bounded however long the run.
+It is safe to share between threads (one lock around each call).
+It does not split a session by sub-agent: give each agent its own monitor.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from . import messages
+from .config import Config
+from .events import (
+    Attempt,
+    Correction,
+    ModelText,
+    Output,
+    Retry,
+    ToolCall,
+    Turn,
+    UserMessage,
+)
+from .fingerprint import digest, digest_call, normalize
+from .finding import Finding
+from .lines import LineCutter
+from .policy import Policy
+from .signals import SIGNALS
+from .signals.base import Signal
+from .step import make_step
+from .text import PassageCutter, is_apology
+from .verdict import ALLOW, Action, Verdict
+
+__all__ = ["Monitor"]
+
+_MAX_INTERVENTIONS = 1000  # kept in order; later ones are only counted
+
+
+class Monitor:
+    """Watches one agent session. See the module docstring.
+
+    `config` is a `Config`; keyword arguments build one instead
+    (`Monitor(mode="warn", signals={"repeat": {"threshold": 4}})`).
+    `on_warning` is called with each WARN verdict; if it raises it is not called again.
+    """
+
+    def __init__(self, config: Config | None = None, *, on_warning: Callable[[Verdict], object] | None = None, **kwargs: Any) -> None:
+        self.config = config if config is not None else Config.make(**kwargs)
+        self._signals: list[Signal] = []
+        for name, cls in SIGNALS.items():
+            params = self.config.params(name)
+            if params.enabled:
+                self._signals.append(cls(params))
+        self._by_hook: dict[str, list[Signal]] = {
+            hook: [s for s in self._signals if getattr(type(s), hook) is not getattr(Signal, hook)]
+            for hook in ("on_step", "on_text", "on_passage", "on_line", "on_retry", "on_turn", "on_correction")
+        }
+        self._policy = Policy(self.config, on_warning)
+        self._lock = threading.Lock()
+        self._lines = LineCutter()
+        self._passages = PassageCutter()
+        self._apology = False  # the response being streamed has apologised
+        self.events = 0
+        self.actions = 0  # completed tool calls
+        self.first_at: float | None = None
+        self.last_at: float | None = None
+        self.interventions: list[Verdict] = []
+        self.interventions_total = 0
+        self.stop: Verdict | None = None  # the first stop
+        self.strongest: dict[str, Finding] = {}  # per signal, the strongest finding seen
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def warnings(self) -> int:
+        return self._policy.warnings
+
+    def observe(self, event: Any) -> Verdict:
+        """Take one event; return what to do now."""
+        with self._lock:
+            at = self._clock(getattr(event, "at", None))
+            kind = type(event)
+            if kind is ToolCall:
+                return self._tool_call(event, at)
+            if kind is Attempt:
+                return self._check(event, at)
+            if kind is ModelText:
+                return self._text(event, at)
+            if kind is Output:
+                return self._output(event, at)
+            if kind is Retry:
+                return self._feed("on_retry", at, (at, self.actions), event)
+            if kind is Turn:
+                self._end_response(at)
+                return self._feed("on_turn", at, (at, self.actions), event)
+            if kind is Correction:
+                key = digest(normalize(event.message))
+                return self._feed("on_correction", at, (key, at, self.actions), event)
+            if kind is UserMessage:
+                self._end_response(at)
+                for signal in self._signals:
+                    signal.reset()
+                self._policy.reset()
+                return ALLOW
+            raise TypeError(f"not a loopwatch event: {event!r}")
+
+    def check(self, attempt: Attempt) -> Verdict:
+        """The pre-dispatch guard: should this call run? Never raises for a bad input;
+        a BLOCK verdict carries `tool_result`, to hand the model instead of running."""
+        return self.observe(attempt)
+
+    def calibration(self) -> dict[str, Any]:
+        """Figures for choosing thresholds, kept in every mode (`off` included)."""
+        with self._lock:
+            figures: dict[str, Any] = {}
+            for signal in self._signals:
+                figures.update(signal.calibration())
+            return figures
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record of the run so far: names, counts and times only."""
+        from .record import make_record
+
+        return make_record(self)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _clock(self, at: float | None) -> float:
+        if at is None:
+            at = 0.0 if self.last_at is None else self.last_at + 1.0
+        at = float(at)
+        if self.first_at is None:
+            self.first_at = at
+        if self.last_at is not None and at < self.last_at:
+            at = self.last_at  # events never go back in time
+        self.last_at = at
+        self.events += 1
+        return at
+
+    def _tool_call(self, call: ToolCall, at: float) -> Verdict:
+        self._end_response(at)
+        rule = self.config.rule(call.name)
+        if rule.role == "exempt":
+            return ALLOW
+        self.actions += 1
+        step = make_step(
+            self.actions, call.name, call.input, call.result, call.error, tuple(call.changed or ()),
+            at, rule.role, rule.identity, call.source_ref,
+        )
+        label = messages.label(call.name, call.input)
+        return self._feed("on_step", at, (step,), call, label)
+
+    def _check(self, attempt: Attempt, at: float) -> Verdict:
+        if self.config.mode != "enforce":
+            return ALLOW
+        rule = self.config.rule(attempt.name)
+        if rule.role == "exempt":
+            return ALLOW
+        value = attempt.input
+        if rule.identity is not None and isinstance(value, dict):
+            value = {k: value[k] for k in rule.identity if k in value}
+        call = digest_call(attempt.name, value)
+        best: tuple[int, Finding, Action] | None = None
+        for signal in self._signals:
+            finding = signal.predict(call)
+            if finding is None:
+                continue
+            action = self._policy.next_action(finding)
+            if action is None or action.rank < Action.BLOCK.rank:
+                continue
+            if best is None or action.rank > best[0]:
+                best = (action.rank, finding, action)
+        if best is None:
+            return ALLOW
+        _, finding, action = best
+        self._policy.climb((finding.signal, finding.key))
+        label = messages.label(attempt.name, attempt.input)
+        verdict = Verdict(
+            action, signal=finding.signal, message=messages.for_model(finding, action, label),
+            description=finding.description, finding=finding, at=at, index=self.actions + 1,
+            source_ref=attempt.source_ref,
+        )
+        return self._note(verdict)
+
+    def _text(self, text: ModelText, at: float) -> Verdict:
+        verdict = ALLOW
+        for passage in self._passages.feed(text.text):
+            self._apology = self._apology or is_apology(passage)
+            verdict = _stronger(verdict, self._feed("on_passage", at, (digest(normalize(passage)), at, self.actions), text))
+        if not text.chunk:
+            verdict = _stronger(verdict, self._end_response(at, text))
+        return verdict
+
+    def _end_response(self, at: float, event: Any = None) -> Verdict:
+        verdict = ALLOW
+        rest = self._passages.flush()
+        if rest is None:
+            return verdict
+        self._apology = self._apology or is_apology(rest)
+        if rest:
+            verdict = self._feed("on_passage", at, (digest(normalize(rest)), at, self.actions), event)
+        apology, self._apology = self._apology, False
+        verdict = _stronger(verdict, self._feed("on_text", at, (apology, at, self.actions), event))
+        for signal in self._by_hook["on_passage"]:
+            signal.reset_response()
+        return verdict
+
+    def _output(self, output: Output, at: float) -> Verdict:
+        verdict = ALLOW
+        for line in self._lines.feed(output.data, output.stream):
+            verdict = _stronger(verdict, self._feed("on_line", at, (line, at, self.actions), output))
+        return verdict
+
+    def _feed(self, hook: str, at: float, args: tuple, event: Any, label: str = "") -> Verdict:
+        findings = []
+        for signal in self._by_hook[hook]:
+            finding = getattr(signal, hook)(*args)
+            if finding is not None:
+                if event is not None and finding.source_ref is None:
+                    finding = _with_ref(finding, getattr(event, "source_ref", None))
+                findings.append(finding)
+                best = self.strongest.get(signal.name)
+                if best is None or finding.severity > best.severity:
+                    self.strongest[signal.name] = finding
+        if not findings:
+            return ALLOW
+        verdict = self._policy.decide(findings, at, lambda f, a: messages.for_model(f, a, label))
+        return self._note(verdict)
+
+    def _note(self, verdict: Verdict) -> Verdict:
+        if verdict.action.rank >= Action.NUDGE.rank:
+            self.interventions_total += 1
+            if len(self.interventions) < _MAX_INTERVENTIONS:
+                self.interventions.append(verdict)
+            if verdict.action is Action.STOP and self.stop is None:
+                self.stop = verdict
+        return verdict
+
+
+def _stronger(a: Verdict, b: Verdict) -> Verdict:
+    return b if b.action.rank > a.action.rank else a
+
+
+def _with_ref(finding: Finding, ref: str | None) -> Finding:
+    if ref is None:
+        return finding
+    from dataclasses import replace
+
+    return replace(finding, source_ref=ref)

@@ -1,0 +1,122 @@
+"""The policy: findings in, one `Verdict` out.
+
+One ladder per streak. From half a threshold a streak earns a warning (for the person,
+throttled); at the threshold, a nudge (for the model); if the streak still continues,
+the next rung of the profile's ladder (block, then stop). A new streak (a new key:
+signals key a streak by where it started) starts at the bottom again; the rungs of
+at most 256 streaks are remembered. Signals whose
+evidence is thin (`can_stop=False`) stop climbing at their last allowed rung, and a
+signal allowed only to nudge nudges once per streak.
+
+Warnings are throttled: one, then at most one every `warn_every` seconds of event time,
+plus one more when a streak becomes conclusive; never one per event. A warning callback
+that raises is not called again.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .config import Config
+from .finding import Finding
+from .verdict import ALLOW, Action, Verdict
+
+__all__ = ["Policy"]
+
+_MAX_STREAKS = 256
+_ACTIONS = {"nudge": Action.NUDGE, "block": Action.BLOCK, "stop": Action.STOP}
+
+
+class Policy:
+    def __init__(self, config: Config, on_warning: Callable[[Verdict], object] | None = None) -> None:
+        self.mode = config.mode
+        self.ladder = config.ladder
+        self.warn_every = config.warn_every
+        self.on_warning = on_warning
+        self.warnings = 0
+        self._rungs: dict[tuple[str, int], int] = {}  # streak -> rungs climbed
+        self._last_warning: float | None = None
+        self._warned_conclusive: set[tuple[str, int]] = set()
+
+    def reset(self) -> None:
+        self._rungs.clear()
+        self._warned_conclusive.clear()
+
+    def climb(self, streak: tuple[str, int]) -> None:
+        rungs = self._rungs
+        rungs[streak] = rungs.pop(streak, 0) + 1
+        if len(rungs) > _MAX_STREAKS:
+            rungs.pop(next(iter(rungs)))
+
+    def allowed(self, finding: Finding) -> tuple[Action, ...]:
+        return tuple(
+            _ACTIONS[r]
+            for r in self.ladder
+            if (r != "stop" or finding.can_stop) and (r != "block" or finding.can_block)
+        )
+
+    def next_action(self, finding: Finding) -> Action | None:
+        """The rung this conclusive finding would climb to now, without climbing."""
+        rungs = self.allowed(finding)
+        climbed = self._rungs.get((finding.signal, finding.key), 0)
+        if climbed >= len(rungs) and rungs[-1] is Action.NUDGE:
+            return None  # nudge once per streak
+        return rungs[min(climbed, len(rungs) - 1)]
+
+    def decide(self, findings: list[Finding], at: float, message_for: Callable[[Finding, Action], str]) -> Verdict:
+        if self.mode == "off" or not findings:
+            return ALLOW
+        best: tuple[int, float, Action, Finding] | None = None
+        warn: Finding | None = None
+        for finding in findings:
+            streak = (finding.signal, finding.key)
+            if finding.conclusive and self.mode == "enforce":
+                action = self.next_action(finding)
+                self.climb(streak)
+                if action is not None and (best is None or (action.rank, finding.severity) > best[:2]):
+                    best = (action.rank, finding.severity, action, finding)
+                continue
+            if finding.severity >= 0.5 and self._may_warn(finding, streak, at):
+                if warn is None or finding.severity > warn.severity:
+                    warn = finding
+        if best is not None:
+            action, finding = best[2], best[3]
+            return Verdict(
+                action,
+                signal=finding.signal,
+                message=message_for(finding, action),
+                description=finding.description,
+                finding=finding,
+                at=at,
+                index=finding.index,
+                source_ref=finding.source_ref,
+            )
+        if warn is not None:
+            return self._warn(warn, at)
+        return ALLOW
+
+    def _may_warn(self, finding: Finding, streak: tuple[str, int], at: float) -> bool:
+        if finding.conclusive and streak not in self._warned_conclusive:
+            return True
+        return self._last_warning is None or at - self._last_warning >= self.warn_every
+
+    def _warn(self, finding: Finding, at: float) -> Verdict:
+        self._last_warning = at
+        if finding.conclusive:
+            self._warned_conclusive.add((finding.signal, finding.key))
+        self.warnings += 1
+        verdict = Verdict(
+            Action.WARN,
+            signal=finding.signal,
+            description=finding.description,
+            finding=finding,
+            at=at,
+            index=finding.index,
+            source_ref=finding.source_ref,
+        )
+        if self.on_warning is not None:
+            try:
+                self.on_warning(verdict)
+            except Exception:  # a broken callback must not break the agent
+                self.on_warning = None
+        return verdict

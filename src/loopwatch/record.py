@@ -1,0 +1,73 @@
+"""The JSON record of a run: what happened and why, in names, counts and times.
+
+Times are seconds relative to the first event. Nothing of the inputs, results or text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .finding import Finding
+from .verdict import Verdict
+
+if TYPE_CHECKING:
+    from .monitor import Monitor
+
+__all__ = ["make_record", "verdict_record", "finding_record"]
+
+
+def finding_record(finding: Finding, origin: float) -> dict[str, Any]:
+    return {
+        "signal": finding.signal,
+        "severity": round(finding.severity, 3),
+        "period": finding.period,
+        "repeats": finding.repeats,
+        "tools": list(finding.tools),
+        "started_at": round(finding.started_at - origin, 3),
+        "detected_at": round(finding.at - origin, 3),
+        "started_action": finding.started_index,
+        "at_action": finding.index,
+        "can_stop": finding.can_stop,
+        "description": finding.description,
+    }
+
+
+def verdict_record(verdict: Verdict, origin: float) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "signal": verdict.signal,
+        "action": verdict.action.value,
+        "at": round(verdict.at - origin, 3),
+        "at_action": verdict.index,
+        "source_ref": verdict.source_ref,
+        "description": verdict.description,
+    }
+    if verdict.finding is not None:
+        f = verdict.finding
+        out.update(
+            period=f.period,
+            repeats=f.repeats,
+            tools=list(f.tools),
+            started_at=round(f.started_at - origin, 3),
+            started_action=f.started_index,
+            detected_at=round(f.at - origin, 3),
+        )
+    return out
+
+
+def make_record(monitor: "Monitor") -> dict[str, Any]:
+    origin = monitor.first_at or 0.0
+    strongest = max(monitor.interventions, key=lambda v: v.action.rank, default=None)
+    chosen = monitor.stop or strongest
+    return {
+        "verdict": verdict_record(chosen, origin) if chosen is not None else None,
+        "mode": monitor.config.mode,
+        "profile": monitor.config.profile,
+        "events": monitor.events,
+        "actions": monitor.actions,
+        "duration": round((monitor.last_at or origin) - origin, 3),
+        "warnings": monitor.warnings,
+        "interventions": [verdict_record(v, origin) for v in monitor.interventions],
+        "interventions_total": monitor.interventions_total,
+        "findings": [finding_record(f, origin) for f in monitor.strongest.values()],
+        "calibration": monitor.calibration(),
+    }

@@ -1,0 +1,75 @@
+"""`apology`: the model apologises turn after turn.
+
+An apology now and then is manners. `threshold` model messages in a row that each
+apologise ("I apologize", "sorry", "my mistake", "please disregard (3)") mean the model
+knows it is failing and keeps doing it. Scattered apologies are only flagged (half
+severity at most).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..finding import Finding
+from .base import Signal
+
+__all__ = ["Apology"]
+
+
+@dataclass(frozen=True)
+class Params:
+    #: Apologising messages in a row.
+    threshold: int = 3
+
+    @property
+    def enabled(self) -> bool:
+        return self.threshold > 0
+
+    def check(self) -> str | None:
+        if self.threshold == 1 or self.threshold < 0:
+            return "threshold: must be 0 (off) or 2 or more"
+        return None
+
+
+class Apology(Signal):
+    name = "apology"
+    Params = Params
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._streak = 0
+        self._started = (0.0, 0)
+        self.total = 0
+        self.most = 0
+
+    def on_text(self, apology: bool, at: float, index: int) -> Finding | None:
+        if not apology:
+            self._streak = 0
+            return None
+        if self._streak == 0:
+            self._started = (at, index)
+        self._streak += 1
+        self.total += 1
+        self.most = max(self.most, self._streak)
+        if self._streak < 2:
+            return None
+        return Finding(
+            signal=self.name,
+            severity=self._streak / self.params.threshold,
+            key=self._started[1] * 7919 + int(self._started[0]),
+            description=f"the model apologised in {self._streak} messages in a row",
+            repeats=self._streak,
+            started_at=self._started[0],
+            at=at,
+            started_index=self._started[1],
+            index=index,
+            can_block=False,
+            hint="apologising and retrying the same way has not worked; explain what is failing and try a "
+            "different approach, or ask for help",
+        )
+
+    def reset(self) -> None:
+        self._streak = 0
+
+    def calibration(self) -> dict:
+        return {"apology_most": self.most, "apology_total": self.total}

@@ -1,0 +1,76 @@
+"""The shape every signal has.
+
+A signal watches one kind of circling. It is fed digested observations (never raw
+content), keeps a bounded state, and after each observation it handles returns its
+current `Finding` for the streak in progress, or None when there is none. Returning the
+finding on every observation while the streak lasts is what lets the policy climb one
+ladder per streak, and drop the ladder when the streak ends.
+
+Signals read no clock: times come in with the observations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..finding import Finding
+from ..step import Step
+
+__all__ = ["Signal"]
+
+
+class Signal:
+    """Base class: override the `on_*` methods the signal needs.
+
+    `name` is the signal's name in configuration and records; `Params` its frozen
+    dataclass of thresholds (every field documented with its reason); `can_stop` and
+    `can_block` say whether its evidence may end a run or block a call.
+    """
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type]
+    can_stop: ClassVar[bool] = True
+    can_block: ClassVar[bool] = True
+
+    def __init__(self, params: Any) -> None:
+        self.params = params
+
+    # Observations. Each returns the finding for the current streak, or None.
+    def on_step(self, step: Step) -> Finding | None:
+        return None
+
+    def on_text(self, apology: bool, at: float, index: int) -> Finding | None:
+        """One whole model message: only whether it apologises is passed on."""
+        return None
+
+    def on_passage(self, passage: bytes, at: float, index: int) -> Finding | None:
+        """One sentence-like passage of a streamed response, digested."""
+        return None
+
+    def on_line(self, line: bytes, at: float, index: int) -> Finding | None:
+        """One normalized output line, digested."""
+        return None
+
+    def on_retry(self, at: float, index: int) -> Finding | None:
+        return None
+
+    def on_turn(self, at: float, index: int) -> Finding | None:
+        return None
+
+    def on_correction(self, message: bytes, at: float, index: int) -> Finding | None:
+        return None
+
+    def reset_response(self) -> None:
+        """A model response ended (for signals that watch within one response)."""
+
+    def reset(self) -> None:
+        """A new user message: forget every streak (calibration figures are kept)."""
+
+    def predict(self, call: bytes) -> Finding | None:
+        """Would a call with this digest continue a conclusive streak? For the
+        pre-dispatch guard; only signals that can tell before the result say so."""
+        return None
+
+    def calibration(self) -> dict[str, Any]:
+        """The figures a person needs to choose this signal's thresholds."""
+        return {}

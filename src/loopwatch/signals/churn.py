@@ -1,0 +1,106 @@
+"""`churn`: a window of calls with few distinct calls and no file written.
+
+In the last `window` calls at most `distinct` different calls (name and input) and
+nothing written: the agent is busy without moving. The evidence separating this from
+legitimate repetitive work is thin (a long legitimate session had 8 distinct calls in
+its worst 20-call window; three runaways had 5, 2 and 7), so churn warns and nudges,
+and never blocks or stops. No finding before a full window.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass
+
+from ..finding import Finding
+from ..step import Step
+from .base import Signal
+
+__all__ = ["Churn"]
+
+
+@dataclass(frozen=True)
+class Params:
+    #: Calls in the window: 20, as in the peer study quoted above.
+    window: int = 20
+    #: At most this many distinct calls in a window is churn: 6 sits between the
+    #: legitimate session's 8 and the runaways' 5, 2 (the 7 is missed on purpose).
+    distinct: int = 6
+
+    @property
+    def enabled(self) -> bool:
+        return self.window > 0 and self.distinct > 0
+
+    def check(self) -> str | None:
+        if self.window < 0 or self.window == 1:
+            return "window: must be 0 (off) or 2 or more calls"
+        if self.window and not 0 <= self.distinct < self.window:
+            return "distinct: must be between 1 and window - 1 (0 turns it off)"
+        return None
+
+
+class Churn(Signal):
+    name = "churn"
+    Params = Params
+    can_stop = False
+    can_block = False
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._calls: deque[Step] = deque(maxlen=params.window)
+        self._counts: Counter[bytes] = Counter()
+        self._writes = 0
+        self._start: int | None = None
+        self.fewest: int | None = None  # calibration: fewest distinct calls in a full window
+
+    def on_step(self, step: Step) -> Finding | None:
+        calls, counts = self._calls, self._counts
+        if len(calls) == calls.maxlen:
+            old = calls[0]
+            counts[old.call] -= 1
+            if not counts[old.call]:
+                del counts[old.call]
+            self._writes -= old.wrote
+        calls.append(step)
+        counts[step.call] += 1
+        self._writes += step.wrote
+        if len(calls) < self.params.window:
+            return None
+        distinct = len(counts)
+        if self._writes == 0:
+            self.fewest = distinct if self.fewest is None else min(self.fewest, distinct)
+        if self._writes:
+            self._start = None
+            return None
+        severity = self.params.distinct / distinct
+        if severity < 0.5:
+            self._start = None
+            return None
+        if self._start is None:
+            self._start = calls[0].index
+        top = tuple(n for n, _ in Counter(s.name for s in calls).most_common(5))
+        return Finding(
+            signal=self.name,
+            severity=severity,
+            key=self._start,
+            description=f"only {distinct} distinct calls in the last {len(calls)}, and no file written",
+            repeats=len(calls),
+            tools=top,
+            started_at=calls[0].at,
+            at=step.at,
+            started_index=calls[0].index,
+            index=step.index,
+            can_stop=False,
+            can_block=False,
+            hint="you keep making the same few calls without changing anything; decide what you need to learn "
+            "or change, and do that",
+        )
+
+    def reset(self) -> None:
+        self._calls.clear()
+        self._counts.clear()
+        self._writes = 0
+        self._start = None
+
+    def calibration(self) -> dict:
+        return {"churn_fewest_distinct": self.fewest}

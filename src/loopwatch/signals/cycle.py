@@ -1,0 +1,100 @@
+"""`cycle`: a short cycle of actions repeated at the tail of the run.
+
+An action is a call together with its normalized result. When the last actions are
+2 to `max_period` actions repeated `repeats` times in a row with the same results
+(kill server, start, curl, read log; open, edit, run, revert), the run is circling.
+Period 1 is `repeat`'s business. Among equal repeat counts the shortest period wins.
+O(max period) per step, never a rescan of history.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from ..finding import Finding
+from ..periodic import TailCycles
+from ..step import Step
+from .base import Signal
+from .common import most_common_names, span_description
+
+__all__ = ["Cycle"]
+
+
+@dataclass(frozen=True)
+class Params:
+    #: Longest cycle looked for. The labelled loops of kind `cycle` have periods 2 to
+    #: 4; 5 leaves room, and longer "cycles" are mostly ordinary workflows.
+    max_period: int = 5
+    #: Copies in a row that make a loop: the protocol's 3 rounds.
+    repeats: int = 3
+
+    @property
+    def enabled(self) -> bool:
+        return self.repeats > 0 and self.max_period >= 2
+
+    def check(self) -> str | None:
+        if self.repeats == 1:
+            return "repeats: 1 would call every sequence a cycle; use 2 or more, or 0 to turn it off"
+        if self.repeats < 0:
+            return "repeats: must be 0 (off) or 2 or more"
+        if not 0 <= self.max_period <= 16:
+            return "max_period: must be between 2 and 16"
+        return None
+
+
+class Cycle(Signal):
+    name = "cycle"
+    Params = Params
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._tail = TailCycles(params.max_period)
+        self._recent: deque[Step] = deque(maxlen=params.max_period * max(params.repeats, 2) + params.max_period)
+        self._key: int | None = None
+        self.most = 0
+        self.most_period = 0
+
+    def on_step(self, step: Step) -> Finding | None:
+        period, copies, length = self._tail.push(step.action, min_period=2)
+        self._recent.append(step)
+        if copies > self.most:
+            self.most, self.most_period = copies, period
+        if copies < 2:
+            self._key = None
+            return None
+        recent = list(self._recent)[-min(length, len(self._recent)):]
+        first = recent[0]
+        start_index = step.index - length + 1
+        if self._key is None:
+            self._key = start_index * 31 + period
+        names = [s.name for s in recent[-period:]]
+        return Finding(
+            signal=self.name,
+            severity=copies / self.params.repeats,
+            key=self._key,
+            description=span_description(
+                f"the same {period}-step action cycle ({', '.join(names)}) repeated {copies} times",
+                first.at, step.at,
+            ),
+            repeats=copies,
+            period=period,
+            tools=most_common_names(names),
+            started_at=first.at,
+            at=step.at,
+            started_index=start_index,
+            index=step.index,
+            hint=f"you have been doing these {period} things over and over with the same results; "
+            "stop, say what you expected to change, and try a different approach",
+        )
+
+    def predict(self, call: bytes) -> Finding | None:
+        return None  # the next action's result is unknown before it runs
+
+    def reset(self) -> None:
+        self._tail.clear()
+        self._recent.clear()
+        self._key = None
+
+    def calibration(self) -> dict:
+        return {"cycle_most": self.most, "cycle_period": self.most_period}

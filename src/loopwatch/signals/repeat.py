@@ -1,0 +1,99 @@
+"""`repeat`: the same call, consecutively, getting the same result back.
+
+The same call (tool name and canonical input) with the same normalized result is the
+strongest evidence of a loop there is: nothing was learned from the last try. With a
+changing result the same call is polling or waiting, and the streak restarts. Only
+consecutive repeats count: validate, fix, validate, fix, validate is progress.
+
+Tools configured as pollers are not counted here (their repeats are the point).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..finding import Finding
+from ..step import Step
+from .base import Signal
+from .common import span_description
+
+__all__ = ["Repeat"]
+
+
+@dataclass(frozen=True)
+class Params:
+    #: Copies in a row that make a loop. 3 is the protocol's own bar (a loop is
+    #: "3+ rounds without progress") and 20 of the 62 looping sessions in the labelled
+    #: corpus are of this kind; no `no` session has 3 identical calls with identical
+    #: results in a row (see BENCHMARKS.md).
+    threshold: int = 3
+
+    @property
+    def enabled(self) -> bool:
+        return self.threshold > 0
+
+    def check(self) -> str | None:
+        if self.threshold == 1:
+            return "threshold: 1 would call every call a loop; use 2 or more, or 0 to turn it off"
+        if self.threshold < 0:
+            return "threshold: must be 0 (off) or 2 or more"
+        return None
+
+
+class Repeat(Signal):
+    name = "repeat"
+    Params = Params
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._last: Step | None = None
+        self._first: Step | None = None
+        self._count = 0
+        self.most = 0  # calibration: the longest run seen
+
+    def on_step(self, step: Step) -> Finding | None:
+        if step.role == "poller":
+            return None
+        last = self._last
+        if last is not None and last.call == step.call and last.result == step.result:
+            self._count += 1
+        else:
+            self._count = 1
+            self._first = step
+        self._last = step
+        self.most = max(self.most, self._count)
+        return self._finding(step)
+
+    def _finding(self, step: Step) -> Finding | None:
+        count, first = self._count, self._first
+        if count < 2 or first is None:
+            return None
+        return Finding(
+            signal=self.name,
+            severity=count / self.params.threshold,
+            key=int.from_bytes(first.action[:6], "little") ^ first.index,
+            description=span_description(
+                f"the same {step.name} call returned the same result {count} times in a row", first.at, step.at
+            ),
+            repeats=count,
+            period=1,
+            tools=(step.name,),
+            started_at=first.at,
+            at=step.at,
+            started_index=first.index,
+            index=step.index,
+            hint="read the result, then change the command, the code or the approach before running it again",
+        )
+
+    def predict(self, call: bytes) -> Finding | None:
+        last = self._last
+        if last is None or last.call != call or self._count < self.params.threshold:
+            return None
+        return self._finding(last)
+
+    def reset(self) -> None:
+        self._last = self._first = None
+        self._count = 0
+
+    def calibration(self) -> dict:
+        return {"repeat_most": self.most}

@@ -1,0 +1,86 @@
+"""`retry_storm`: provider retries one after another, and nothing else.
+
+`retries` retries in a row, spanning at least `window` seconds, with no completed turn
+and no action between them: the run is paying for a provider that is not answering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..finding import Finding
+from .base import Signal
+
+__all__ = ["RetryStorm"]
+
+
+@dataclass(frozen=True)
+class Params:
+    #: Retries in a row. Harnesses retry 3 to 5 times with backoff on a passing fault
+    #: (LiteLLM 3, the Anthropic and OpenAI SDKs 2, Claude Code up to 10); more than
+    #: that in a row is not passing.
+    retries: int = 8
+    #: Seconds the streak must span, so a burst of instant failures is not a storm yet.
+    window: float = 60.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.retries > 0
+
+    def check(self) -> str | None:
+        if self.retries == 1 or self.retries < 0:
+            return "retries: must be 0 (off) or 2 or more"
+        if self.window < 0:
+            return "window: seconds must be >= 0"
+        return None
+
+
+class RetryStorm(Signal):
+    name = "retry_storm"
+    Params = Params
+    can_block = False
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._count = 0
+        self._first = 0.0
+        self._index = 0
+        self._seen_actions = -1
+        self.longest = 0
+
+    def on_retry(self, at: float, index: int) -> Finding | None:
+        if self._count and index != self._seen_actions:
+            self._count = 0  # an action came between
+        if self._count == 0:
+            self._first, self._index = at, index
+        self._count += 1
+        self._seen_actions = index
+        self.longest = max(self.longest, self._count)
+        span = at - self._first
+        window = self.params.window
+        severity = min(self._count / self.params.retries, 1.0 if span >= window else span / window if window else 1.0)
+        if self._count < 2 or severity < 0.5:
+            return None
+        return Finding(
+            signal=self.name,
+            severity=severity,
+            key=int(self._first * 1000) ^ self._index,
+            description=f"{self._count} provider retries in a row over {span:.0f}s with no answer",
+            repeats=self._count,
+            started_at=self._first,
+            at=at,
+            started_index=self._index,
+            index=index,
+            can_block=False,
+            hint="the model provider keeps failing; wait and resume later",
+        )
+
+    def on_turn(self, at: float, index: int) -> Finding | None:
+        self._count = 0
+        return None
+
+    def reset(self) -> None:
+        self._count = 0
+
+    def calibration(self) -> dict:
+        return {"retry_longest": self.longest}

@@ -1,0 +1,85 @@
+"""`same_error`: the same error comes back although the calls vary.
+
+The agent tries one variation after another (a different flag, another path, the edit
+shifted by a line) and hits the same wall each time: the same normalized error, with
+the call's own arguments masked out. A successful write resets every count: the next
+try is a new experiment. Counts need not be consecutive; other calls in between do
+not excuse the same failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..finding import Finding
+from ..step import Step
+from .base import Signal
+from .common import span_description
+
+__all__ = ["SameError"]
+
+_MAX_ERRORS = 256  # distinct errors tracked between writes
+
+
+@dataclass(frozen=True)
+class Params:
+    #: Times the same error must come back.
+    threshold: int = 4
+
+    @property
+    def enabled(self) -> bool:
+        return self.threshold > 0
+
+    def check(self) -> str | None:
+        if self.threshold == 1 or self.threshold < 0:
+            return "threshold: must be 0 (off) or 2 or more"
+        return None
+
+
+class SameError(Signal):
+    name = "same_error"
+    Params = Params
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._errors: dict[bytes, tuple[int, Step, set[bytes]]] = {}
+        self.most = 0
+
+    def on_step(self, step: Step) -> Finding | None:
+        if step.wrote:
+            self._errors.clear()
+            return None
+        if step.failure is None:
+            return None
+        count, first, calls = self._errors.get(step.failure, (0, step, set()))
+        if len(calls) < 64:
+            calls.add(step.call)
+        count += 1
+        if step.failure not in self._errors and len(self._errors) >= _MAX_ERRORS:
+            self._errors.pop(next(iter(self._errors)))
+        self._errors[step.failure] = (count, first, calls)
+        self.most = max(self.most, count)
+        if count < 2:
+            return None
+        return Finding(
+            signal=self.name,
+            severity=count / self.params.threshold,
+            key=first.index,
+            description=span_description(
+                f"the same {step.name} error came back {count} times from {len(calls)} different calls", first.at, step.at
+            ),
+            repeats=count,
+            tools=(step.name,),
+            started_at=first.at,
+            at=step.at,
+            started_index=first.index,
+            index=step.index,
+            hint="variations of the same call keep failing the same way; find the cause of this error "
+            "(read it, check the environment) before another variation",
+        )
+
+    def reset(self) -> None:
+        self._errors.clear()
+
+    def calibration(self) -> dict:
+        return {"same_error_most": self.most}

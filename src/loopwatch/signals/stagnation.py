@@ -1,0 +1,109 @@
+"""`stagnation`: for a while, nothing the run had not already done.
+
+An action (call and result) is new the first time the run sees it. When no new action
+has appeared for `window` seconds and at least `max_period x repeats` replayed actions
+fell in that time, the run is going round whatever the shape of its circling. Below
+that floor the window is inconclusive: one long tool call, or a few slow ones, is not a
+loop. Writing a file counts as something new.
+
+Memory is bounded: at most `memory` actions are remembered, the oldest forgotten first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+
+from ..finding import Finding
+from ..step import Step
+from .base import Signal
+from .common import span_description
+
+__all__ = ["Stagnation"]
+
+
+@dataclass(frozen=True)
+class Params:
+    #: Seconds with no new action. Five minutes: long enough for a slow build or test
+    #: run to be re-checked a few times, short next to the hours a runaway burns.
+    window: float = 300.0
+    #: Replayed actions that must fall in the window: the cycle signal's longest cycle
+    #: (5) times its repeats (3), so stagnation never fires on less evidence than a cycle.
+    replays: int = 15
+    #: Distinct actions remembered.
+    memory: int = 4096
+
+    @property
+    def enabled(self) -> bool:
+        return self.window > 0 and self.replays > 0
+
+    def check(self) -> str | None:
+        if self.window < 0:
+            return "window: seconds must be >= 0 (0 turns it off)"
+        if self.replays == 1 or self.replays < 0:
+            return "replays: must be 0 (off) or 2 or more"
+        if self.memory < 16:
+            return "memory: at least 16 actions"
+        return None
+
+
+class Stagnation(Signal):
+    name = "stagnation"
+    Params = Params
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
+        self._since: Step | None = None  # the last new action
+        self._replays = 0
+        self._names: Counter[str] = Counter()
+        self.longest_seconds = 0.0
+        self.longest_actions = 0
+
+    def on_step(self, step: Step) -> Finding | None:
+        seen = self._seen
+        if step.action in seen and not step.wrote:
+            seen.move_to_end(step.action)
+            self._replays += 1
+            if len(self._names) < 64:
+                self._names[step.name] += 1
+        else:
+            seen[step.action] = None
+            if len(seen) > self.params.memory:
+                seen.popitem(last=False)
+            self._since, self._replays = step, 0
+            self._names.clear()
+            return None
+        since = self._since
+        if since is None:
+            return None
+        elapsed = step.at - since.at
+        self.longest_seconds = max(self.longest_seconds, elapsed)
+        self.longest_actions = max(self.longest_actions, self._replays)
+        severity = min(elapsed / self.params.window, self._replays / self.params.replays)
+        if severity < 0.5:
+            return None
+        return Finding(
+            signal=self.name,
+            severity=severity,
+            key=since.index,
+            description=span_description(
+                f"{self._replays} actions in a row that the run had already done, with no new action",
+                since.at, step.at,
+            ),
+            repeats=self._replays,
+            tools=tuple(n for n, _ in self._names.most_common(5)),
+            started_at=since.at,
+            at=step.at,
+            started_index=since.index + 1,
+            index=step.index,
+            hint="everything you have done for a while repeats earlier steps with the same results; "
+            "step back, state what is blocking you, and try something you have not tried",
+        )
+
+    def reset(self) -> None:
+        self._since, self._replays = None, 0
+        self._names.clear()
+
+    def calibration(self) -> dict:
+        return {"stagnation_seconds": round(self.longest_seconds, 3), "stagnation_actions": self.longest_actions}

@@ -1,0 +1,88 @@
+"""A `Step`: a completed tool call reduced to digests, names, counts and times.
+
+This is the only form in which the monitor remembers a tool call. Building it is the
+one place where raw inputs and results are read; nothing of them survives but digests
+and a short similarity sketch (16-bit hashes of words, never the words).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from .fingerprint import Digest, arguments_of, digest, digest_call, normalize, text_of
+
+__all__ = ["Step", "make_step", "sketch_of"]
+
+_SKETCH_WORDS = 192  # words hashed for similarity: about 1 KiB of text, bounded cost
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One completed tool call.
+
+    `call` digests the tool name and its identifying input; `result` the normalized
+    result; `action` both together (what the run "did and got"). `shape` digests the
+    name and the normalized result only (what came back, whatever the call), and
+    `failure` is that same digest when the call failed, else None. `wrote` is True when
+    the call changed files (or is a configured writer and succeeded). `index` counts
+    tool calls from 1; `at` is the event time in seconds.
+    """
+
+    index: int
+    name: str
+    call: Digest
+    result: Digest
+    action: Digest
+    shape: Digest
+    failure: Digest | None
+    empty: bool
+    wrote: bool
+    role: str
+    at: float
+    sketch: tuple[int, ...]
+    source_ref: str | None = None
+
+
+def sketch_of(text: str) -> tuple[int, ...]:
+    """16-bit hashes of a normalized text's first words: enough for a similarity
+    ratio, never enough to recover the text."""
+    words = text.split(" ", _SKETCH_WORDS)[:_SKETCH_WORDS]
+    return tuple(zlib.crc32(w.encode("utf-8", "surrogatepass")) & 0xFFFF for w in words)
+
+
+def make_step(
+    index: int,
+    name: str,
+    input_value: object,
+    result: object,
+    error: bool,
+    changed: tuple[str, ...],
+    at: float,
+    role: str = "",
+    identity: tuple[str, ...] | None = None,
+    source_ref: str | None = None,
+) -> Step:
+    """Digest one tool call. `identity` names the input fields that identify the call
+    (others are ignored); `role` is "", "writer", "poller" or "exempt"."""
+    if identity is not None and isinstance(input_value, dict):
+        input_value = {k: input_value[k] for k in identity if k in input_value}
+    call = digest_call(name, input_value)
+    text = normalize(text_of(result), arguments_of(input_value))
+    result_digest = digest(text)
+    shape = digest(name.encode() + b"\x00" + result_digest)
+    return Step(
+        index=index,
+        name=name,
+        call=call,
+        result=result_digest,
+        action=digest(call + result_digest),
+        shape=shape,
+        failure=shape if error else None,
+        empty=not text,
+        wrote=bool(changed) or (role == "writer" and not error),
+        role=role,
+        at=at,
+        sketch=sketch_of(text),
+        source_ref=source_ref,
+    )
