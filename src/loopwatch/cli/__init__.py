@@ -1,0 +1,55 @@
+"""The `loopwatch` command line. Subcommands live in their own modules and are
+imported only when called, so `loopwatch --help` and each command start fast."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+__all__ = ["cli"]
+
+#: command -> "module:attribute". Add a command by adding a line here.
+COMMANDS = {
+    "scan": ("loopwatch.cli.scan:scan", "Find loops in recorded sessions (files, folders, globs, -)."),
+    "evaluate": ("loopwatch.cli.evaluate:evaluate", "Measure detection against hand-labelled sessions."),
+    "calibrate": ("loopwatch.cli.calibrate:calibrate", "Show the figures behind each threshold, per session."),
+    "run": ("loopwatch.cli.run:run", "Run an agent command and stop it when it goes in circles."),
+    "install": ("loopwatch.cli.install:install", "Install the hook into Claude Code or Codex settings."),
+    "uninstall": ("loopwatch.cli.install:uninstall", "Remove loopwatch's hook entries."),
+    "status": ("loopwatch.cli.status:status", "What loopwatch sees in recent hooked sessions."),
+    "hook": ("loopwatch.cli.hook_command:hook", "Hook entry point for Claude Code and Codex (reads stdin)."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[name]
+        module, attribute = target.split(":")
+        try:
+            return getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError):
+            return None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="loopwatch")
+def cli() -> None:
+    """loopwatch notices when an AI agent is going in circles, and stops the waste.
+
+    \b
+    Scan recorded sessions:        loopwatch scan runs/ --json
+    Guard Claude Code or Codex:    loopwatch install claude-code
+    Supervise any agent command:   loopwatch run -- my-agent --task x
+    Check thresholds on labels:    loopwatch evaluate --labels labels.tsv
+    """
