@@ -62,11 +62,21 @@ def loopwatch(tmp_path: Path, command: list[str], *options: str, record: bool = 
         for _ in range(interrupts):
             proc.send_signal(signal.SIGINT)
             time.sleep(0.1)
-        rest, err = proc.communicate(timeout=timeout)
-        out = seen + rest
     else:
-        out, err = proc.communicate(timeout=timeout)
+        seen = b""
     pidfile = tmp_path / "pids"
+    try:
+        rest, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # leave nothing running behind a failed test
+        proc.kill()
+        proc.communicate()
+        for pid in [int(x) for x in pidfile.read_text().split()] if pidfile.exists() else []:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        raise
+    out = seen + rest
     pids = [int(x) for x in pidfile.read_text().split()] if pidfile.exists() else []
     data = json.loads(path.read_text()) if record and path.exists() else None
     return Ran(proc.returncode, out, err, data, pids)

@@ -93,7 +93,7 @@ class Outcome:
 
     def summary(self) -> str:
         """One line for a person, without the `loopwatch: ` prefix."""
-        took = duration(self.duration)
+        took = f"{self.duration:.1f}s" if self.duration < 60 else duration(self.duration)
         status = self.status
         if self.ended_by == "loop":
             why = self.stop.description if self.stop is not None else "a loop"

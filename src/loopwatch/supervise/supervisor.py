@@ -168,7 +168,8 @@ class Supervisor:
             if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
                 continue  # warnings were printed by the monitor's callback
             if verdict.action is Action.STOP:
-                if self._ended_by is None:
+                # Output still in the pipes after the child exited: it ended by itself.
+                if self._ended_by is None and child.returncode is None:
                     self._stop = verdict
                     self.say(f"stopping the run: {verdict.description}")
                     self._end(child, at, "loop")
