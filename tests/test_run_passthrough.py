@@ -68,3 +68,17 @@ def test_a_bad_limit_is_refused(tmp_path):
     ran = loopwatch(tmp_path, ["true"], "--idle", "0")
     assert ran.status == 2
     assert b"must be a number of seconds above 0" in ran.stderr
+
+
+def test_the_supervisor_as_a_library(tmp_path):
+    from loopwatch import Config
+    from loopwatch.supervise import Limits, Supervisor
+
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        supervisor = Supervisor(["sh", "-c", "echo hello; echo oops >&2; exit 5"], Config.make(mode="enforce"),
+                                Limits(idle=5), stdout=out.fileno(), stderr=err.fileno())
+        outcome = supervisor.run()
+    assert outcome.status == 5 and outcome.ended_by == "exit" and outcome.exit_code == 5
+    assert (tmp_path / "out").read_bytes() == b"hello\n"
+    assert (tmp_path / "err").read_bytes() == b"oops\n"
+    assert outcome.record()["output_bytes"] == {"stdout": 6, "stderr": 5}

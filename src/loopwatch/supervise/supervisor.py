@@ -85,14 +85,15 @@ class Supervisor:
         """Start the command and supervise it to the end. Raises OSError (e.g.
         FileNotFoundError) when the command cannot be started."""
         started, t0 = datetime.now(timezone.utc), self.clock()
-        child = ChildGroup(self.argv, self.limits.grace)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
+        # Handlers first: a Ctrl-C from here on is forwarded, never lost with an orphan.
         saved = self._install_handlers(wake_w)
-        self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
-        leftovers = False
+        child: ChildGroup | None = None
         try:
+            child = ChildGroup(self.argv, self.limits.grace)
+            self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
             self._watch(child, t0)
             leftovers = self._end_leftovers(child)
             self._drain(child)
@@ -100,8 +101,10 @@ class Supervisor:
                 self.monitor.observe(event)
         finally:
             self._restore_handlers(saved)
-            self._pump.close()
-            child.close()
+            if self._pump is not None:
+                self._pump.close()
+            if child is not None:
+                child.close()
             os.close(wake_r)
             os.close(wake_w)
         return Outcome(
@@ -188,6 +191,7 @@ class Supervisor:
         child.end(self.clock())  # a no-op when already ending: the ladder goes on
         while child.group_alive():
             now = self.clock()
+            self._take_signals(child, now)
             child.tick(now)
             if child.killed_at is not None and now - child.killed_at > 1.0:
                 self.say(f"processes of group {child.pid} are still there after SIGKILL")
