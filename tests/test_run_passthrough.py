@@ -25,7 +25,7 @@ def test_colours_and_carriage_returns_pass_through_byte_for_byte(tmp_path):
 
 
 def test_a_flood_on_both_pipes_does_not_deadlock_and_loses_nothing(tmp_path):
-    size = str(4 << 20)  # 4 MiB in 1 MiB writes, stderr first: far beyond a pipe's buffer
+    size = str(2 << 20)  # 2 MiB in 512 KiB writes, stderr first: far beyond a pipe's buffer
     plain = direct(tmp_path, agent("floods_both", size))
     ran = loopwatch(tmp_path, agent("floods_both", size), timeout=60)
     assert ran.status == 3  # the child's own status
