@@ -51,7 +51,7 @@ from typing import Any, BinaryIO, Iterator
 
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from .base import ReadError, Session
-from .jsonio import JsonLines, head_objects, parse_time, session_name, tokens_of
+from .jsonio import JsonLines, blocks_text, head_objects, parse_time, session_name, tokens_of
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -277,8 +277,8 @@ class StreamParser:
             call = self._calls.pop(block.get("tool_use_id"), None) if isinstance(block.get("tool_use_id"), str) else None
             if call is None:
                 continue
-            text = _text_of(block.get("content"))
-            error = block.get("is_error") is True or text.lstrip().startswith("<tool_use_error>")
+            text = blocks_text(block.get("content"))
+            error = block.get("is_error") is True or (isinstance(text, str) and text.lstrip().startswith("<tool_use_error>"))
             changed = () if error else _changed(call, structured)
             out.append(self._tool_call(block["tool_use_id"], call, text, error, changed, at))
         if said and not results and primary and not obj.get("isMeta") and not obj.get("isCompactSummary"):
@@ -362,24 +362,6 @@ class StreamParser:
             call.name, call.input, result, error=error, changed=changed, at=at,
             call_id=call_id, agent=call.agent, source_ref=call.ref, tokens=tokens,
         )
-
-
-def _text_of(content: Any) -> str:
-    """A tool result's content as the text the model saw."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict):
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    parts.append(block["text"])
-                elif isinstance(block.get("type"), str):
-                    parts.append(f"[{block['type']}]")
-            elif isinstance(block, str):
-                parts.append(block)
-        return "\n".join(parts)
-    return "" if content is None else str(content)
 
 
 def _changed(call: _Call, structured: Any) -> tuple[str, ...]:

@@ -54,7 +54,7 @@ import orjson
 
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from .base import ReadError, Session
-from .jsonio import JsonLines, head_objects, parse_time, session_name
+from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, parse_time, session_name
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -228,7 +228,8 @@ class StreamParser:
     def _item(self, item: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
         kind = item.get("type")
         if kind == "message":
-            text = _message_text(item.get("content"))
+            text = blocks_text(item.get("content"))
+            text = text if isinstance(text, str) else ""
             role = item.get("role")
             if role == "assistant" and text.strip():
                 out.append(ModelText(text, at=at, source_ref=ref))
@@ -239,7 +240,7 @@ class StreamParser:
             if not isinstance(call_id, str):
                 return
             if kind == "function_call":
-                name, value = item.get("name"), _arguments(item.get("arguments"))
+                name, value = item.get("name"), decode_arguments(item.get("arguments"))
             elif kind == "custom_tool_call":
                 name, value = item.get("name"), item.get("input")
             else:
@@ -343,24 +344,6 @@ class StreamParser:
         return ToolCall(call.name, call.input, result, error=error, changed=changed, at=at, call_id=call_id, source_ref=call.ref, tokens=call.tokens)
 
 
-def _message_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
-
-
-def _arguments(raw: Any) -> Any:
-    """A function call's arguments: the JSON they encode, or the raw string."""
-    if isinstance(raw, str):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw
-    return raw
-
-
 def _output(output: Any, exit_code: int | None) -> tuple[Any, bool, bool]:
     """An output's text, whether the call failed, and whether the output said so
     (an exit code or a success flag) rather than leaving it unknown."""
@@ -371,7 +354,7 @@ def _output(output: Any, exit_code: int | None) -> tuple[Any, bool, bool]:
             known, error = True, error or not output["success"]
         output = output.get("content", output)
     if isinstance(output, list):
-        return _message_text(output), error, known
+        return blocks_text(output), error, known
     if not isinstance(output, str):
         return output, error, known
     if output.startswith("{") and '"metadata"' in output:

@@ -22,6 +22,8 @@ from .base import ReadError
 
 __all__ = [
     "JsonLines",
+    "blocks_text",
+    "decode_arguments",
     "head_objects",
     "keys_at",
     "load_json",
@@ -155,6 +157,39 @@ def tokens_of(usage: Any, *fields: str) -> int | None:
     return total if found else None
 
 
+def decode_arguments(raw: Any) -> Any:
+    """A tool call's arguments as sent in a JSON string (OpenAI style): the value they
+    encode, or the string itself when it is not JSON."""
+    if isinstance(raw, str):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+    return raw
+
+
+def blocks_text(content: Any) -> Any:
+    """Message or result content as text: a string as it is; a list of content blocks
+    as their texts joined by newlines, a block without text as `[its type]`; None as
+    "". Any other value is returned unchanged."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            if isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(block.get("type"), str):
+                parts.append(f"[{block['type']}]")
+    return "\n".join(parts)
+
+
 def session_name(path: str) -> str:
     """A session's name when the file gives none: the file name without its suffixes."""
     name = Path(path).name
@@ -189,7 +224,7 @@ def head_objects(head: bytes, limit: int = 50) -> list[dict]:
     return found
 
 
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:]')
 
 
 def keys_at(head: bytes, depth: int, limit: int = 200) -> list[str]:
