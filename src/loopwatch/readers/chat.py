@@ -31,8 +31,9 @@ from __future__ import annotations
 from typing import Any, BinaryIO, Iterator
 
 from ..events import Event, ModelText, ToolCall, Turn, UserMessage
+from ._common import iso_seconds, load_json
 from .base import ReadError, Session
-from .jsonio import blocks_text, decode_arguments, head_objects, keys_at, load_json, parse_time, session_name, tokens_of
+from .jsonio import blocks_text, decode_arguments, head_objects, keys_at, session_name, tokens_of
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -97,7 +98,7 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
             session.skipped.append(f"{ref}: not a message object")
             continue
         role = message.get("role")
-        at = parse_time(message.get("timestamp", message.get("created_at")))
+        at = iso_seconds(message.get("timestamp", message.get("created_at")))
         content = message.get("content")
         if role == "assistant":
             yield from _assistant(message, index, ref, at, calls, session)

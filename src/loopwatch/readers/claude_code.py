@@ -50,8 +50,9 @@ from collections import OrderedDict
 from typing import Any, BinaryIO, Iterator
 
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from ._common import iso_seconds
 from .base import ReadError, Session
-from .jsonio import JsonLines, blocks_text, head_objects, parse_time, session_name, tokens_of
+from .jsonio import JsonLines, blocks_text, head_objects, session_name, tokens_of
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -183,7 +184,7 @@ class StreamParser:
         if not isinstance(obj, dict):
             return []
         kind = obj.get("type")
-        at = parse_time(obj.get("timestamp"))
+        at = iso_seconds(obj.get("timestamp"))
         agent = self._agent_of(obj)
         if self._main is _UNSET and (kind == "assistant" or kind == "user"):
             self._main = agent  # a sub-agent's own file: its agent is the main one

@@ -53,8 +53,9 @@ from typing import Any, BinaryIO, Iterator
 import orjson
 
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from ._common import iso_seconds
 from .base import ReadError, Session
-from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, parse_time, session_name
+from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, session_name
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -203,7 +204,7 @@ class StreamParser:
             payload = obj["payload"]
             if not isinstance(payload, dict):
                 return out
-            at = parse_time(obj.get("timestamp"))
+            at = iso_seconds(obj.get("timestamp"))
             if kind == "response_item":
                 self._item(payload, at, ref, out)
             elif kind == "event_msg":
@@ -215,7 +216,7 @@ class StreamParser:
         elif kind in _EXEC_TYPES or kind == "error":
             self._exec(obj, ref, out)
         elif kind in _ITEM_TYPES:  # an older rollout's bare response item
-            self._item(obj, parse_time(obj.get("timestamp")), ref, out)
+            self._item(obj, iso_seconds(obj.get("timestamp")), ref, out)
         return out
 
     def finish(self) -> list[Event]:

@@ -2,8 +2,7 @@
 
 JSON Lines are streamed one line at a time, never loaded whole: a line that is not a JSON
 object is skipped and reported in the caller's `skipped` list (`line 17: not JSON`).
-Formats that are one JSON document (an OpenHands trajectory, a chat-message list) are
-loaded whole, since a document cannot be read in parts.
+(Formats that are one JSON document are loaded whole, by `_common.load_json`.)
 
 The sniffing helpers read only the head a reader is given (64 KiB, possibly cut
 mid-line or mid-string) and never raise.
@@ -12,7 +11,6 @@ mid-line or mid-string) and never raise.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -26,8 +24,6 @@ __all__ = [
     "decode_arguments",
     "head_objects",
     "keys_at",
-    "load_json",
-    "parse_time",
     "session_name",
     "tokens_of",
 ]
@@ -103,45 +99,6 @@ class JsonLines:
                 skipped.append(f"line {number}: not a JSON object")
                 continue
             yield number, value
-
-
-def load_json(path: str, stream: BinaryIO | None = None) -> Any:
-    """A whole JSON document. Raises ReadError, saying why, when it is not one."""
-    try:
-        if stream is not None:
-            data = stream.read()
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read()
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
-    if not data.strip():
-        raise ReadError("empty file")
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        end = data.rstrip()[-1:]
-        hint = " (the file looks cut off)" if end not in (b"}", b"]") else ""
-        raise ReadError(f"not valid JSON{hint}: {exc}") from None
-
-
-def parse_time(value: Any) -> float | None:
-    """Seconds since the epoch from an ISO 8601 string (`2025-05-26T07:27:40.079Z`;
-    a time without a zone is taken as UTC) or a number (seconds; milliseconds when it
-    is too large to be seconds). None for anything else."""
-    if isinstance(value, str) and value:
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        return moment.timestamp()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value / 1000.0 if value > 1e11 else float(value)
-    return None
 
 
 def tokens_of(usage: Any, *fields: str) -> int | None:

@@ -46,8 +46,9 @@ from typing import Any, BinaryIO, Iterator
 import orjson
 
 from ..events import Event, ModelText, ToolCall, UserMessage
+from ._common import iso_seconds, load_json
 from .base import ReadError, Session
-from .jsonio import JsonLines, keys_at, load_json, parse_time, session_name
+from .jsonio import JsonLines, keys_at, session_name
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -199,7 +200,7 @@ def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pend
     """A tool call waiting for its observation, a text event, or None."""
     kind = entry.get("action")
     args = entry.get("args") if isinstance(entry.get("args"), dict) else {}
-    at = parse_time(entry.get("timestamp"))
+    at = iso_seconds(entry.get("timestamp"))
     ref = f"[{index}]"
     cost = _metrics(entry, session, last_cost)
     source = entry.get("source")
@@ -233,7 +234,7 @@ def _complete(call: _Pending, observation: dict) -> ToolCall:
     changed = (call.changes,) if call.changes and not error else ()
     return ToolCall(
         call.name, call.input, observation.get("content"), error=error, changed=changed,
-        at=parse_time(observation.get("timestamp")), call_id=str(observation.get("cause")) if observation.get("cause") is not None else None,
+        at=iso_seconds(observation.get("timestamp")), call_id=str(observation.get("cause")) if observation.get("cause") is not None else None,
         source_ref=f"[{call.index}]", cost=call.cost,
     )
 
