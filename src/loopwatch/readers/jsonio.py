@@ -200,8 +200,16 @@ def keys_at(head: bytes, depth: int, limit: int = 200) -> list[str]:
             level -= 1
         elif first == b":":
             if level == depth and previous[:1] == b'"':
-                keys.append(previous[1:-1].decode("utf-8", "replace"))
+                keys.append(_key(previous))
                 if len(keys) >= limit:
                     break
         previous = token
     return keys
+
+
+def _key(token: bytes) -> str:
+    try:
+        return orjson.loads(token)
+    except orjson.JSONDecodeError:  # a bad escape: keep it as written
+        return token[1:-1].decode("utf-8", "replace")
+
