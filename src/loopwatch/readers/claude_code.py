@@ -28,7 +28,9 @@ Events:
   tokens), `UserMessage` for user text (not tool results, not `isMeta` or compaction
   summaries), `Retry` for `api_error` system lines and synthetic API-error messages.
   Sub-agents yield only their tool calls: text, turns and prompts have no `agent`
-  field in the core, and would otherwise be counted against the main agent.
+  field in the core, and would otherwise be counted against the main agent. (A
+  sub-agent's own file has no main agent: its agent, the first to speak, is treated as
+  the main one, so its text and turns are kept; its calls still carry `agent`.)
 - tokens: a response's tokens are input + cache creation + cache read + output, taken
   once per message id. `Session.tokens` sums them; the first tool call of a response
   carries its tokens (`ToolCall.tokens`), the others 0. `Session.cost` is the sum of

@@ -22,7 +22,8 @@ Events from a rollout:
   `{"output": ..., "metadata": {"exit_code": ...}}`, its `output`.
 - `error`: a non-zero exit code, read from that metadata, from an `Exit code: N` or
   `Process exited with code N` header line, or from an `exec_command_end` event;
-  or an output object with `success: false`.
+  an output object with `success: false`; or, for an `apply_patch` output with none
+  of these, a reply other than `Success. Updated the following files`.
 - `changed`: the files an `apply_patch` names (`*** Update File: ...`), when it did
   not fail.
 - `ModelText` for assistant messages, `UserMessage` for user messages other than the
