@@ -254,3 +254,12 @@ def test_api_errors_are_retries():
 def test_read_through_the_registry_by_name():
     sessions = list(read(SESSION, "claude-code"))
     assert [s.session for s in sessions] == ["5b7c1d2e-8f40-4a6b-9c3d-2e1f0a9b8c7d"]
+
+
+def test_read_from_a_stream_as_from_stdin():
+    import io
+
+    stream = io.BufferedReader(io.BytesIO(open(STREAM, "rb").read()))
+    [session] = list(read("-", stream=stream))
+    assert session.format == "claude-code"
+    assert [c.name for c in calls(list(session))] == ["Bash", "Grep", "Task", "Edit"]

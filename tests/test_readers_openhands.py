@@ -157,3 +157,10 @@ def test_a_looping_trajectory_is_stopped():
 
 def test_a_healthy_trajectory_is_not_stopped():
     assert stop_of(one_session(TRAJECTORY)) is None
+
+
+def test_read_output_jsonl_from_a_stream():
+    import io
+
+    stream = io.BufferedReader(io.BytesIO(open(fixture("openhands", "output.jsonl"), "rb").read()))
+    assert [s.session for s in read("-", stream=stream)] == ["psf__requests-512", "psf__requests-1963"]
