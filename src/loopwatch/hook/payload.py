@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import orjson
@@ -46,38 +45,38 @@ _MAX_ITEMS = 256  # a long list or object keeps this many items (then a count)
 _MAX_DEPTH = 16
 _CHUNK = 1 << 20
 _PROBE = 64 * 1024  # how much of an oversize payload's head and tail is searched
-_FIELD = re.compile(rb'"(hook_event_name|session_id|agent_id|tool_name|tool_use_id|turn_id)"\s*:\s*"([^"\\]{1,200})"')
+_FIELD = rb'"(hook_event_name|session_id|agent_id|tool_name|tool_use_id|turn_id)"\s*:\s*"([^"\\]{1,200})"'
 
 
 class PayloadError(ValueError):
     """The payload is not a hook event we can read; the message says why."""
 
 
-@dataclass(frozen=True, slots=True)
 class Call:
-    """One tool call as the host reported it (trimmed)."""
+    """One tool call as the host reported it (trimmed). A plain class, not a
+    dataclass: this module is imported on every hook call, and each dataclass costs
+    about a millisecond to build."""
 
-    name: str
-    input: Any
-    call_id: str | None = None
-    result: Any = None
-    error: bool = False
-    interrupted: bool = False
+    __slots__ = ("name", "input", "call_id", "result", "error", "interrupted")
+
+    def __init__(self, name: str, input: Any, call_id: str | None = None, result: Any = None,
+                 error: bool = False, interrupted: bool = False) -> None:
+        self.name, self.input, self.call_id = name, input, call_id
+        self.result, self.error, self.interrupted = result, error, interrupted
 
 
-@dataclass(frozen=True, slots=True)
 class Payload:
-    """One hook event. `calls` holds the call(s) of a tool event (a batch may hold
-    several); `oversize` says stdin was larger than the limit and only the
-    identifying fields could be read."""
+    """One hook event. `host` is "claude-code" or "codex"; `agent` is "" for the main
+    agent; `calls` holds the call(s) of a tool event (a batch may hold several);
+    `oversize` says stdin was larger than the limit and only the identifying fields
+    could be read."""
 
-    host: str  # "claude-code" or "codex"
-    event: str
-    session: str
-    agent: str  # "" for the main agent
-    cwd: str | None
-    calls: tuple[Call, ...] = ()
-    oversize: bool = False
+    __slots__ = ("host", "event", "session", "agent", "cwd", "calls", "oversize")
+
+    def __init__(self, host: str, event: str, session: str, agent: str, cwd: str | None,
+                 calls: tuple[Call, ...] = (), oversize: bool = False) -> None:
+        self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
+        self.calls, self.oversize = calls, oversize
 
 
 def read_stdin(limit: int, stream: BinaryIO | None = None) -> tuple[bytes, bool]:
@@ -125,7 +124,7 @@ def parse(data: bytes, host: str = "auto", oversize: bool = False) -> Payload:
 
 def _parse_oversize(data: bytes, host: str) -> Payload:
     found: dict[str, str] = {}
-    for match in _FIELD.finditer(data):
+    for match in re.finditer(_FIELD, data):
         found.setdefault(match.group(1).decode(), match.group(2).decode("utf-8", "replace"))
     if "hook_event_name" not in found or "session_id" not in found:
         raise PayloadError("oversize payload without a readable hook_event_name and session_id")
@@ -170,7 +169,7 @@ def _call(raw: dict, event: str) -> Call:
     return Call(name, tool_input, call_id, trim(result), _failed(result))
 
 
-_EXIT_LINE = re.compile(r"\A\s*(?:Exit code|exit_code|Process exited with code)\W{0,3}(-?\d+)", re.IGNORECASE)
+_EXIT_LINE = r"(?i)\A\s*(?:Exit code|exit_code|Process exited with code)\W{0,3}(-?\d+)"
 
 
 def _failed(result: Any) -> bool:
@@ -186,7 +185,7 @@ def _failed(result: Any) -> bool:
             return True
         result = result.get("output")
     if isinstance(result, str):
-        match = _EXIT_LINE.match(result[:200])
+        match = re.match(_EXIT_LINE, result[:200])  # compiled on first use, then cached by re
         return bool(match) and match.group(1) != "0"
     return False
 

@@ -22,8 +22,6 @@ schemas and parser in openai/codex codex-rs/hooks):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..verdict import Action, Verdict
 
 __all__ = ["Reply", "reply", "refuse"]
@@ -32,13 +30,16 @@ _POST_BLOCK_HEAD = "loopwatch blocked this call: "
 _POST_BLOCK_NEW = "loopwatch: this call ran, but you are still going in circles: "
 
 
-@dataclass(frozen=True, slots=True)
 class Reply:
     """What the hook process writes: `stdout` (a JSON object or None), `stderr`, exit code."""
 
-    stdout: dict | None = None
-    stderr: str = ""
-    code: int = 0
+    __slots__ = ("stdout", "stderr", "code")
+
+    def __init__(self, stdout: dict | None = None, stderr: str = "", code: int = 0) -> None:
+        self.stdout, self.stderr, self.code = stdout, stderr, code
+
+    def __repr__(self) -> str:
+        return f"Reply({self.stdout!r}, {self.stderr!r}, {self.code})"
 
 
 ALLOW_REPLY = Reply()

@@ -8,7 +8,6 @@ Configuration is the core's TOML file: `loopwatch.toml` (or `[tool.loopwatch]` i
 
     [hook]
     fail = "open"          # "closed": deny a PreToolUse call loopwatch could not check
-    max_payload = 8388608  # bytes of stdin read; a larger payload is drained, not parsed
     busy_timeout = 10.0    # seconds to wait for another hook process holding the state
     keep_days = 7.0        # sessions idle longer than this are pruned
     keep_sessions = 500    # at most this many (session, agent) states are kept
@@ -21,20 +20,20 @@ Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_PROFILE`
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = ["HookSettings", "load", "state_dir", "detect_profile"]
 
 
-@dataclass(frozen=True)
 class HookSettings:
-    fail: str = "open"
-    max_payload: int = 8 * 1024 * 1024
-    busy_timeout: float = 10.0
-    keep_days: float = 7.0
-    keep_sessions: int = 500
+    """The `[hook]` table, validated. A plain class: imported on every hook call."""
+
+    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions")
+
+    def __init__(self, fail: str = "open", busy_timeout: float = 10.0, keep_days: float = 7.0,
+                 keep_sessions: int = 500) -> None:
+        self.fail, self.busy_timeout, self.keep_days, self.keep_sessions = fail, busy_timeout, keep_days, keep_sessions
 
 
 def state_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -87,7 +86,7 @@ def _settings(table: Any) -> HookSettings:
 
     if not isinstance(table, Mapping):
         raise ConfigError("hook: expected a table")
-    names = [f.name for f in fields(HookSettings)]
+    names = list(HookSettings.NAMES)
     _check_keys("hook: ", table, names)
     values: dict[str, Any] = {}
     for name in names:
@@ -99,7 +98,7 @@ def _settings(table: Any) -> HookSettings:
                 raise ConfigError(f"hook.fail: {value!r} is not \"open\" or \"closed\"")
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ConfigError(f"hook.{name}: expected a number > 0, got {value!r}")
-        elif name in ("max_payload", "keep_sessions"):
+        elif name == "keep_sessions":
             value = int(value)
         else:
             value = float(value)

@@ -10,8 +10,8 @@ The state is the session's `Monitor`, pickled. A monitor holds digests, names,
 counts and times only (its `Step`s keep 8-byte digests and 16-bit word hashes).
 Two things are changed on the way out: its lock is dropped (a `threading.Lock`
 cannot be pickled; a fresh one is made on load), and the model-facing `message` of
-each remembered verdict is removed, because it quotes the call (`you ran
-\`pytest -x\` 4 times`). Loading uses an unpickler that only builds loopwatch
+each remembered verdict is removed, because it quotes the call ("you ran
+`pytest -x` 4 times"). Loading uses an unpickler that only builds loopwatch
 classes and a few containers, so a tampered database cannot run code.
 
 Times stored here are wall-clock seconds (`time.time()`): a monotonic clock is
@@ -209,7 +209,7 @@ class Store:
         db.execute(
             "DELETE FROM sessions WHERE (session, agent) IN "
             "(SELECT session, agent FROM sessions ORDER BY updated DESC LIMIT -1 OFFSET ?)",
-            (self.keep_sessions,),
+            (max(self.keep_sessions - 1, 0),),  # room for the session being made
         )
         db.execute("DELETE FROM decisions WHERE at < ?", (cutoff,))
         db.execute(
