@@ -34,13 +34,13 @@ def test_same_failure_five_times_gets_a_nudge_then_a_block(tmp_path, host):
 
 
 def test_rerunning_tests_after_different_edits_is_never_flagged(agent):
-    for i in range(8):
+    for i in range(5):  # above every threshold (repeat 3, same_error 4, cycle 3 copies)
         _, after = agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=pytest_failure(40))
         assert after.context is None and after.out is None, after
         old, new = f"    depth = {i}", f"    depth = {i + 1}"
         before, after = agent.run("Edit", edit("/p/src/parser.py", old, new), response=edit_response("/p/src/parser.py", old, new))
         assert before.denied is None and after.out is None
-    assert state_actions(agent.state, agent.session) == 16
+    assert state_actions(agent.state, agent.session) == 10
 
 
 def test_a_new_user_prompt_starts_every_streak_again(agent):
