@@ -6,11 +6,12 @@ The hook runs on every tool call, so its start-up is the product. This measures,
 this machine and in this run:
 
 - `python -c pass`: the floor any Python hook pays (interpreter and site-packages);
+- `python -c "import loopwatch"`: the core's import alone, for comparison;
 - `python -m loopwatch hook` fed a PostToolUse payload (a real subprocess, stdin to
   exit), against a state database warmed with `--warm` earlier events of the same
   session (the monitor those events built is loaded, fed and saved each call).
 
-The two are run alternately, `--calls` times each; the medians and their ratio are
+The three are run in turn, `--calls` times each; the medians and their ratio are
 printed (target: at most 2x). Then the import cost of the hook path, per loopwatch
 module, from `python -X importtime` (cumulative microseconds, one run).
 """
@@ -93,14 +94,16 @@ def main() -> None:
         print(f"warmed the state with {args.warm} events in {time.perf_counter() - began:.1f}s; "
               f"database {os.path.getsize(state / 'state.db') // 1024} KiB")
 
-        floor, hook = [], []
+        floor, core, hook = [], [], []
         for i in range(args.calls):
             data = json.dumps(payload(args.warm + i, session, cwd)).encode()
             floor.append(timed([sys.executable, "-c", "pass"], b"", env))
+            core.append(timed([sys.executable, "-c", "import loopwatch"], b"", env))
             hook.append(timed([sys.executable, "-m", "loopwatch", "hook"], data, env))
 
         base, ours = statistics.median(floor), statistics.median(hook)
         print(f"python -c pass      median {base * 1000:7.1f} ms  (min {min(floor) * 1000:.1f}, max {max(floor) * 1000:.1f})")
+        print(f"import loopwatch    median {statistics.median(core) * 1000:7.1f} ms  (the core alone, no hook work)")
         print(f"loopwatch hook      median {ours * 1000:7.1f} ms  (min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})")
         print(f"ratio               {ours / base:.2f}x  (target <= 2x)")
         print(f"hook cost over the floor: {(ours - base) * 1000:.1f} ms")
@@ -111,10 +114,6 @@ def main() -> None:
         print(f"\nimport cost (python -X importtime, one run, cumulative): site {site / 1000:.1f} ms")
         for cost, name in sorted(ours_rows, reverse=True)[:12]:
             print(f"  {cost / 1000:6.1f} ms  {name.strip()}")
-        third = sorted((c, n.strip()) for c, n in rows if not n.strip().startswith(("loopwatch", "site", "encodings")) and n.startswith("  ") is False)
-        if third:
-            print("  largest top-level non-loopwatch imports: "
-                  + ", ".join(f"{n} {c / 1000:.1f} ms" for c, n in third[-5:][::-1]))
 
 
 if __name__ == "__main__":
