@@ -24,11 +24,10 @@ Example::
 
 from __future__ import annotations
 
-import difflib
 import os
-from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 __all__ = ["Config", "ConfigError", "ToolRule", "load_config", "MODES", "PROFILES"]
 
@@ -51,8 +50,7 @@ class ConfigError(ValueError):
     """Bad configuration: the message says which key and why."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRule:
+class ToolRule(NamedTuple):
     """How one tool's calls are identified and judged.
 
     `identity`: the input fields that identify a call (None: the whole input).
@@ -63,16 +61,15 @@ class ToolRule:
     role: str = ""
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """A validated configuration. Build with `Config.make(...)` or `load_config`."""
 
     mode: str = "enforce"
     profile: str = "unattended"
     stop: bool = False  # attended profile only: allow stopping the run
     warn_every: float = 120.0  # seconds of event time between warnings
-    signals: Mapping[str, Any] = field(default_factory=dict)
-    tools: Mapping[str, ToolRule] = field(default_factory=dict)
+    signals: Mapping[str, Any] = MappingProxyType({})
+    tools: Mapping[str, ToolRule] = MappingProxyType({})
 
     @property
     def ladder(self) -> tuple[str, ...]:
@@ -109,7 +106,7 @@ class Config:
         if override:
             if override not in MODES:
                 raise ConfigError(f"LOOPWATCH_MODE={override!r}: expected one of {', '.join(MODES)}")
-            config = replace(config, mode=override)
+            config = config._replace(mode=override)
         return config
 
 
@@ -117,6 +114,8 @@ _DEFAULT_RULE = ToolRule()
 
 
 def _nearest(key: str, valid: list[str]) -> str:
+    import difflib  # only on an error
+
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else f" (valid: {', '.join(sorted(valid))})"
 
@@ -181,20 +180,20 @@ def _validate(data: Mapping[str, Any]) -> Config:
 
 
 def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
-    names = [f.name for f in fields(params_cls)]
+    names = list(params_cls._fields)
     _check_keys(f"{where}: ", given, names)
     defaults = params_cls()
     values = {}
-    for f in fields(params_cls):
-        if f.name not in given:
+    for name in names:
+        if name not in given:
             continue
-        value = given[f.name]
-        expected = type(getattr(defaults, f.name))
+        value = given[name]
+        expected = type(getattr(defaults, name))
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if type(value) is not expected:
-            raise ConfigError(f"{where}.{f.name}: expected {expected.__name__}, got {value!r}")
-        values[f.name] = value
+            raise ConfigError(f"{where}.{name}: expected {expected.__name__}, got {value!r}")
+        values[name] = value
     params = params_cls(**values)
     check = getattr(params, "check", None)
     if check is not None:

@@ -121,21 +121,17 @@ SWITCH = {
 
 def only(config: Config, name: str) -> Config:
     """The configuration with every signal but `name` switched off."""
-    from dataclasses import replace
-
     signals = {
-        other: params if other == name else replace(params, **{SWITCH[other]: 0})
+        other: params if other == name else params._replace(**{SWITCH[other]: 0})
         for other, params in config.signals.items()
     }
-    return replace(config, signals=signals)
+    return config._replace(signals=signals)
 
 
 def with_param(config: Config, signal: str, field_name: str, value: Any) -> Config:
-    from dataclasses import replace
-
     signals = dict(config.signals)
-    signals[signal] = replace(signals[signal], **{field_name: value})
-    return replace(config, signals=signals)
+    signals[signal] = signals[signal]._replace(**{field_name: value})
+    return config._replace(signals=signals)
 
 
 def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str, int]) -> tuple[int | None, str | None, int | None, str | None]:

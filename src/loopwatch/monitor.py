@@ -259,6 +259,4 @@ def _stronger(a: Verdict, b: Verdict) -> Verdict:
 def _with_ref(finding: Finding, ref: str | None) -> Finding:
     if ref is None:
         return finding
-    from dataclasses import replace
-
-    return replace(finding, source_ref=ref)
+    return finding._replace(source_ref=ref)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .fingerprint import Digest, arguments_of, digest, digest_call, normalize, text_of
 
@@ -20,8 +20,7 @@ _MISSING_PROGRAM = re.compile(r"command not found|is not recognized as an intern
 _SKETCH_WORDS = 192  # words hashed for similarity: about 1 KiB of text, bounded cost
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One completed tool call.
 
     `call` digests the tool name and its identifying input; `result` the normalized

@@ -28,7 +28,6 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -76,7 +75,7 @@ def _restore_monitor(state: dict) -> Monitor:
 
 
 def _scrub(verdict: Verdict | None) -> Verdict | None:
-    return None if verdict is None else replace(verdict, message=None)
+    return None if verdict is None else verdict._replace(message=None)
 
 
 _TABLE = copyreg.dispatch_table.copy()

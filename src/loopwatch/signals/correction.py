@@ -10,7 +10,8 @@ runaway of this kind drew 26 in a row. Counts reset at a new user message only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from .base import Signal
@@ -20,8 +21,7 @@ __all__ = ["CorrectionSignal"]
 _MAX_KINDS = 64
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Times one correction is given. 3: twice can be bad luck, a third time is a pattern.
     threshold: int = 3
 

@@ -10,7 +10,8 @@ O(max period) per step, never a rescan of history.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..periodic import TailCycles
@@ -21,8 +22,7 @@ from .common import most_common_names, span_description
 __all__ = ["Cycle"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Longest cycle looked for. The labelled cycles run from 2 to 10 steps (a 6-step
     #: open/search/goto cycle, a 10-step browse cycle); 10 catches one more of them than
     #: 5 with no false stop, for twice the (tiny) per-step cost.

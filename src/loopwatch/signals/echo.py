@@ -17,7 +17,8 @@ What it may do depends on how alike the calls are and how they fared:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..step import Step
@@ -27,8 +28,7 @@ from .common import span_description
 __all__ = ["Echo"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Turns in a row with alike calls and alike results: the protocol's 3 rounds.
     turns: int = 3
     #: Minimum similarity (0 to 1) of consecutive calls and of consecutive results, as

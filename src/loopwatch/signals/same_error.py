@@ -11,7 +11,8 @@ not excuse the same failure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..step import Step
@@ -23,8 +24,7 @@ __all__ = ["SameError"]
 _MAX_ERRORS = 256  # distinct errors tracked between writes
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Times the same error must come back before the nudge (the stop comes at the next
     #: one). In the labelled corpus no `no` session draws the same error more than 6
     #: times between writes, and the "same operation on different targets" sessions

@@ -12,7 +12,8 @@ Memory is bounded: at most `memory` actions are remembered, the oldest forgotten
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..step import Step
@@ -22,8 +23,7 @@ from .common import span_description
 __all__ = ["Stagnation"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Seconds with no new action. The replay floor below is what makes the evidence
     #: (no labelled healthy session replays more than 7 known actions in a row); the
     #: window only keeps a burst of quick replays from counting: a minute.
