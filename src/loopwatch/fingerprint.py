@@ -18,12 +18,15 @@ echo them: `No matches found for "X"`). Progress is kept: percentages and byte c
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import re
 from typing import Any
 
-import orjson
+try:  # the bare BLAKE2 module: hashlib would load OpenSSL too (3 ms of hook start-up)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Python builds
+    from hashlib import blake2b
 
 __all__ = [
     "Digest",
@@ -53,6 +56,9 @@ _PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
 # `python3`, a hash) name a different thing, and `N of M`, `N/M` count progress.
 _LINE_NUMBERS = re.compile(r"(?<![A-Za-z0-9.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)*)")
 _LINE_PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b[0-9]+\s*(?:/|of)\s*[0-9]+\b")
+# The standard library's encoder, not orjson: inputs are small, and importing orjson
+# costs the hook 14 ms of start-up (it pulls in dataclasses, uuid and datetime).
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
 _QUOTED = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'")
 
@@ -61,7 +67,7 @@ def digest(data: bytes | str) -> Digest:
     """An 8-byte stable digest of bytes or text."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=_SIZE).digest()
+    return blake2b(data, digest_size=_SIZE).digest()
 
 
 def canonical(value: Any) -> bytes:
@@ -71,8 +77,8 @@ def canonical(value: Any) -> bytes:
     if value is None:
         return b"{}"
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-    except orjson.JSONEncodeError as exc:
+        return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
+    except (ValueError, RecursionError) as exc:  # a circular structure
         raise TypeError(str(exc)) from exc
 
 
@@ -91,7 +97,7 @@ def digest_call(name: str, value: Any) -> Digest:
         body = canonical(value)
     except TypeError:
         return os.urandom(_SIZE)
-    return hashlib.blake2b(name.encode() + b"\x00" + body, digest_size=_SIZE).digest()
+    return blake2b(name.encode() + b"\x00" + body, digest_size=_SIZE).digest()
 
 
 def text_of(value: Any) -> str:

@@ -13,7 +13,7 @@ malformed payload or an unknown event means "allow", with one line in
 call loopwatch could not check is denied instead. `LOOPWATCH_MODE=off` returns at
 once.
 
-This module is on the hot path: it imports only the standard library, orjson and
+This module is on the hot path: it imports only the standard library and
 the loopwatch core, never click or rich.
 """
 
@@ -109,10 +109,10 @@ def _run(host: str) -> int:
 
 def _write(answer) -> int:
     if answer.stdout is not None:
-        import orjson
+        import json
 
-        sys.stdout.buffer.write(orjson.dumps(answer.stdout))
-        sys.stdout.buffer.flush()
+        sys.stdout.write(json.dumps(answer.stdout))
+        sys.stdout.flush()
     if answer.stderr:
         sys.stderr.write(answer.stderr)
     return answer.code

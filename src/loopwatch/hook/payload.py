@@ -30,7 +30,7 @@ import re
 import sys
 from typing import Any, BinaryIO
 
-import orjson
+import json
 
 __all__ = ["Call", "Payload", "PayloadError", "parse", "read_stdin", "trim", "EVENTS"]
 
@@ -100,8 +100,8 @@ def parse(data: bytes, host: str = "auto", oversize: bool = False) -> Payload:
     if oversize:
         return _parse_oversize(data, host)
     try:
-        raw = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
         raise PayloadError(f"not JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise PayloadError(f"expected a JSON object, got {type(raw).__name__}")
