@@ -1,0 +1,74 @@
+"""Helpers the transcript readers share: loading whole-JSON files, shell heuristics."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, BinaryIO
+
+import orjson
+
+from .base import ReadError
+
+__all__ = ["load_json", "shell_error", "shell_writes", "iso_seconds"]
+
+
+def load_json(path: str, stream: BinaryIO | None = None) -> Any:
+    """A whole-JSON transcript (these formats are one object, not lines)."""
+    try:
+        if stream is not None:
+            data = stream.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}") from exc
+    if not data.strip():
+        raise ReadError("empty file")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ReadError(f"not valid JSON (truncated?): {exc}") from exc
+
+
+# Shell and tool outputs that mean the call failed. Matched against the first lines of
+# an observation only: a test log further down that mentions "error" is not a failure
+# of the call itself.
+_ERROR = re.compile(
+    r"command not found|No such file or directory|: not found|not found\b|No matches found"
+    r"|Your proposed edit has introduced new syntax error|^Usage: |^usage: |^Error\b|^error:|\bERROR\b"
+    r"|Traceback \(most recent call last\)|unexpected EOF|syntax error|EXECUTION TIMED OUT"
+    r"|Permission denied|cannot open|Unable to locate|is not defined correctly|^fatal: |Exception in thread",
+    re.MULTILINE,
+)
+_HEAD = 600
+
+
+def shell_error(observation: str) -> bool:
+    """Does this observation read as a failed call? (For formats with no error flag.)"""
+    return _ERROR.search(observation[:_HEAD]) is not None
+
+
+# Shell commands that change files or the environment: a run after one of these may
+# rightly give another result, so it counts as progress.
+_WRITES = re.compile(
+    r"\bsed\s+-i|(?<![0-9&])>\s*(?!/dev/null|&)[\w./~$\"'-]|\btee\b|\bpatch\b|\bgit\s+(?:apply|checkout|restore|stash|reset|am|commit)"
+    r"|\b(?:pip|pip3|npm|apt|apt-get|yum|conda|cargo|go)\s+(?:install|add|get)\b|\bmv\s|\bcp\s|\brm\s|\bmkdir\b|\btouch\b"
+    r"|\bcat\s*<<|\bwrite_text\(|open\([^)]*['\"][wa]['\"]"
+)
+
+
+def shell_writes(command: str) -> bool:
+    return _WRITES.search(command) is not None
+
+
+def iso_seconds(value: Any) -> float | None:
+    """ISO-8601 timestamp (or a Unix number) -> seconds, None when absent or unreadable."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,79 @@
+"""ATIF (Agent Trajectory Interchange Format) `trajectory.json`.
+
+`steps[]`, each with `step_id`, ISO `timestamp`, `source` (user | agent | system),
+`message`, `tool_calls[{tool_call_id, function_name, arguments}]` and
+`observation.results[{source_call_id, content}]`. Each tool call becomes a `ToolCall`
+with `source_ref = "steps[i]"` (0-based index into `steps[]`; `Session.meta["step_of"]`
+maps it to `step_id`). A failure is `extra.tool_result_is_error`, or a result marked
+`<tool_use_error>`; a write is a successful Write/Edit/MultiEdit/NotebookEdit call.
+User steps are user messages; agent text is model text.
+"""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO, Iterator
+
+from ..events import ModelText, ToolCall, UserMessage
+from ._common import iso_seconds, load_json
+from .base import ReadError, Session
+
+__all__ = ["NAME", "read", "sniff"]
+
+NAME = "atif"
+_WRITERS = {"Write", "Edit", "MultiEdit", "NotebookEdit", "str_replace_editor", "apply_patch"}
+
+
+def sniff(path: str, head: bytes) -> bool:
+    return b'"schema_version"' in head and b"ATIF" in head
+
+
+def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
+    data = load_json(path, stream)
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        raise ReadError("not an ATIF trajectory: no steps[] list")
+    metrics = data.get("final_metrics") if isinstance(data.get("final_metrics"), dict) else {}
+    tokens = (metrics.get("total_prompt_tokens") or 0) + (metrics.get("total_completion_tokens") or 0)
+    session = Session(format=NAME, session=str(data.get("session_id") or path), events=(), tokens=tokens or None)
+    step_of: dict[str, int] = {}
+    session.meta["step_of"] = step_of
+    session.events = _events(data["steps"], step_of, session.skipped)
+    yield session
+
+
+def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
+    for i, step in enumerate(steps):
+        ref = f"steps[{i}]"
+        if not isinstance(step, dict):
+            skipped.append(f"{ref}: not an object")
+            continue
+        if isinstance(step.get("step_id"), int):
+            step_of[ref] = step["step_id"]
+        at = iso_seconds(step.get("timestamp"))
+        if step.get("source") == "user":
+            yield UserMessage(at=at, source_ref=ref)
+            continue
+        calls = step.get("tool_calls") or []
+        message = step.get("message")
+        if not calls and isinstance(message, str) and message:
+            yield ModelText(message, at=at, source_ref=ref)
+        observation = step.get("observation") if isinstance(step.get("observation"), dict) else {}
+        results = {r.get("source_call_id"): r.get("content") for r in observation.get("results") or [] if isinstance(r, dict)}
+        extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
+        metrics = step.get("metrics") if isinstance(step.get("metrics"), dict) else {}
+        tokens = (metrics.get("prompt_tokens") or 0) + (metrics.get("completion_tokens") or 0) or None
+        for call in calls:
+            if not isinstance(call, dict):
+                continue
+            name = str(call.get("function_name") or "tool")
+            arguments = call.get("arguments")
+            result = results.get(call.get("tool_call_id"))
+            text = result if isinstance(result, str) else ""
+            error = bool(extra.get("tool_result_is_error")) or "<tool_use_error>" in text[:200]
+            changed = ()
+            if name in _WRITERS and not error and isinstance(arguments, dict):
+                changed = (str(arguments.get("file_path") or arguments.get("path") or "?"),)
+            yield ToolCall(
+                name=name, input=arguments, result=result, error=error, changed=changed,
+                at=at, call_id=call.get("tool_call_id"), source_ref=ref, tokens=tokens,
+            )
+            tokens = None  # count a step's tokens once

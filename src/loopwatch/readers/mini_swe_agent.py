@@ -1,0 +1,124 @@
+"""mini-swe-agent `.traj.json` files (`trajectory_format: "mini-swe-agent-1"`).
+
+`messages[]` is a plain chat. The action is the one ```` ```bash ```` block of an
+assistant message; its observation is the next user message
+(`<returncode>N</returncode><output>...</output>`), and a non-zero return code is a
+failure. A user message starting "Please always provide EXACTLY ONE action" is a
+harness correction, not an observation. `source_ref = "messages[i]"`, the index of the
+assistant message in `messages[]`; `Session.meta["step_of"]` maps it to the 1-based
+assistant ordinal that labels use. Times come from each response's `created`; tokens
+and cost from its `usage`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, BinaryIO, Iterator
+
+from ..events import Correction, ModelText, ToolCall, Turn
+from ._common import load_json, shell_writes
+from .base import ReadError, Session
+
+__all__ = ["NAME", "read", "sniff", "bash_block", "returncode"]
+
+NAME = "mini-swe-agent"
+
+_BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n?```", re.DOTALL)
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+_CORRECTIONS = ("Please always provide EXACTLY ONE action", "Please always provide exactly one action")
+
+
+def sniff(path: str, head: bytes) -> bool:
+    if head.lstrip()[:1] != b"{":
+        return False
+    if b'"mini-swe-agent' in head or b'"mini_version"' in head or (b'"messages"' in head and b"<returncode>" in head):
+        return True
+    return path.endswith(".traj.json") and b'"trajectory"' not in head  # the head may be all patch text
+
+
+def bash_block(text: str) -> str | None:
+    blocks = _BLOCK.findall(text)
+    return blocks[0].strip() if len(blocks) == 1 else None
+
+
+def returncode(observation: str) -> int | None:
+    match = _RETURNCODE.search(observation[:200])
+    return int(match.group(1)) if match else None
+
+
+def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
+    data = load_json(path, stream)
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        raise ReadError("not a mini-swe-agent trajectory: no messages[] list")
+    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    session = Session(
+        format=NAME,
+        session=str(data.get("instance_id") or path.rsplit("/", 1)[-1].split(".traj")[0]),
+        events=(),
+        cost=stats.get("instance_cost") if isinstance(stats.get("instance_cost"), (int, float)) else None,
+        outcome=info.get("exit_status"),
+    )
+    step_of: dict[str, int] = {}
+    session.meta["step_of"] = step_of
+    session.events = _events(data["messages"], step_of, session)
+    yield session
+
+
+def _events(messages: list, step_of: dict, session: Session) -> Iterator[Any]:
+    ordinal = 0
+    total_tokens = 0
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        ordinal += 1
+        ref = f"messages[{i}]"
+        step_of[ref] = ordinal
+        content = _text(message.get("content"))
+        at, tokens, cost = _usage(message.get("extra"))
+        if tokens:
+            total_tokens += tokens
+        reply = messages[i + 1] if i + 1 < len(messages) and isinstance(messages[i + 1], dict) else None
+        observation = _text(reply.get("content")) if reply is not None and reply.get("role") == "user" else None
+        yield ModelText(content, at=at, source_ref=ref)
+        yield Turn(at=at, tokens=tokens, cost=cost, source_ref=ref)
+        if observation is not None and observation.lstrip().startswith(_CORRECTIONS):
+            yield Correction(observation.split("\n", 1)[0], at=at, source_ref=f"messages[{i + 1}]")
+            continue
+        command = bash_block(content)
+        if command is None or observation is None:
+            continue
+        code = returncode(observation)
+        error = code is not None and code != 0
+        yield ToolCall(
+            name="bash",
+            input={"command": command},
+            result=observation,
+            error=error,
+            changed=("?",) if not error and shell_writes(command) else (),
+            at=at,
+            source_ref=ref,
+            tokens=tokens,
+            cost=cost,
+        )
+    session.tokens = total_tokens or None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content blocks
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _usage(extra: Any) -> tuple[float | None, int | None, float | None]:
+    response = extra.get("response") if isinstance(extra, dict) else None
+    if not isinstance(response, dict):
+        return None, None, None
+    created = response.get("created")
+    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+    cost = usage.get("cost") if isinstance(usage.get("cost"), (int, float)) else None
+    at = float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None
+    return at, tokens or None, cost

@@ -1,0 +1,115 @@
+"""Terminal captures of agent CLIs, such as Terminal-Bench's `agent.log`.
+
+A raw terminal capture: escape codes, CR redraws, install noise. Where it holds
+mini-swe-agent's step headers (`mini-swe-agent (step N, $cost):`), each step becomes a
+`ToolCall`: the ```` ```bash ```` block after the header is the action, and what follows
+`User:` is the observation (`<returncode>N</returncode>`; non-zero is a failure).
+`source_ref = "step N"`, the agent's own counter. The cost in the header is cumulative;
+the step's cost is the difference. There are no timestamps (one second per step).
+
+Any other console log falls back to raw `Output` lines, for the `repeated_lines`
+signal (`source_ref = "line N"` of the read that held them).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, BinaryIO, Iterator
+
+from ..events import ModelText, Output, ToolCall
+from .base import ReadError, Session
+from .mini_swe_agent import bash_block, returncode
+from ._common import shell_writes
+
+__all__ = ["NAME", "read", "sniff"]
+
+NAME = "tb-console"
+
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_=>])")
+_HEADER = re.compile(r"^mini-swe-agent \(step (\d+), \$([0-9.]+)\):\s*$", re.MULTILINE)
+_WAITING = re.compile(r"^[^\w\s]?\s*Waiting for the LM to respond\.*\s*$")
+_OUTPUT_CHUNK = 200  # lines per Output event in the fallback
+
+
+def sniff(path: str, head: bytes) -> bool:
+    if b"mini-swe-agent (step " in head:
+        return True
+    start = head.lstrip()[:1]
+    if start in (b"{", b"["):
+        return False
+    return path.endswith((".log", ".txt", ".cast")) and b"\x00" not in head
+
+
+def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
+    try:
+        if stream is not None:
+            raw = stream.read()
+        else:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}") from exc
+    if not raw.strip():
+        raise ReadError("empty file")
+    text = raw.decode("utf-8", "replace")
+    session = Session(format=NAME, session=_session_name(path), events=())
+    step_of: dict[str, int] = {}
+    session.meta["step_of"] = step_of
+    if _HEADER.search(_ESCAPE.sub("", text[:1 << 20]) if "\x1b" in text else text):
+        session.events = _steps(_screen(text), step_of, session)
+    else:
+        session.events = _raw_lines(text)
+    yield session
+
+
+def _screen(text: str) -> str:
+    """What a terminal would show, line by line: escapes gone, only the last CR redraw."""
+    text = _ESCAPE.sub("", text)
+    lines = []
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if "\r" in line:
+            line = line.rsplit("\r", 1)[-1]
+        if not _WAITING.match(line):
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _steps(text: str, step_of: dict, session: Session) -> Iterator[Any]:
+    headers = list(_HEADER.finditer(text))
+    previous_cost = 0.0
+    for k, header in enumerate(headers):
+        number, cumulative = int(header.group(1)), float(header.group(2))
+        body = text[header.end(): headers[k + 1].start() if k + 1 < len(headers) else len(text)]
+        ref = f"step {number}"
+        step_of[ref] = number
+        cost = max(cumulative - previous_cost, 0.0)
+        previous_cost = cumulative
+        session.cost = cumulative
+        assistant, _, observation = body.partition("\nUser:\n")
+        yield ModelText(assistant.strip(), source_ref=ref)
+        command = bash_block(assistant)
+        if command is None or not observation:
+            continue
+        code = returncode(observation)
+        error = code is not None and code != 0
+        yield ToolCall(
+            name="bash",
+            input={"command": command},
+            result=observation.strip(),
+            error=error,
+            changed=("?",) if not error and shell_writes(command) else (),
+            source_ref=ref,
+            cost=cost,
+        )
+
+
+def _raw_lines(text: str) -> Iterator[Output]:
+    lines = text.splitlines(keepends=True)
+    for start in range(0, len(lines), _OUTPUT_CHUNK):
+        yield Output("".join(lines[start:start + _OUTPUT_CHUNK]), source_ref=f"line {start + 1}")
+
+
+def _session_name(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    return parts[-2] if len(parts) > 1 and parts[-1] == "agent.log" else parts[-1]
