@@ -190,14 +190,30 @@ def replay_files(
         for path, label in items:
             yield replay_file(path, config, format, label=label)
         return
-    # Small chunks keep the cores busy when file sizes vary by 1000x (they do).
-    chunksize = max(1, min(8, len(items) // (jobs * 8)))
-    # fork is cheapest (no re-import) where it exists; the pool is made before any
-    # progress-bar thread starts.
+    # Largest files first, so no core is left with a big one at the end (sizes vary
+    # by 1000x); small chunks for the same reason. Results are yielded in the order
+    # given, each as soon as it and all before it are done.
+    order = sorted(range(len(items)), key=lambda i: _size(items[i][0]), reverse=True)
+    chunksize = max(1, min(8, len(items) // (jobs * 16)))
+    # fork is cheapest (no re-import) where it exists; callers start no thread
+    # before the pool (scan's progress bar has no refresh thread for this reason).
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    done: dict[int, list[SessionResult]] = {}
+    following = 0
     with context.Pool(min(jobs, len(items)), initializer=_init_worker, initargs=(config, format)) as pool:
-        yield from pool.imap(_worker, items, chunksize)
+        for index, results in pool.imap_unordered(_worker, ((i, items[i]) for i in order), chunksize):
+            done[index] = results
+            while following in done:
+                yield done.pop(following)
+                following += 1
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 _worker_config: tuple[Config, str | None] | None = None
@@ -208,10 +224,11 @@ def _init_worker(config: Config, format: str | None) -> None:
     _worker_config = (config, format)
 
 
-def _worker(item: tuple[str, str]) -> list[SessionResult]:
+def _worker(job: tuple[int, tuple[str, str]]) -> tuple[int, list[SessionResult]]:
     assert _worker_config is not None
     config, format = _worker_config
-    return replay_file(item[0], config, format, label=item[1])
+    index, (path, label) = job
+    return index, replay_file(path, config, format, label=label)
 
 
 def _with_start(record: dict[str, Any], refs: list[str | None]) -> dict[str, Any]:

@@ -1,0 +1,115 @@
+"""How fast `loopwatch scan` reads a corpus, against the bare cost of parsing it.
+
+    PYTHONPATH=src python bench/scan.py [CORPUS] [--repeat N] [--jobs N]
+
+CORPUS defaults to ../shared/corpus next to the repository (or /work/shared/corpus);
+without one the benchmark says so and exits 0. It takes the files `scan` would take
+from that folder and times, best of N runs:
+
+(a) bare parsing, the floor for any scanner: read each file and parse it with orjson
+    (whole-JSON files at once, JSON Lines line by line; a console log, which is not
+    JSON, is only decoded);
+(b) the scan in one process: detect the format, read, replay through a monitor,
+    serialize each result as `scan --json` does;
+(c) the same scan across processes (default: one per core).
+
+Targets (issue 3): (b) at most 2x (a); (c) at least 1.6x faster than (b) on 2 cores.
+Other work on the machine skews (c) most: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from loopwatch.cli.paths import expand
+from loopwatch.config import Config
+from loopwatch.replay import default_jobs, replay_files
+
+
+def find_corpus(given: str | None) -> Path | None:
+    candidates = [Path(given)] if given else [Path(__file__).resolve().parents[1].parent / "shared" / "corpus", Path("/work/shared/corpus")]
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def bare(paths: list[str]) -> None:
+    for path in paths:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if path.endswith((".jsonl", ".ndjson")):
+            for line in data.splitlines():
+                if line.strip():
+                    try:
+                        orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        pass
+        elif path.endswith((".json", ".traj")):
+            try:
+                orjson.loads(data)
+            except orjson.JSONDecodeError:
+                pass
+        else:
+            data.decode("utf-8", "replace")
+
+
+def scan(items: list[tuple[str, str]], config: Config, jobs: int) -> int:
+    sessions = 0
+    for results in replay_files(items, config, jobs=jobs):
+        for result in results:
+            orjson.dumps(result.as_json())
+            sessions += 1
+    return sessions
+
+
+def best(runs: int, work) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("corpus", nargs="?")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=default_jobs())
+    args = parser.parse_args()
+    corpus = find_corpus(args.corpus)
+    if corpus is None:
+        print("no corpus found (give its folder as an argument); nothing measured")
+        return 0
+    targets = [t for t in expand([str(corpus)]) if t.problem is None]
+    paths = [t.path for t in targets]
+    items = [(t.path, t.label) for t in targets]
+    size = sum(os.path.getsize(p) for p in paths) / 1e6
+    config = Config.make()
+    load_before = os.getloadavg()[0]
+
+    bare(paths)  # warm the page cache: every timing below reads from memory
+    t_bare = best(args.repeat, lambda: bare(paths))
+    sessions = scan(items, config, 1)
+    t_single = best(args.repeat, lambda: scan(items, config, 1))
+    t_parallel = best(args.repeat, lambda: scan(items, config, args.jobs))
+    load_after = os.getloadavg()[0]
+
+    n = len(paths)
+    print(f"corpus: {corpus} ({n} files, {size:.1f} MB, {sessions} sessions); "
+          f"{default_jobs()} cores; load average {load_before:.2f} before, {load_after:.2f} after")
+    print(f"{'':28}{'seconds':>10}{'files/s':>10}{'MB/s':>10}")
+    for name, seconds in (("(a) bare orjson parsing", t_bare), ("(b) scan, 1 process", t_single),
+                          (f"(c) scan, {args.jobs} processes", t_parallel)):
+        print(f"{name:28}{seconds:10.3f}{n / seconds:10.0f}{size / seconds:10.1f}")
+    print(f"scan cost / bare parsing (1 process): {t_single / t_bare:.1f}x (target <= 2x)")
+    print(f"parallel speed-up: {t_single / t_parallel:.2f}x on {args.jobs} processes (target >= 1.6x on 2 cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
