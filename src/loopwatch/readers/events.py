@@ -68,33 +68,29 @@ def sniff(path: str, head: bytes) -> bool:
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     """The file's one session (see the module docstring). `stream`, if given, is read
-    instead of opening `path`."""
+    instead of opening `path`. The file stays open until the session's events are
+    consumed (or dropped), so sessions may be collected before they are replayed."""
     fh = stream if stream is not None else open(path, "rb")
-    try:
-        skipped: list[str] = []
-        lines = enumerate(fh, 1)
-        first: list[tuple[int, bytes]] = []
-        session_id = None
-        # Peek at the first readable event (within a few lines) for the session id;
-        # the lines read are replayed.
-        for number, raw in lines:
-            first.append((number, raw))
-            if len(first) >= _PEEK_LINES:
-                break
-            if raw.strip():
-                try:
-                    value = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(value, dict) and isinstance(value.get("session"), str):
-                    session_id = value["session"]
-                break
-        session = Session(format=NAME, session=session_id or _stem(path), events=(), skipped=skipped)
-        session.events = _events(chain(first, lines), session)
-        yield session
-    finally:
-        if stream is None:
-            fh.close()
+    lines = enumerate(fh, 1)
+    first: list[tuple[int, bytes]] = []
+    session_id = None
+    # Peek at the first readable event (within a few lines) for the session id;
+    # the lines read are replayed.
+    for number, raw in lines:
+        first.append((number, raw))
+        if len(first) >= _PEEK_LINES:
+            break
+        if raw.strip():
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and isinstance(value.get("session"), str):
+                session_id = value["session"]
+            break
+    session = Session(format=NAME, session=session_id or _stem(path), events=())
+    session.events = _events(chain(first, lines), session, fh if stream is None else None)
+    yield session
 
 
 def _stem(path: str) -> str:
@@ -105,7 +101,15 @@ def _stem(path: str) -> str:
     return name
 
 
-def _events(lines: Iterator[tuple[int, bytes]], session: Session) -> Iterator[Any]:
+def _events(lines: Iterator[tuple[int, bytes]], session: Session, owned: BinaryIO | None) -> Iterator[Any]:
+    try:
+        yield from _parse(lines, session)
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def _parse(lines: Iterator[tuple[int, bytes]], session: Session) -> Iterator[Any]:
     tokens = cost = None
     for number, raw in lines:
         if not raw.strip():
