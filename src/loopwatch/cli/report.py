@@ -3,6 +3,7 @@ files it could not read. `Totals` also decides the exit status."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -78,14 +79,24 @@ def _console(stderr: bool = False) -> Any:
 
     stream = sys.stderr if stderr else sys.stdout
     # Piped output is read by people too (in CI logs): wide enough for paths.
-    width = None if stream.isatty() else max(shutil.get_terminal_size((140, 24)).columns, 140)
+    width = None if stream.isatty() else max(shutil.get_terminal_size((200, 24)).columns, 200)
     return Console(file=stream, width=width, highlight=False)
 
 
-def _at(action: int | None, ref: str | None) -> str:
+def _at(action: int | None, ref: str | None, after: bool = False) -> str:
+    """`action 5` and where it is in the file; a stop comes after its action (or
+    after a message that followed it, which `ref` then names)."""
     if not action:
         return ref or "-"
-    return f"action {action}" + (f"\n{ref}" if ref else "")
+    return f"{'after ' if after else ''}action {action}" + (f"\n{ref}" if ref else "")
+
+
+def _short(path: str) -> str:
+    """A path relative to the working folder when it is inside it (tables are narrow)."""
+    if not os.path.isabs(path):
+        return path
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _saved_text(result: SessionResult) -> str:
@@ -114,16 +125,19 @@ def print_table(rows: list[SessionResult], totals: Totals) -> None:
     console = _console()
     if rows:
         table = Table(show_lines=True)
-        for title, style in (("session", "bold"), ("signal", ""), ("loop began", ""), ("stopped at", ""),
-                             ("wasted after the stop", ""), ("what loopwatch saw", "")):
-            table.add_column(title, style=style or None, overflow="fold")
+        names = [_short(r.path) for r in rows]
+        # Paths first: the description wraps instead.
+        table.add_column("session", style="bold", overflow="fold", min_width=min(max(map(len, names)), 80))
+        for title in ("signal", "loop began", "stopped at", "wasted after the stop"):
+            table.add_column(title)
+        table.add_column("what loopwatch saw", ratio=1, min_width=30)
         for result in rows:
             verdict = result.verdict or next(i for i in result.interventions if i["action"] == "block")
-            name = result.path + (f"\n[{result.session}]" if result.path in totals.multi else "")
+            name = _short(result.path) + (f"\n[{result.session}]" if result.path in totals.multi else "")
             wasted = _saved_text(result) if result.verdict else "(blocked; not stopped)"
             cells = (
                 name, verdict["signal"], _at(verdict.get("started_action"), verdict.get("started_ref")),
-                _at(verdict["at_action"], verdict["source_ref"]), wasted, verdict["description"] or "",
+                _at(verdict["at_action"], verdict["source_ref"], after=True), wasted, verdict["description"] or "",
             )
             table.add_row(*(Text(cell) for cell in cells))  # Text: paths and refs are not markup
         console.print(table)
