@@ -48,6 +48,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@
 _NUMBERS = re.compile(r"\b(?:0[xX])?[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|[0-9]+")
 _PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
 _TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
+_QUOTED = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'")
 
 
 def digest(data: bytes | str) -> Digest:
@@ -112,7 +113,13 @@ def arguments_of(value: Any) -> list[str]:
         item = stack.pop()
         if isinstance(item, str):
             if len(item) <= _MAX_ARGUMENT_SOURCE:
-                for token in _TOKEN_SPLIT.split(item):
+                # Quoted phrases whole ("install java"), then their words.
+                for pair in _QUOTED.findall(item):
+                    found.add(pair[0] or pair[1])
+                tokens = _TOKEN_SPLIT.split(item.strip())
+                # The first word of a command is the program, not an argument:
+                # `ping: command not found` and `sudo: command not found` differ.
+                for token in tokens[1:] if len(tokens) > 1 else tokens:
                     if len(token) >= _MIN_ARGUMENT:
                         found.add(token)
         elif isinstance(item, dict):

@@ -23,9 +23,10 @@ __all__ = ["Cycle"]
 
 @dataclass(frozen=True)
 class Params:
-    #: Longest cycle looked for. The labelled loops of kind `cycle` have periods 2 to
-    #: 4; 5 leaves room, and longer "cycles" are mostly ordinary workflows.
-    max_period: int = 5
+    #: Longest cycle looked for. The labelled cycles run from 2 to 10 steps (a 6-step
+    #: open/search/goto cycle, a 10-step browse cycle); 10 catches one more of them than
+    #: 5 with no false stop, for twice the (tiny) per-step cost.
+    max_period: int = 10
     #: Copies in a row that make a loop: the protocol's 3 rounds.
     repeats: int = 3
 

@@ -24,9 +24,10 @@ __all__ = ["Stagnation"]
 
 @dataclass(frozen=True)
 class Params:
-    #: Seconds with no new action. Five minutes: long enough for a slow build or test
-    #: run to be re-checked a few times, short next to the hours a runaway burns.
-    window: float = 300.0
+    #: Seconds with no new action. The replay floor below is what makes the evidence
+    #: (no labelled healthy session replays more than 7 known actions in a row); the
+    #: window only keeps a burst of quick replays from counting: a minute.
+    window: float = 60.0
     #: Replayed actions that must fall in the window: the cycle signal's longest cycle
     #: (5) times its repeats (3), so stagnation never fires on less evidence than a cycle.
     replays: int = 15
