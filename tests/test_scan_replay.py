@@ -208,3 +208,17 @@ def test_a_few_real_trajectories_scan_without_errors():
     assert len(results) == len(files)
     assert all(r.error is None and r.actions > 0 and r.format for r in results), [(r.path, r.error) for r in results]
     assert all(len(r.refs) == r.actions for r in results)
+
+
+# -- a regression the healthy example caught ------------------------------------------
+
+
+def test_a_poll_whose_progress_moves_is_waiting_but_a_stuck_one_is_a_loop():
+    def poll(percents):
+        return [ToolCall("Bash", {"command": "tail -n 1 build.log"}, f"Downloading: {p}% ({p * 12 // 10} MB of 120 MB)")
+                for p in percents]
+
+    moving = replay(Session("events", "s", poll(range(10, 100, 10))), Config.make())
+    assert moving.verdict is None and moving.interventions == []
+    stuck = replay(Session("events", "s", poll([40] * 9)), Config.make())
+    assert stuck.verdict is not None
