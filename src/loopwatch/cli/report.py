@@ -11,7 +11,7 @@ from typing import Any
 
 from ..replay import SessionResult
 
-__all__ = ["Totals", "print_table", "print_problems"]
+__all__ = ["Totals", "first_block", "print_table", "print_problems"]
 
 
 @dataclass
@@ -91,6 +91,11 @@ def _at(action: int | None, ref: str | None, after: bool = False) -> str:
     return f"{'after ' if after else ''}action {action}" + (f"\n{ref}" if ref else "")
 
 
+def first_block(result: SessionResult) -> dict[str, Any] | None:
+    """The first block, for a session that was not stopped (the attended profile)."""
+    return next((i for i in result.interventions if i["action"] == "block"), None)
+
+
 def _short(path: str) -> str:
     """A path relative to the working folder when it is inside it (tables are narrow)."""
     if not os.path.isabs(path):
@@ -132,7 +137,7 @@ def print_table(rows: list[SessionResult], totals: Totals) -> None:
             table.add_column(title)
         table.add_column("what loopwatch saw", ratio=1, min_width=30)
         for result in rows:
-            verdict = result.verdict or next(i for i in result.interventions if i["action"] == "block")
+            verdict = result.verdict or first_block(result)
             name = _short(result.path) + (f"\n[{result.session}]" if result.path in totals.multi else "")
             wasted = _saved_text(result) if result.verdict else "(blocked; not stopped)"
             cells = (

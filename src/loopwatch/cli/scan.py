@@ -15,7 +15,7 @@ from ..config import MODES, PROFILES, Config, ConfigError, load_config
 from ..readers import FORMATS
 from ..replay import SessionResult, default_jobs, replay_files
 from .paths import Target, expand
-from .report import Totals, print_problems, print_table
+from .report import Totals, first_block, print_problems, print_table
 
 _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 
@@ -78,7 +78,7 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
                 for result in kept:
                     out.write(_json_line(result))
                 out.flush()
-            rows.extend(r for r in kept if r.verdict is not None or _first_block(r))
+            rows.extend(r for r in kept if r.verdict is not None or first_block(r))
             progress()
     if not as_json:
         print_table(rows, totals)
@@ -118,10 +118,6 @@ def _json_line(result: SessionResult) -> bytes:
     import orjson
 
     return orjson.dumps(result.as_json(), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
-
-
-def _first_block(result: SessionResult) -> dict | None:
-    return next((i for i in result.interventions if i["action"] == "block"), None)
 
 
 @contextmanager
