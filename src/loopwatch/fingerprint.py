@@ -33,6 +33,7 @@ __all__ = [
     "digest_call",
     "digest_value",
     "normalize",
+    "normalize_line",
     "text_of",
 ]
 
@@ -47,6 +48,10 @@ _RESULT_LIMIT = 64 * 1024  # digest at most this much of a result's head and tai
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _NUMBERS = re.compile(r"\b(?:0[xX])?[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|[0-9]+")
 _PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
+# In output lines only standalone numbers are counters; digits inside a name
+# (`file12.o`, a layer id) name a different thing, and `N of M`, `N/M` count progress.
+_LINE_NUMBERS = re.compile(r"(?<![\w.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)?)(?![\w.])")
+_LINE_PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b[0-9]+\s*(?:/|of)\s*[0-9]+\b")
 _TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
 _QUOTED = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'")
 
@@ -148,3 +153,15 @@ def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
     if progress:
         text += " \x01" + " ".join(progress)
     return text
+
+
+def normalize_line(line: str) -> str:
+    """Normalize one output line: like `normalize`, but only standalone numbers are
+    masked, and `N of M` / `N/M` counts are kept as progress (see `_LINE_NUMBERS`)."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    progress = _LINE_PROGRESS.findall(line)
+    line = " ".join(_LINE_NUMBERS.sub("#", line).split())
+    if progress:
+        line += " \x01" + " ".join(progress)
+    return line
