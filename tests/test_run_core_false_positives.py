@@ -7,6 +7,8 @@ supervisor would (one `Output` per write) and expects no nudge or stop.
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from loopwatch import Action, Monitor, Output
@@ -28,8 +30,8 @@ CASES = {
     "numbered build steps": [f"Compiling module {i} of 200\n".encode() for i in range(1, 40)],
     # different files, same shape: digits inside names are masked too
     "compiler per file": [f"gcc -c -o obj/file{i}.o src/file{i}.c\n".encode() for i in range(1, 40)],
-    # `docker pull`: one line per layer, the layer ids are hex
-    "docker layers": [f"{i:012x}: Pulling fs layer\n".encode() for i in range(1, 20)],
+    # `docker pull`: one line per layer, the layer ids are the first 12 hex digits of a hash
+    "docker layers": [f"{hashlib.sha256(bytes([i])).hexdigest()[:12]}: Pulling fs layer\n".encode() for i in range(1, 20)],
     # a waiting-for-the-model timer redrawn in place once a second (no %, no bar)
     "elapsed timer redraw": [f"\rThinking... ({i}s)".encode() for i in range(1, 40)],
     # the classic 4-glyph ASCII spinner, redrawn in place

@@ -130,8 +130,12 @@ def _check_keys(where: str, given: Mapping[str, Any], valid: list[str]) -> None:
 def _validate(data: Mapping[str, Any]) -> Config:
     from .signals import SIGNALS  # the registry; imported here to keep config light
 
-    top = ["mode", "profile", "stop", "warn_every", "signals", "tools"]
+    top = ["mode", "profile", "stop", "warn_every", "signals", "tools", "hook"]
     _check_keys("", data, top)
+    # `[hook]` holds the settings of `loopwatch hook` (fail open or closed, limits);
+    # the hook validates them itself, the core only accepts the table.
+    if not isinstance(data.get("hook", {}), Mapping):
+        raise ConfigError("hook: expected a table of hook settings")
     mode = data.get("mode", "enforce")
     if mode not in MODES:
         raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")

@@ -48,9 +48,10 @@ _RESULT_LIMIT = 64 * 1024  # digest at most this much of a result's head and tai
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _NUMBERS = re.compile(r"\b(?:0[xX])?[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|[0-9]+")
 _PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
-# In output lines only standalone numbers are counters; digits inside a name
-# (`file12.o`, a layer id) name a different thing, and `N of M`, `N/M` count progress.
-_LINE_NUMBERS = re.compile(r"(?<![\w.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)?)(?![\w.])")
+# In output lines only numbers that start a word or follow `_`/`-` are counters
+# (`attempt 3`, `0.3s`, `toolu_0001`); digits right after a letter (`file12.o`,
+# `python3`, a hash) name a different thing, and `N of M`, `N/M` count progress.
+_LINE_NUMBERS = re.compile(r"(?<![A-Za-z0-9.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)*)")
 _LINE_PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b[0-9]+\s*(?:/|of)\s*[0-9]+\b")
 _TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
 _QUOTED = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'")
