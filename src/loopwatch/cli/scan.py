@@ -11,9 +11,9 @@ from typing import Iterator
 
 import click
 
-from ..config import MODES, PROFILES, Config, ConfigError, load_config
 from ..readers import FORMATS
 from ..replay import SessionResult, default_jobs, replay_files
+from ._common import config_options, make_config
 from .paths import Target, expand
 from .report import Totals, first_block, print_problems, print_table
 
@@ -23,9 +23,7 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session per line, instead of the table.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="A loopwatch.toml (default: found from the working folder up).")
-@click.option("--profile", type=click.Choice(PROFILES), help="unattended (default: stop the run) or attended (nudge and block, stop only when the config says stop = true).")
-@click.option("--mode", type=click.Choice(MODES), help="enforce (default), warn (never intervene) or off. Calibration figures are kept in every mode.")
+@config_options
 @click.option("--format", "format_name", type=click.Choice(list(FORMATS)), help="Read every file as this format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes to use (default: one per core; 1 scans in this process).")
 @click.option("--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more).")
@@ -53,7 +51,7 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
     Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
     be read (or bad usage).
     """
-    config = _config(config_path, profile, mode)
+    config = make_config(config_path, profile, mode)
     if format_name is not None:
         _check_format(format_name)
     targets = expand(paths)
@@ -84,14 +82,6 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
         print_table(rows, totals)
     print_problems(totals, as_json)
     sys.exit(totals.exit_status)
-
-
-def _config(path: str | None, profile: str | None, mode: str | None) -> Config:
-    overrides = {k: v for k, v in (("profile", profile), ("mode", mode)) if v is not None}
-    try:
-        return load_config(path, **overrides)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="--config") from None
 
 
 def _check_format(name: str) -> None:
