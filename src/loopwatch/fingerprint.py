@@ -138,7 +138,9 @@ def arguments_of(value: Any) -> list[str]:
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
-    return sorted(found, key=len, reverse=True)[:_MAX_ARGUMENTS]
+    # ties broken by the text itself: set order varies with the hash seed, and the
+    # digest of a result must not (it is compared across processes and runs)
+    return sorted(found, key=lambda token: (-len(token), token))[:_MAX_ARGUMENTS]
 
 
 def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:

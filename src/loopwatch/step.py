@@ -49,6 +49,9 @@ class Step(NamedTuple):
     sketch: tuple[int, ...]
     call_sketch: tuple[int, ...]
     source_ref: str | None = None
+    #: digest of the normalized result without its progress figures (`40%`, `48 MB`):
+    #: equal `still` and different `result` is a moving poll, waiting, not looping.
+    still: Digest | None = None
 
 
 def sketch_of(text: str) -> tuple[int, ...]:
@@ -95,4 +98,5 @@ def make_step(
         sketch=sketch_of(text),
         call_sketch=sketch_of(name + " " + " ".join(call_text.split())),
         source_ref=source_ref,
+        still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
     )

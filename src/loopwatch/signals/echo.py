@@ -70,6 +70,7 @@ class Echo(Signal):
             step.role == "poller"
             or last is None
             or (last.result == step.result and last.call == step.call)
+            or (last.call == step.call and last.still == step.still)  # only progress moved: a poll
             or not _similar(last.call_sketch, step.call_sketch, threshold)
             or not _similar(last.sketch, step.sketch, threshold)
         ):
