@@ -57,8 +57,9 @@ class Step(NamedTuple):
 def sketch_of(text: str) -> tuple[int, ...]:
     """16-bit hashes of a normalized text's first words: enough for a similarity
     ratio, never enough to recover the text."""
-    words = text.split(" ", _SKETCH_WORDS)[:_SKETCH_WORDS]
-    return tuple(zlib.crc32(w.encode("utf-8", "surrogatepass")) & 0xFFFF for w in words)
+    crc32 = zlib.crc32
+    words = text.encode("utf-8", "surrogatepass").split(b" ", _SKETCH_WORDS)[:_SKETCH_WORDS]
+    return tuple([crc32(w) & 0xFFFF for w in words])
 
 
 def make_step(
