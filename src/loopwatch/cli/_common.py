@@ -41,6 +41,7 @@ class progress_bar:
             self._progress = Progress(
                 "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                 transient=True,
+                auto_refresh=False,  # no refresh thread: worker processes are forked after this
             )
             self._progress.__enter__()
             self._task = self._progress.add_task(self.label, total=self.total)
@@ -49,6 +50,7 @@ class progress_bar:
     def advance(self, n: int = 1) -> None:
         if self.enabled:
             self._progress.advance(self._task, n)
+            self._progress.refresh()
 
     def __exit__(self, *exc: Any) -> None:
         if self.enabled:
