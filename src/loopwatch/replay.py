@@ -37,11 +37,10 @@ class SessionResult:
     """What replaying one session gave.
 
     `verdict` is the first stop (a `record.verdict_record` dict plus `started_ref`, the
-    `source_ref` of the action where the pattern began), or None. `refs[i]` is the
-    `interventions` lists every nudge, block and stop up to and including the first
-    stop (a run stopped there would have ended); `interventions_after_stop` counts the
-    rest. `refs[i]` is the
-    `source_ref` of counted tool call `i + 1` (the numbering of `at_action` and
+    `source_ref` of the action where the pattern began), or None. `interventions`
+    lists every nudge, block and stop up to and including the first stop (a run
+    stopped there would have ended); `interventions_after_stop` counts the rest.
+    `refs[i]` is the `source_ref` of counted tool call `i + 1` (the numbering of `at_action` and
     `started_action`; exempt tools are not counted), so callers can map actions to
     steps. `saved` is None without a stop, else `{"actions", "tokens", "cost",
     "estimated"}`: tokens and cost are summed from the events after the stop where

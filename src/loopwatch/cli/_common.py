@@ -28,29 +28,30 @@ def make_config(config_path: str | None, profile: str | None, mode: str | None) 
 
 
 class progress_bar:
-    """A rich progress bar on a terminal; nothing when piped or asked to be quiet."""
+    """A progress bar on stderr, shown only on a terminal and for at least `minimum`
+    items; otherwise `advance` does nothing.
 
-    def __init__(self, total: int, label: str, enabled: bool = True) -> None:
-        self.enabled = enabled and sys.stderr.isatty() and total > 1
+    It has no refresh thread (it is redrawn as items finish): worker processes are
+    forked while it is shown, and forking a threaded process may deadlock."""
+
+    def __init__(self, total: int, label: str, enabled: bool = True, minimum: int = 2) -> None:
+        self.enabled = enabled and sys.stderr.isatty() and total >= minimum
         self.total, self.label = total, label
 
     def __enter__(self) -> "progress_bar":
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self._progress = Progress(
-                "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                transient=True,
-                auto_refresh=False,  # no refresh thread: worker processes are forked after this
-            )
+            columns = (TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+            self._progress = Progress(*columns, console=Console(stderr=True), transient=True, auto_refresh=False)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.label, total=self.total)
         return self
 
     def advance(self, n: int = 1) -> None:
         if self.enabled:
-            self._progress.advance(self._task, n)
-            self._progress.refresh()
+            self._progress.update(self._task, advance=n, refresh=True)
 
     def __exit__(self, *exc: Any) -> None:
         if self.enabled:

@@ -6,14 +6,13 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import ExitStack, contextmanager
-from typing import Iterator
+from contextlib import ExitStack
 
 import click
 
 from ..readers import FORMATS
 from ..replay import SessionResult, default_jobs, replay_files
-from ._common import config_options, make_config
+from ._common import config_options, make_config, progress_bar
 from .paths import Target, expand
 from .report import Totals, first_block, print_problems, print_table
 
@@ -68,7 +67,7 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
         if as_json:  # problems found before reading come first, in the same stream
             for result in totals.failed:
                 out.write(_json_line(result))
-        progress = stack.enter_context(_progress(len(readable), no_progress))
+        progress = stack.enter_context(progress_bar(len(readable), "scanning", not no_progress, _PROGRESS_MIN_FILES))
         items = [(t.path, t.label) for t in readable]
         for target, results in zip(readable, replay_files(items, config, format_name, jobs or default_jobs())):
             kept = totals.add_file(results, walked=target.walked)
@@ -77,7 +76,7 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
                     out.write(_json_line(result))
                 out.flush()
             rows.extend(r for r in kept if r.verdict is not None or first_block(r))
-            progress()
+            progress.advance()
     if not as_json:
         print_table(rows, totals)
     print_problems(totals, as_json)
@@ -108,21 +107,3 @@ def _json_line(result: SessionResult) -> bytes:
     import orjson
 
     return orjson.dumps(result.as_json(), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
-
-
-@contextmanager
-def _progress(files: int, disabled: bool) -> Iterator:
-    """A callable that advances a progress bar on stderr, shown only on a terminal
-    and for enough files; otherwise it does nothing."""
-    if disabled or files < _PROGRESS_MIN_FILES or not sys.stderr.isatty():
-        yield lambda: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    # No refresh thread: worker processes are forked, and forking a threaded
-    # process may deadlock. The bar is redrawn as each file is done.
-    with Progress(*columns, console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-        task = bar.add_task("scan", total=files)
-        yield lambda: bar.update(task, advance=1, refresh=True)
