@@ -102,6 +102,32 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def machine_ceiling(jobs: int) -> float:
+    """The speed-up this machine gives a pure-CPU loop on `jobs` processes right now:
+    the most any parallel scan could show here (shared machines often give far less
+    than the core count)."""
+    import multiprocessing
+
+    work = [2_000_000] * (4 * jobs)
+    start = time.perf_counter()
+    for n in work:
+        _spin(n)
+    one = time.perf_counter() - start
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    with context.Pool(jobs) as pool:
+        start = time.perf_counter()
+        pool.map(_spin, work)
+        many = time.perf_counter() - start
+    return one / many
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("corpus", nargs="?")
@@ -125,6 +151,7 @@ def main() -> int:
     sessions = scan(items, config, 1)
     t_single = best(args.repeat, lambda: scan(items, config, 1))
     t_parallel = best(args.repeat, lambda: scan(items, config, args.jobs))
+    ceiling = machine_ceiling(args.jobs)
     load_after = os.getloadavg()[0]
 
     n = len(paths)
@@ -140,6 +167,8 @@ def main() -> int:
     print(f"parallel speed-up: {t_single[0] / t_parallel[0]:.2f}x wall on {args.jobs} processes (target >= 1.6x on 2 cores); "
           f"the parallel scan spends {t_parallel[1] / t_single[1]:.2f}x the CPU of one process "
           f"(so at most {args.jobs * t_single[1] / t_parallel[1]:.2f}x on {args.jobs} idle cores)")
+    print(f"this machine's ceiling now: a pure-CPU loop speeds up {ceiling:.2f}x on {args.jobs} processes; "
+          f"the scan reaches {t_single[0] / t_parallel[0] / ceiling:.0%} of it")
     return 0
 
 

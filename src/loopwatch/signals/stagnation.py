@@ -29,8 +29,9 @@ class Params(NamedTuple):
     #: window only keeps a burst of quick replays from counting: a minute.
     window: float = 60.0
     #: Replayed actions that must fall in the window: the cycle signal's longest cycle
-    #: (5) times its repeats (3), so stagnation never fires on less evidence than a cycle.
-    replays: int = 15
+    #: (10) times its repeats (2), so stagnation never fires on less evidence than a
+    #: cycle would need. No labelled healthy session replays more than 7 in a row.
+    replays: int = 20
     #: Distinct actions remembered.
     memory: int = 4096
 
