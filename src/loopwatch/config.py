@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 from types import MappingProxyType
-from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 __all__ = ["Config", "ConfigError", "ToolRule", "load_config", "MODES", "PROFILES"]
@@ -203,14 +202,14 @@ def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
     return params
 
 
-def load_config(path: str | Path | None = None, *, start: str | Path | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
+def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
     """Load configuration from `path`, or find `loopwatch.toml` / `pyproject.toml`
     (`[tool.loopwatch]`) in `start` (default: the working directory) and its parents.
     Keyword arguments override the file."""
     import tomllib
 
     data: dict[str, Any] = {}
-    source: Path | None = Path(path) if path else _find(Path(start) if start else Path.cwd())
+    source = os.fspath(path) if path else _find(os.fspath(start) if start else os.getcwd())
     if source is not None:
         try:
             with open(source, "rb") as fh:
@@ -219,7 +218,7 @@ def load_config(path: str | Path | None = None, *, start: str | Path | None = No
             raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
-        if source.name == "pyproject.toml":
+        if os.path.basename(source) == "pyproject.toml":
             parsed = parsed.get("tool", {}).get("loopwatch", {})
         data = parsed
     try:
@@ -228,13 +227,16 @@ def load_config(path: str | Path | None = None, *, start: str | Path | None = No
         raise ConfigError(f"{source}: {exc}" if source else str(exc)) from None
 
 
-def _find(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        candidate = folder / "loopwatch.toml"
-        if candidate.is_file():
+def _find(start: str) -> str | None:
+    """`loopwatch.toml`, or a `pyproject.toml` with `[tool.loopwatch]`, in `start` or
+    the nearest folder above it."""
+    folder = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(folder, "loopwatch.toml")
+        if os.path.isfile(candidate):
             return candidate
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
+        pyproject = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(pyproject):
             try:
                 import tomllib
 
@@ -243,4 +245,7 @@ def _find(start: Path) -> Path | None:
                         return pyproject
             except (OSError, ValueError):
                 pass
-    return None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent

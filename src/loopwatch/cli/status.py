@@ -8,6 +8,7 @@ decisions, so a user can tell why a call was blocked.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -33,7 +34,7 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
     from ..hook.state import Store
 
     folder = state_dir()
-    if not (folder / "state.db").exists():
+    if not os.path.exists(os.path.join(folder, "state.db")):
         click.echo(f"no hooked sessions yet (no state in {folder}); install with `loopwatch install claude-code`")
         return
     store = Store(folder)

@@ -134,16 +134,15 @@ def _recover(folder, exc: Exception) -> None:
     text = str(exc)
     if not isinstance(exc, sqlite3.DatabaseError) or not ("not a database" in text or "malformed" in text):
         return  # locked, busy, disk full...: nothing to move
-    path = folder / "state.db"
+    path = os.path.join(folder, "state.db")
     try:
-        if path.exists():
-            aside = path.with_name(f"state.db.broken-{int(time.time())}")
-            path.rename(aside)
+        if os.path.exists(path):
+            aside = f"{path}.broken-{int(time.time())}"
+            os.rename(path, aside)
             for suffix in ("-wal", "-shm"):
-                extra = path.with_name(path.name + suffix)
-                if extra.exists():
-                    extra.rename(aside.with_name(aside.name + suffix))
-            _log(folder, "?", "?", f"moved an unreadable state database aside to {aside.name}")
+                if os.path.exists(path + suffix):
+                    os.rename(path + suffix, aside + suffix)
+            _log(folder, "?", "?", f"moved an unreadable state database aside to {os.path.basename(aside)}")
     except OSError:
         pass
 
@@ -152,11 +151,11 @@ def _log(folder, event: str, session: str, text: str) -> None:
     """One line in hook.log: when, which event and session, what happened. Never
     the payload."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "hook.log"
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "hook.log")
         try:
-            if path.stat().st_size > _LOG_LIMIT:
-                os.replace(path, folder / "hook.log.1")
+            if os.stat(path).st_size > _LOG_LIMIT:
+                os.replace(path, path + ".1")
         except OSError:
             pass
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())

@@ -20,7 +20,6 @@ Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_PROFILE`
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = ["HookSettings", "load", "state_dir", "detect_profile"]
@@ -36,34 +35,34 @@ class HookSettings:
         self.fail, self.busy_timeout, self.keep_days, self.keep_sessions = fail, busy_timeout, keep_days, keep_sessions
 
 
-def state_dir(env: Mapping[str, str] | None = None) -> Path:
+def state_dir(env: Mapping[str, str] | None = None) -> str:
     """`$LOOPWATCH_STATE_DIR`, else `$XDG_STATE_HOME/loopwatch`, else
     `~/.local/state/loopwatch`."""
     env = os.environ if env is None else env
     explicit = env.get("LOOPWATCH_STATE_DIR")
     if explicit:
-        return Path(explicit).expanduser()
+        return os.path.expanduser(explicit)
     base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "loopwatch"
+    return os.path.join(base, "loopwatch")
 
 
-def user_config(env: Mapping[str, str] | None = None) -> Path:
+def user_config(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "loopwatch" / "loopwatch.toml"
+    return os.path.join(base, "loopwatch", "loopwatch.toml")
 
 
-def load(cwd: str | None) -> tuple[HookSettings, dict[str, Any], Path | None]:
+def load(cwd: str | None) -> tuple[HookSettings, dict[str, Any], str | None]:
     """Read the configuration that applies to a session started in `cwd`.
 
     Returns the hook settings, the raw core table (for `Config.make`, validated
     there), and the file it came from (None: defaults). Raises `ConfigError`."""
     from ..config import ConfigError, _find
 
-    source = _find(Path(cwd)) if cwd and os.path.isdir(cwd) else None
+    source = _find(cwd) if cwd and os.path.isdir(cwd) else None
     if source is None:
         candidate = user_config()
-        source = candidate if candidate.is_file() else None
+        source = candidate if os.path.isfile(candidate) else None
     if source is None:
         return HookSettings(), {}, None
     import tomllib
@@ -73,7 +72,7 @@ def load(cwd: str | None) -> tuple[HookSettings, dict[str, Any], Path | None]:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{source}: {exc}") from None
-    if source.name == "pyproject.toml":
+    if os.path.basename(source) == "pyproject.toml":
         data = data.get("tool", {}).get("loopwatch", {})
     try:
         return _settings(data.get("hook", {})), data, source

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import copyreg
 import io
+import os
 import pickle
 import sqlite3
 import threading
 import time
 from collections import deque
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..monitor import Monitor
@@ -129,11 +129,11 @@ class Store:
     """The state database. `busy_timeout` is in seconds; pruning keeps sessions
     updated within `keep_days` and at most `keep_sessions` of them."""
 
-    def __init__(self, folder: Path, busy_timeout: float = 10.0, keep_days: float = 7.0, keep_sessions: int = 500) -> None:
-        self.path = Path(folder) / "state.db"
+    def __init__(self, folder: str, busy_timeout: float = 10.0, keep_days: float = 7.0, keep_sessions: int = 500) -> None:
+        self.path = os.path.join(folder, "state.db")
         self.keep_days = keep_days
         self.keep_sessions = keep_sessions
-        folder.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
         self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         if self.db.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
