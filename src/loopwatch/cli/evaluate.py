@@ -67,7 +67,7 @@ def _print(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 120)
     all_stop = report["detectors"]["all"]["stop"]
     console.print(
         f"{report['sessions']} labelled sessions: {all_stop['yes']} loops (yes), {all_stop['brief']} brief, "
@@ -75,7 +75,8 @@ def _print(report: dict) -> None:
     )
     for what in ("stop", "nudge"):
         table = Table(title=f"first {what}", title_justify="left")
-        for column in ("detector", "recall", "caught", "median delay", "saved", "false stops", "(on no / early)", "on brief"):
+        false = "false stops" if what == "stop" else "false nudges"
+        for column in ("detector", "recall", "caught", "median delay", "saved", false, "(on no / early)", "on brief"):
             table.add_column(column, justify="left" if column == "detector" else "right")
         for name, figures in report["detectors"].items():
             f = figures[what]
