@@ -54,7 +54,7 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
     if format_name is not None:
         _check_format(format_name)
     targets = expand(paths)
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     totals = Totals()
     rows: list[SessionResult] = []
     with ExitStack() as stack:
@@ -99,7 +99,7 @@ def _stdin_copy(target: Target, stack: ExitStack) -> Target:
     stack.callback(shutil.rmtree, folder, True)
     path = os.path.join(folder, "stdin")
     with open(path, "wb") as fh:
-        shutil.copyfileobj(click.get_binary_stream("stdin"), fh, 1 << 20)
+        shutil.copyfileobj(sys.stdin.buffer, fh, 1 << 20)
     return Target(path, "-")
 
 

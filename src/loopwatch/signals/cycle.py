@@ -78,7 +78,8 @@ class Cycle(Signal):
             severity=copies / self.params.repeats,
             key=self._key,
             description=span_description(
-                f"the same {period}-step action cycle ({', '.join(names)}) repeated {copies} times",
+                f"the same {period}-step action cycle ({', '.join(names)}) repeated {copies} times"
+                + (" and begun again" if length % period else ""),
                 first.at, step.at,
             ),
             repeats=copies,
