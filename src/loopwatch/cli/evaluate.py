@@ -8,7 +8,7 @@ import sys
 import click
 import orjson
 
-from ..evaluation import Label, load_labels, only, replay_many, score
+from ..evaluation import load_labels, only, replay_many, score
 from ._common import config_options, make_config, progress_bar
 
 __all__ = ["evaluate"]

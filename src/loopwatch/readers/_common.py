@@ -8,13 +8,14 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ..events import ToolCall
 from .base import ReadError
 
-__all__ = ["empty_search", "load_json", "shell_error", "shell_writes", "iso_seconds"]
+__all__ = ["empty_search", "iso_seconds", "load_json", "read_bytes", "shell_call", "shell_error", "shell_writes"]
 
 
-def load_json(path: str, stream: BinaryIO | None = None) -> Any:
-    """A whole-JSON transcript (these formats are one object, not lines)."""
+def read_bytes(path: str, stream: BinaryIO | None = None) -> bytes:
+    """A whole file (or stream); ReadError when it cannot be read or is empty."""
     try:
         if stream is not None:
             data = stream.read()
@@ -25,6 +26,12 @@ def load_json(path: str, stream: BinaryIO | None = None) -> Any:
         raise ReadError(f"cannot read: {exc.strerror or exc}") from exc
     if not data.strip():
         raise ReadError("empty file")
+    return data
+
+
+def load_json(path: str, stream: BinaryIO | None = None) -> Any:
+    """A whole-JSON transcript (these formats are one object, not lines)."""
+    data = read_bytes(path, stream)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -81,3 +88,23 @@ def iso_seconds(value: Any) -> float | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+
+
+def shell_call(command: str, observation: str, source_ref: str, **fields: Any) -> ToolCall:
+    """A `bash` tool call from a command and an observation carrying
+    `<returncode>N</returncode>` (mini-swe-agent and its console log): non-zero is a
+    failure, and a successful command that writes files is progress."""
+    match = _RETURNCODE.search(observation[:200])
+    error = match is not None and int(match.group(1)) != 0
+    return ToolCall(
+        name="bash",
+        input={"command": command},
+        result=observation,
+        error=error,
+        changed=("?",) if not error and shell_writes(command) else (),
+        source_ref=source_ref,
+        **fields,
+    )

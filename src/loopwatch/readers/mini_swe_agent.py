@@ -15,16 +15,15 @@ from __future__ import annotations
 import re
 from typing import Any, BinaryIO, Iterator
 
-from ..events import Correction, ModelText, ToolCall, Turn
-from ._common import load_json, shell_writes
+from ..events import Correction, ModelText, Turn
+from ._common import load_json, shell_call
 from .base import ReadError, Session
 
-__all__ = ["NAME", "read", "sniff", "bash_block", "returncode"]
+__all__ = ["NAME", "bash_block", "read", "sniff"]
 
 NAME = "mini-swe-agent"
 
 _BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n?```", re.DOTALL)
-_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 _CORRECTIONS = ("Please always provide EXACTLY ONE action", "Please always provide exactly one action")
 
 
@@ -39,11 +38,6 @@ def sniff(path: str, head: bytes) -> bool:
 def bash_block(text: str) -> str | None:
     blocks = _BLOCK.findall(text)
     return blocks[0].strip() if len(blocks) == 1 else None
-
-
-def returncode(observation: str) -> int | None:
-    match = _RETURNCODE.search(observation[:200])
-    return int(match.group(1)) if match else None
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
@@ -88,19 +82,7 @@ def _events(messages: list, step_of: dict, session: Session) -> Iterator[Any]:
         command = bash_block(content)
         if command is None or observation is None:
             continue
-        code = returncode(observation)
-        error = code is not None and code != 0
-        yield ToolCall(
-            name="bash",
-            input={"command": command},
-            result=observation,
-            error=error,
-            changed=("?",) if not error and shell_writes(command) else (),
-            at=at,
-            source_ref=ref,
-            tokens=tokens,
-            cost=cost,
-        )
+        yield shell_call(command, observation, ref, at=at, tokens=tokens, cost=cost)
     session.tokens = total_tokens or None
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any, BinaryIO, Iterator
 
-from ..events import ModelText, Output, ToolCall
-from .base import ReadError, Session
-from .mini_swe_agent import bash_block, returncode
-from ._common import shell_writes
+from ..events import ModelText, Output
+from ._common import read_bytes, shell_call
+from .base import Session
+from .mini_swe_agent import bash_block
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -41,17 +41,7 @@ def sniff(path: str, head: bytes) -> bool:
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
-    try:
-        if stream is not None:
-            raw = stream.read()
-        else:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-    except OSError as exc:
-        raise ReadError(f"cannot read: {exc.strerror or exc}") from exc
-    if not raw.strip():
-        raise ReadError("empty file")
-    text = raw.decode("utf-8", "replace")
+    text = read_bytes(path, stream).decode("utf-8", "replace")
     session = Session(format=NAME, session=_session_name(path), events=())
     step_of: dict[str, int] = {}
     session.meta["step_of"] = step_of
@@ -91,17 +81,7 @@ def _steps(text: str, step_of: dict, session: Session) -> Iterator[Any]:
         command = bash_block(assistant)
         if command is None or not observation:
             continue
-        code = returncode(observation)
-        error = code is not None and code != 0
-        yield ToolCall(
-            name="bash",
-            input={"command": command},
-            result=observation.strip(),
-            error=error,
-            changed=("?",) if not error and shell_writes(command) else (),
-            source_ref=ref,
-            cost=cost,
-        )
+        yield shell_call(command, observation.strip(), ref, cost=cost)
 
 
 def _raw_lines(text: str) -> Iterator[Output]:

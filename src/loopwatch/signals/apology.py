@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ..finding import Finding
 from .base import Signal
+from .common import count_problem
 
 __all__ = ["Apology"]
 
@@ -26,9 +27,7 @@ class Params(NamedTuple):
         return self.threshold > 0
 
     def check(self) -> str | None:
-        if self.threshold == 1 or self.threshold < 0:
-            return "threshold: must be 0 (off) or 2 or more"
-        return None
+        return count_problem("threshold", self.threshold)
 
 
 class Apology(Signal):

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from ..finding import Finding
 from ..periodic import TailCycles
 from .base import Signal
+from .common import count_problem
 
 __all__ = ["Chanting"]
 
@@ -29,8 +30,8 @@ class Params(NamedTuple):
         return self.repeats > 0
 
     def check(self) -> str | None:
-        if self.repeats == 1 or self.repeats < 0:
-            return "repeats: must be 0 (off) or 2 or more"
+        if problem := count_problem("repeats", self.repeats):
+            return problem
         if not 1 <= self.max_period <= 16:
             return "max_period: must be between 1 and 16"
         return None

@@ -17,7 +17,7 @@ from ..finding import Finding
 from ..periodic import TailCycles
 from ..step import Step
 from .base import Signal
-from .common import most_common_names, span_description
+from .common import count_problem, most_common_names, span_description
 
 __all__ = ["Cycle"]
 
@@ -38,10 +38,8 @@ class Params(NamedTuple):
         return self.repeats > 0 and self.max_period >= 2
 
     def check(self) -> str | None:
-        if self.repeats == 1:
-            return "repeats: 1 would call every sequence a cycle; use 2 or more, or 0 to turn it off"
-        if self.repeats < 0:
-            return "repeats: must be 0 (off) or 2 or more"
+        if problem := count_problem("repeats", self.repeats):
+            return problem
         if not 0 <= self.max_period <= 16:
             return "max_period: must be between 2 and 16"
         return None

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ..finding import Finding
 from ..step import Step
 from .base import Signal
-from .common import span_description
+from .common import count_problem, span_description
 
 __all__ = ["Echo"]
 
@@ -43,8 +43,8 @@ class Params(NamedTuple):
         return self.turns > 0
 
     def check(self) -> str | None:
-        if self.turns == 1 or self.turns < 0:
-            return "turns: must be 0 (off) or 2 or more"
+        if problem := count_problem("turns", self.turns):
+            return problem
         if not 0.0 < self.similarity <= 1.0:
             return f"similarity: {self.similarity} is not in (0, 1]"
         return None

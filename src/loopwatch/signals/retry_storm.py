@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from ..finding import Finding
 from .base import Signal
+from .common import count_problem
 
 __all__ = ["RetryStorm"]
 
@@ -28,8 +29,8 @@ class Params(NamedTuple):
         return self.retries > 0
 
     def check(self) -> str | None:
-        if self.retries == 1 or self.retries < 0:
-            return "retries: must be 0 (off) or 2 or more"
+        if problem := count_problem("retries", self.retries):
+            return problem
         if self.window < 0:
             return "window: seconds must be >= 0"
         return None

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from ..finding import Finding
 from ..step import Step
 from .base import Signal
-from .common import span_description
+from .common import count_problem, span_description
 
 __all__ = ["SameError"]
 
@@ -38,9 +38,7 @@ class Params(NamedTuple):
         return self.threshold > 0
 
     def check(self) -> str | None:
-        if self.threshold == 1 or self.threshold < 0:
-            return "threshold: must be 0 (off) or 2 or more"
-        return None
+        return count_problem("threshold", self.threshold)
 
 
 class SameError(Signal):
