@@ -47,7 +47,7 @@ def test_a_crlf_split_across_two_reads_is_one_line_end():
         assert cut(data[:i], data[i:]) == whole, i
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a read ending in CR judges its line as a CR redraw at once, "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: a read ending in CR judges its line as a CR redraw at once, "
                    "so a progress line ended by a CRLF split across reads is dropped (lines.py feed)")
 def test_a_crlf_split_across_reads_does_not_turn_a_line_into_a_redraw():
     data = "Installed 45% of the packages, still working\r\n"
@@ -103,7 +103,7 @@ def test_cr_ended_progress_redraws_are_skipped(redraw):
     assert cut((redraw + "\r") * 50) == []
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a single spinner glyph is not a progress mark (lines._PROGRESS "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: a single spinner glyph is not a progress mark (lines._PROGRESS "
                    "wants 3 glyphs), so a 4-frame spinner redraw is a 4-line cycle to repeated_lines")
 def test_a_one_glyph_spinner_redraw_is_skipped():
     frames = [f"{glyph} Waiting for the model\r" for glyph in "|/-\\"]
@@ -149,7 +149,7 @@ def test_code_blocks_tables_and_bullet_lists_are_skipped():
     assert cutter.feed(text) == ["Here is the plan.", "After the code."]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: sentence splitting runs before the list check, so `1. item` "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: sentence splitting runs before the list check, so `1. item` "
                    "is cut into `1.` and `item` and numbered lists are not skipped (text.PassageCutter.feed)")
 def test_numbered_lists_are_skipped():
     assert PassageCutter().feed("Checklist:\n1. Done\n2. Done\n3. Done\nAll good.\n") == ["Checklist:", "All good."]

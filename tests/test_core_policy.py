@@ -165,7 +165,7 @@ def test_streaks_remembered_are_bounded():
     assert len(policy._rungs) <= 256
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: Policy._warned_conclusive keeps one entry per conclusive streak "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: Policy._warned_conclusive keeps one entry per conclusive streak "
                    "warned about and is only cleared by a user message: unbounded in mode warn")
 def test_conclusive_warnings_remembered_are_bounded():
     m = only("repeat", {"threshold": 2}, mode="warn")

@@ -132,7 +132,7 @@ def test_repeated_code_tables_and_bullet_lists_are_not_chanting():
     assert "chanting" not in m.strongest
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: numbered list items are cut into `N.` and the item, so a "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: numbered list items are cut into `N.` and the item, so a "
                    "checklist of identical items reads as a 2-passage chant (see test_numbered_lists_are_skipped)")
 def test_a_numbered_checklist_is_not_chanting():
     m = only("chanting", {"repeats": 4})
