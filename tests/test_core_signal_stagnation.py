@@ -89,3 +89,10 @@ def test_calibration_keeps_the_longest_stretch():
     figures = m.calibration()
     assert figures["stagnation_actions"] == 7
     assert figures["stagnation_seconds"] == 35.0
+
+
+def test_the_same_call_with_a_new_result_is_a_new_action():
+    m = monitor()
+    feed(m, [bash("tail -1 build.log", f"compiling module {chr(97 + i % 26)}{chr(97 + i // 26)}") for i in range(200)],
+         step=10.0)
+    assert "stagnation" not in m.strongest
