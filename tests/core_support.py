@@ -43,6 +43,11 @@ def bash(command: str, result: Any = "", **kw: Any) -> ToolCall:
     return call("Bash", {"command": command}, result, **kw)
 
 
+def looping(n: int, command: str = "pytest -x") -> list[ToolCall]:
+    """`n` identical failing test runs."""
+    return [bash(command, "1 failed", error=True) for _ in range(n)]
+
+
 def feed(monitor: Monitor, events: Iterable[Any], *, start: float = 0.0, step: float = 1.0) -> list[Verdict]:
     """Observe each event; events without a time get `start + i * step`."""
     out = []

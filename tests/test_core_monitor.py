@@ -15,11 +15,7 @@ from loopwatch import (
 )
 import loopwatch.monitor as monitor_module
 
-from core_support import actions, bash, feed, only, strongest
-
-
-def looping(n: int, command: str = "pytest -x"):
-    return [bash(command, "1 failed", error=True) for _ in range(n)]
+from core_support import actions, bash, feed, looping, only, strongest
 
 
 # -- the pre-dispatch guard -------------------------------------------------------------
@@ -137,6 +133,7 @@ def test_mode_off_allows_everything_but_keeps_calibration(config):
     assert figures["correction_most"] == 5 and figures["apology_most"] == 5
     assert figures["lines_most"] == 12 and figures["retry_longest"] == 12
     assert figures["stagnation_actions"] > 0
+    assert figures["churn_fewest_distinct"] is not None
     assert m.record()["calibration"] == figures
 
 

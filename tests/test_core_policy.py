@@ -8,13 +8,9 @@ from loopwatch import Action, Config, Finding, Monitor
 from loopwatch.config import LADDERS
 from loopwatch.policy import Policy
 
-from core_support import actions, bash, feed, only, strongest
+from core_support import actions, bash, feed, looping, only, strongest
 
 THRESHOLD = 4
-
-
-def looping(n: int, command: str = "pytest -x"):
-    return [bash(command, "1 failed", error=True) for _ in range(n)]
 
 
 def ladder_of(**config) -> list[Action]:
@@ -124,6 +120,7 @@ def test_warnings_are_never_one_per_event():
     events = [bash(f"q{i % 4}", f"r{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}") for i in range(2000)]
     verdicts = feed(m, events, step=1.0)
     assert 1 <= m.warnings <= 2 + 2000 / 120
+    assert len(warn_times(verdicts)) == m.warnings
 
 
 def test_the_warning_callback_gets_each_warning():

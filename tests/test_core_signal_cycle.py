@@ -151,3 +151,12 @@ def test_property_inserting_a_new_action_breaks_a_cycle(period, data):
     monitor = only("cycle", {"repeats": repeats, "max_period": 5})
     assert strongest(feed(monitor, broken)).rank < Action.NUDGE.rank
     assert severity(monitor, "cycle") < 1.0
+
+
+def test_the_nudge_names_the_cycle_and_says_what_to_do_instead():
+    monitor = only("cycle", {"repeats": 3})
+    verdict = feed(monitor, [e for i in range(3) for e in server_round(i)])[-1]
+    assert verdict.message.startswith("loopwatch: you appear to be going in circles: the same 4-step action cycle "
+                                      "(Bash, Bash, Bash, Read) repeated 3 times")
+    assert "try a different approach" in verdict.message
+    assert verdict.finding.tools == ("Bash", "Read")  # most repeated first
