@@ -13,7 +13,7 @@ from loopwatch import Action
 
 def test_every_signal_can_be_turned_off_and_each_alone_on():
     assert set(OFF) == set(SIGNALS)
-    assert Monitor(signals=OFF)._signals == []
+    assert Monitor(env={}, signals=OFF)._signals == []
     for name in SIGNALS:
         assert [s.name for s in only(name)._signals] == [name]
 
@@ -26,14 +26,14 @@ def test_defaults():
 
 
 def test_keyword_thresholds_merge_with_the_defaults():
-    config = Config.make({"signals": {"repeat": {"threshold": 5}}}, signals={"cycle": {"repeats": 4}})
+    config = Config.make({"signals": {"repeat": {"threshold": 5}}}, signals={"cycle": {"repeats": 4}}, env={})
     assert config.params("repeat").threshold == 5
     assert config.params("cycle").repeats == 4
     assert config.params("cycle").max_period == SIGNALS["cycle"].Params().max_period
 
 
 def test_keywords_override_the_mapping():
-    config = Config.make({"mode": "warn", "signals": {"repeat": {"threshold": 5}}}, mode="enforce",
+    config = Config.make({"mode": "warn", "signals": {"repeat": {"threshold": 5}}}, env={}, mode="enforce",
                          signals={"repeat": {"threshold": 7}})
     assert config.mode == "enforce" and config.params("repeat").threshold == 7
 
@@ -45,17 +45,17 @@ def test_keywords_override_the_mapping():
 ])
 def test_a_threshold_of_one_is_refused(signal, key):
     with pytest.raises(ConfigError, match=rf"signals\.{signal}\.{key}"):
-        Config.make(signals={signal: {key: 1}})
+        Config.make(env={}, signals={signal: {key: 1}})
 
 
 @pytest.mark.parametrize("signal, key", [("repeat", "threshold"), ("cycle", "repeats"), ("echo", "turns")])
 def test_a_negative_threshold_is_refused(signal, key):
     with pytest.raises(ConfigError, match=rf"signals\.{signal}\.{key}"):
-        Config.make(signals={signal: {key: -2}})
+        Config.make(env={}, signals={signal: {key: -2}})
 
 
 def test_zero_turns_a_signal_off():
-    m = Monitor(signals={"repeat": {"threshold": 0}, **{k: v for k, v in OFF.items() if k != "repeat"}})
+    m = Monitor(env={}, signals={"repeat": {"threshold": 0}, **{k: v for k, v in OFF.items() if k != "repeat"}})
     assert not m.config.params("repeat").enabled
     assert strongest(feed(m, [bash("ls", "a") for _ in range(30)])) is Action.ALLOW
 
@@ -63,11 +63,11 @@ def test_zero_turns_a_signal_off():
 @pytest.mark.parametrize("value", [1.01, 2, 0.0, -0.5])
 def test_a_similarity_outside_zero_to_one_is_refused(value):
     with pytest.raises(ConfigError, match=r"signals\.echo\.similarity"):
-        Config.make(signals={"echo": {"similarity": value}})
+        Config.make(env={}, signals={"echo": {"similarity": value}})
 
 
 def test_a_similarity_of_one_is_accepted():
-    assert Config.make(signals={"echo": {"similarity": 1}}).params("echo").similarity == 1.0
+    assert Config.make(env={}, signals={"echo": {"similarity": 1}}).params("echo").similarity == 1.0
 
 
 @pytest.mark.parametrize("data, where, nearest", [
@@ -80,14 +80,14 @@ def test_a_similarity_of_one_is_accepted():
 ])
 def test_an_unknown_key_is_refused_with_the_nearest_valid_name(data, where, nearest):
     with pytest.raises(ConfigError) as info:
-        Config.make(data)
+        Config.make(data, env={})
     assert where in str(info.value)
     assert f"did you mean {nearest!r}" in str(info.value)
 
 
 def test_an_unknown_key_far_from_any_name_lists_the_valid_ones():
     with pytest.raises(ConfigError, match="valid: .*mode.*profile"):
-        Config.make({"zzzzzz": 1})
+        Config.make({"zzzzzz": 1}, env={})
 
 
 @pytest.mark.parametrize("data, match", [
@@ -104,7 +104,7 @@ def test_an_unknown_key_far_from_any_name_lists_the_valid_ones():
 ])
 def test_bad_values_are_refused_clearly(data, match):
     with pytest.raises(ConfigError, match=match):
-        Config.make(data)
+        Config.make(data, env={})
 
 
 def test_loopwatch_mode_off_in_the_environment_disables_everything():
@@ -119,7 +119,7 @@ def test_a_bad_loopwatch_mode_is_refused():
 
 
 def test_tool_rules():
-    config = Config.make(tools={"Bash": {"identity": ["command"]}, "Write": {"role": "writer"},
+    config = Config.make(env={}, tools={"Bash": {"identity": ["command"]}, "Write": {"role": "writer"},
                                 "BashOutput": {"role": "poller"}, "TodoWrite": {"role": "exempt"}})
     assert config.rule("Bash") == ToolRule(identity=("command",))
     assert config.rule("Write").role == "writer"

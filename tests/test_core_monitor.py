@@ -103,7 +103,7 @@ def test_after_a_nudge_a_user_message_starts_the_ladder_again():
 
 
 def test_a_user_message_resets_every_signal():
-    m = Monitor(signals={"cycle": {"repeats": 3}, "correction": {"threshold": 3}, "apology": {"threshold": 3},
+    m = Monitor(env={}, signals={"cycle": {"repeats": 3}, "correction": {"threshold": 3}, "apology": {"threshold": 3},
                          "repeated_lines": {"repeats": 3}})
     half = [bash("a", "1"), bash("b", "2")] * 2 + [Correction("No such tool: X")] * 2 + \
         [ModelText("Sorry.")] * 2 + [Output("same\n")] * 2
@@ -154,7 +154,7 @@ def test_the_same_stream_is_stopped_in_enforce_mode():
 
 
 def test_missing_times_count_as_one_second_apart():
-    m = Monitor()
+    m = Monitor(env={})
     for event in [Turn(at=5.0), Turn(), Turn(), ModelText("hi")]:
         m.observe(event)
     assert (m.first_at, m.last_at) == (5.0, 8.0)
@@ -162,7 +162,7 @@ def test_missing_times_count_as_one_second_apart():
 
 
 def test_events_never_go_back_in_time():
-    m = Monitor()
+    m = Monitor(env={})
     for at in (10.0, 20.0, 15.0, 25.0):
         m.observe(Turn(at=at))
     assert m.last_at == 25.0 and m.record()["duration"] == 15.0
@@ -176,17 +176,17 @@ def test_a_verdict_carries_its_source_ref():
 
 def test_an_unknown_event_is_refused():
     with pytest.raises(TypeError, match="not a loopwatch event"):
-        Monitor().observe({"type": "tool"})
+        Monitor(env={}).observe({"type": "tool"})
 
 
 def test_counts_events_and_actions():
-    m = Monitor(tools={"TodoWrite": {"role": "exempt"}})
+    m = Monitor(env={}, tools={"TodoWrite": {"role": "exempt"}})
     feed(m, [bash("ls"), ToolCall("TodoWrite"), Turn(), Retry(), bash("pwd")])
     assert (m.events, m.actions) == (5, 2)
 
 
 def test_a_monitor_is_safe_to_share_between_threads():
-    m = Monitor()
+    m = Monitor(env={})
     errors = []
 
     def work(t: int):

@@ -45,7 +45,7 @@ def test_git_add_of_several_files_is_progress():
     m = only("echo", {"turns": 2, "similarity": 0.5})
     verdicts = feed(m, [bash(f"git add src/mod_{c}.py", "") for c in "abcdefghijklmnop"])
     assert strongest(verdicts) is Action.ALLOW
-    every = Monitor()  # all signals, default thresholds
+    every = Monitor(env={})  # all signals, default thresholds
     assert strongest(feed(every, [bash(f"git add src/mod_{c}.py", "") for c in "abcdefghijklmnopqrstuvwxyz"])).rank < Action.NUDGE.rank
 
 
@@ -55,7 +55,7 @@ def test_sibling_files_with_near_identical_contents_are_progress():
               for p in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")]
     m = only("echo", {"turns": 2, "similarity": 0.5})
     assert strongest(feed(m, events)) is Action.ALLOW
-    every = Monitor()
+    every = Monitor(env={})
     assert strongest(feed(every, events)).rank < Action.NUDGE.rank
 
 
