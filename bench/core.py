@@ -187,13 +187,14 @@ def best_rate(fn_factory, events: list[Any], total: int, repeats: int) -> float:
 # -- memory -----------------------------------------------------------------------------
 
 
-def memory(events: list[Any], total: int, checkpoint: int) -> list[tuple[int, int, int]]:
-    """(events, current, peak) bytes traced for a monitor built after tracing starts."""
+def memory(events: list[Any], total: int) -> list[tuple[int, int, int]]:
+    """(events, current, peak) bytes traced for a monitor built after tracing starts,
+    at 10,000 events, at a few points between, and at the end."""
     gc.collect()
     tracemalloc.start()
     monitor = Monitor(Config.make(env={}))
     out = []
-    marks = sorted({min(checkpoint, total), total})
+    marks = sorted({min(m, total) for m in (10_000, 100_000, total // 4, total // 2, total)})
     done = 0
     for mark in marks:
         for event in islice(cycle(events), done, mark):
@@ -253,13 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         breakdown(events, timed, args.repeats, bare)
 
     if not args.no_memory:
-        checkpoint = 10_000
-        marks = memory(events, args.events, checkpoint)
+        marks = memory(events, args.events)
         for n, current, peak in marks:
-            print(f"memory after {n:>9,} events: current {current / 1024:8.1f} KiB, peak {peak / 1024:8.1f} KiB")
-        if len(marks) == 2:
-            growth = marks[1][2] / marks[0][2]
-            print(f"peak growth {marks[0][0]:,} -> {marks[1][0]:,} events: {growth:.2f}x   (target: flat)")
+            print(f"memory after {n:>9,} events: current {current / 1024:8.1f} KiB, peak {peak / 1024:8.1f} KiB",
+                  flush=True)
+        (n0, _, p0), (n1, _, p1) = marks[0], marks[-1]
+        half = next(m for m in marks if m[0] >= args.events // 2)
+        print(f"peak growth {n0:,} -> {n1:,} events: {p1 / p0:.2f}x; "
+              f"{half[0]:,} -> {n1:,} events: {p1 / half[2]:.2f}x   (target: flat)")
     return 0
 
 
