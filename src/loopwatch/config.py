@@ -24,11 +24,9 @@ Example::
 
 from __future__ import annotations
 
-import difflib
 import os
-from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
-from typing import Any, Mapping
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 __all__ = ["Config", "ConfigError", "ToolRule", "load_config", "MODES", "PROFILES"]
 
@@ -51,8 +49,7 @@ class ConfigError(ValueError):
     """Bad configuration: the message says which key and why."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRule:
+class ToolRule(NamedTuple):
     """How one tool's calls are identified and judged.
 
     `identity`: the input fields that identify a call (None: the whole input).
@@ -63,16 +60,15 @@ class ToolRule:
     role: str = ""
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """A validated configuration. Build with `Config.make(...)` or `load_config`."""
 
     mode: str = "enforce"
     profile: str = "unattended"
     stop: bool = False  # attended profile only: allow stopping the run
     warn_every: float = 120.0  # seconds of event time between warnings
-    signals: Mapping[str, Any] = field(default_factory=dict)
-    tools: Mapping[str, ToolRule] = field(default_factory=dict)
+    signals: Mapping[str, Any] = MappingProxyType({})
+    tools: Mapping[str, ToolRule] = MappingProxyType({})
 
     @property
     def ladder(self) -> tuple[str, ...]:
@@ -109,7 +105,7 @@ class Config:
         if override:
             if override not in MODES:
                 raise ConfigError(f"LOOPWATCH_MODE={override!r}: expected one of {', '.join(MODES)}")
-            config = replace(config, mode=override)
+            config = config._replace(mode=override)
         return config
 
 
@@ -117,6 +113,8 @@ _DEFAULT_RULE = ToolRule()
 
 
 def _nearest(key: str, valid: list[str]) -> str:
+    import difflib  # only on an error
+
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else f" (valid: {', '.join(sorted(valid))})"
 
@@ -130,8 +128,12 @@ def _check_keys(where: str, given: Mapping[str, Any], valid: list[str]) -> None:
 def _validate(data: Mapping[str, Any]) -> Config:
     from .signals import SIGNALS  # the registry; imported here to keep config light
 
-    top = ["mode", "profile", "stop", "warn_every", "signals", "tools"]
+    top = ["mode", "profile", "stop", "warn_every", "signals", "tools", "hook"]
     _check_keys("", data, top)
+    # `[hook]` holds the settings of `loopwatch hook` (fail open or closed, limits);
+    # the hook validates them itself, the core only accepts the table.
+    if not isinstance(data.get("hook", {}), Mapping):
+        raise ConfigError("hook: expected a table of hook settings")
     mode = data.get("mode", "enforce")
     if mode not in MODES:
         raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -177,20 +179,20 @@ def _validate(data: Mapping[str, Any]) -> Config:
 
 
 def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
-    names = [f.name for f in fields(params_cls)]
+    names = list(params_cls._fields)
     _check_keys(f"{where}: ", given, names)
     defaults = params_cls()
     values = {}
-    for f in fields(params_cls):
-        if f.name not in given:
+    for name in names:
+        if name not in given:
             continue
-        value = given[f.name]
-        expected = type(getattr(defaults, f.name))
+        value = given[name]
+        expected = type(getattr(defaults, name))
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if type(value) is not expected:
-            raise ConfigError(f"{where}.{f.name}: expected {expected.__name__}, got {value!r}")
-        values[f.name] = value
+            raise ConfigError(f"{where}.{name}: expected {expected.__name__}, got {value!r}")
+        values[name] = value
     params = params_cls(**values)
     check = getattr(params, "check", None)
     if check is not None:
@@ -200,14 +202,14 @@ def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
     return params
 
 
-def load_config(path: str | Path | None = None, *, start: str | Path | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
+def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
     """Load configuration from `path`, or find `loopwatch.toml` / `pyproject.toml`
     (`[tool.loopwatch]`) in `start` (default: the working directory) and its parents.
     Keyword arguments override the file."""
     import tomllib
 
     data: dict[str, Any] = {}
-    source: Path | None = Path(path) if path else _find(Path(start) if start else Path.cwd())
+    source = os.fspath(path) if path else _find(os.fspath(start) if start else os.getcwd())
     if source is not None:
         try:
             with open(source, "rb") as fh:
@@ -216,7 +218,7 @@ def load_config(path: str | Path | None = None, *, start: str | Path | None = No
             raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
-        if source.name == "pyproject.toml":
+        if os.path.basename(source) == "pyproject.toml":
             parsed = parsed.get("tool", {}).get("loopwatch", {})
         data = parsed
     try:
@@ -225,13 +227,16 @@ def load_config(path: str | Path | None = None, *, start: str | Path | None = No
         raise ConfigError(f"{source}: {exc}" if source else str(exc)) from None
 
 
-def _find(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        candidate = folder / "loopwatch.toml"
-        if candidate.is_file():
+def _find(start: str) -> str | None:
+    """`loopwatch.toml`, or a `pyproject.toml` with `[tool.loopwatch]`, in `start` or
+    the nearest folder above it."""
+    folder = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(folder, "loopwatch.toml")
+        if os.path.isfile(candidate):
             return candidate
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
+        pyproject = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(pyproject):
             try:
                 import tomllib
 
@@ -240,4 +245,7 @@ def _find(start: Path) -> Path | None:
                         return pyproject
             except (OSError, ValueError):
                 pass
-    return None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent

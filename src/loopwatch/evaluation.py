@@ -28,7 +28,7 @@ from .config import Config
 from .monitor import Monitor
 from .verdict import Action
 
-__all__ = ["Label", "Outcome", "Score", "load_labels", "replay_labelled", "score"]
+__all__ = ["Label", "Outcome", "Score", "first_interventions", "load_labels", "load_session", "only", "replay_labelled", "score", "with_param"]
 
 
 @dataclass(frozen=True)
@@ -79,47 +79,63 @@ def _step(text: str | None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def load_session(label: Label, corpus: str) -> tuple[list[Any], dict[str, int]]:
+    """The events of a labelled session and its map from source_ref to step number."""
+    from .readers import ReadError, read
+
+    sessions = list(read(os.path.join(corpus, label.path)))
+    if not sessions:
+        raise ReadError("no session in file")
+    session = sessions[0]
+    return list(session.events), session.meta.get("step_of", {})
+
+
 def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool = False) -> Outcome:
     """Replay one labelled session. With `by_signal`, also note the step at which each
     signal alone would first have stopped it (its own ladder, the others silent)."""
-    from .readers import ReadError, read
+    from .readers import ReadError
 
     outcome = Outcome(label)
     try:
-        sessions = list(read(os.path.join(corpus, label.path)))
-        if not sessions:
-            raise ReadError("no session in file")
-        session = sessions[0]
-        events = list(session.events)
+        events, step_of = load_session(label, corpus)
     except (ReadError, OSError) as exc:
         outcome.error = str(exc)
         return outcome
-    step_of = session.meta.get("step_of", {})
     outcome.steps = len(step_of)
-    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = _first(events, config, step_of)
+    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(events, config, step_of)
     if by_signal:
         for name in config.signals:
-            solo = _only(config, name)
-            step, _, _, _ = _first(events, solo, step_of)
+            step, _, _, _ = first_interventions(events, only(config, name), step_of)
             if step is not None:
                 outcome.signals[name] = step
     return outcome
 
 
-def _only(config: Config, name: str) -> Config:
-    from dataclasses import replace
-
-    signals = {}
-    for other, params in config.signals.items():
-        if other == name:
-            signals[other] = params
-        else:
-            off = {f: 0 for f in ("threshold", "repeats", "turns", "retries", "window", "replays") if hasattr(params, f)}
-            signals[other] = replace(params, **off)
-    return replace(config, signals=signals)
+#: The parameter that switches each signal off when set to 0.
+SWITCH = {
+    "repeat": "threshold", "cycle": "repeats", "stagnation": "replays", "churn": "window",
+    "echo": "turns", "same_error": "threshold", "correction": "threshold", "apology": "threshold",
+    "repeated_lines": "repeats", "retry_storm": "retries", "chanting": "repeats",
+}
 
 
-def _first(events: Iterable[Any], config: Config, step_of: dict[str, int]) -> tuple[int | None, str | None, int | None, str | None]:
+def only(config: Config, name: str) -> Config:
+    """The configuration with every signal but `name` switched off."""
+    signals = {
+        other: params if other == name else params._replace(**{SWITCH[other]: 0})
+        for other, params in config.signals.items()
+    }
+    return config._replace(signals=signals)
+
+
+def with_param(config: Config, signal: str, field_name: str, value: Any) -> Config:
+    signals = dict(config.signals)
+    signals[signal] = signals[signal]._replace(**{field_name: value})
+    return config._replace(signals=signals)
+
+
+def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str, int]) -> tuple[int | None, str | None, int | None, str | None]:
+    """Replay: (step, signal) of the first stop, then of the first nudge or stronger."""
     monitor = Monitor(config)
     stop = nudge = None
     for event in events:
@@ -129,8 +145,10 @@ def _first(events: Iterable[Any], config: Config, step_of: dict[str, int]) -> tu
             break
         if verdict.action.rank >= Action.NUDGE.rank and nudge is None:
             nudge = verdict
+
     def step(v):
         return None if v is None else step_of.get(v.source_ref or "")
+
     if nudge is None:
         nudge = stop
     return step(stop), stop.signal if stop else None, step(nudge), nudge.signal if nudge else None
@@ -209,3 +227,56 @@ def score(pairs: Iterable[tuple[Label, int | None]]) -> Score:
             result.delays.append(step - label.onset)
             result.saved_steps += max(0, label.end - step)
     return result
+
+
+def _replay_configs(task: tuple[Label, str, list[Config]]) -> tuple[Label, str | None, list[tuple]]:
+    from .readers import ReadError
+
+    label, corpus, configs = task
+    try:
+        events, step_of = load_session(label, corpus)
+    except (ReadError, OSError) as exc:
+        return label, str(exc), []
+    return label, None, [first_interventions(events, config, step_of) for config in configs]
+
+
+def replay_many(labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None) -> list[tuple[Label, str | None, list[tuple]]]:
+    """Replay every labelled session under every configuration, in parallel.
+
+    Returns, per label in order, (label, read error or None, one
+    `first_interventions` tuple per configuration). `progress(n)` is called as
+    sessions finish."""
+    tasks = [(label, corpus, configs) for label in labels]
+    jobs = jobs or os.cpu_count() or 1
+    if jobs == 1:
+        results = []
+        for task in tasks:
+            results.append(_replay_configs(task))
+            if progress:
+                progress(1)
+        return results
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs) as pool:
+        results = []
+        for result in pool.map(_replay_configs, tasks, chunksize=4):
+            results.append(result)
+            if progress:
+                progress(1)
+        return results
+
+
+#: Thresholds tried for each signal by `sweep` (the parameter of `SWITCH`). Churn is
+#: left out: it never stops.
+SWEEP = {
+    "repeat": [2, 3, 4, 5, 6, 8],
+    "cycle": [2, 3, 4, 5],
+    "stagnation": [4, 6, 8, 10, 15, 20],
+    "echo": [2, 3, 4, 5, 6],
+    "same_error": [2, 3, 4, 5, 6, 7, 8, 10],
+    "correction": [2, 3, 4, 6, 8],
+    "apology": [2, 3, 4, 6],
+    "repeated_lines": [3, 4, 6, 8, 12],
+    "retry_storm": [3, 5, 8, 12],
+    "chanting": [2, 3, 4, 6],
+}

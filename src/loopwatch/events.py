@@ -15,8 +15,7 @@ to digest them; the monitor keeps digests, names, counts and times, never the co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 __all__ = [
     "Attempt",
@@ -31,8 +30,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """A completed tool call.
 
     `input` and `result` are any JSON value (a result may also be plain text).
@@ -56,8 +54,7 @@ class ToolCall:
     cost: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(NamedTuple):
     """A tool call about to be dispatched: ask `Monitor.check` whether to run it."""
 
     name: str
@@ -68,8 +65,7 @@ class Attempt:
     source_ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ModelText:
+class ModelText(NamedTuple):
     """Text from the model: a whole assistant message, or a streamed chunk (`chunk=True`).
 
     Chunks of one response are joined until the next `Turn` (or a non-chunk event)."""
@@ -80,8 +76,7 @@ class ModelText:
     source_ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Output:
+class Output(NamedTuple):
     """Raw output of an agent process on a named stream (`stdout`, `stderr`).
 
     Bytes are decoded as UTF-8 with replacement. A read may end mid-line, even between
@@ -93,8 +88,7 @@ class Output:
     source_ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Retry:
+class Retry(NamedTuple):
     """The harness retried a model request (rate limit, overload, timeout)."""
 
     at: float | None = None
@@ -102,8 +96,7 @@ class Retry:
     source_ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(NamedTuple):
     """A model turn completed (one request answered). Ends a retry streak."""
 
     at: float | None = None
@@ -112,8 +105,7 @@ class Turn:
     source_ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Correction:
+class Correction(NamedTuple):
     """The harness corrected the model ("no such tool: X", "provide exactly one action")."""
 
     message: str
@@ -121,8 +113,7 @@ class Correction:
     source_ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class UserMessage:
+class UserMessage(NamedTuple):
     """A new message from the user: every streak starts again."""
 
     at: float | None = None

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = ["Finding"]
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """One signal's report about one streak.
 
     `severity` is the streak's strength as a fraction of the signal's threshold:
@@ -37,7 +36,6 @@ class Finding:
     can_block: bool = True
     hint: str = ""
     source_ref: str | None = None
-    extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def conclusive(self) -> bool:

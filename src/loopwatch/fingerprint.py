@@ -18,12 +18,15 @@ echo them: `No matches found for "X"`). Progress is kept: percentages and byte c
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import re
 from typing import Any
 
-import orjson
+try:  # the bare BLAKE2 module: hashlib would load OpenSSL too (3 ms of hook start-up)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Python builds
+    from hashlib import blake2b
 
 __all__ = [
     "Digest",
@@ -33,6 +36,7 @@ __all__ = [
     "digest_call",
     "digest_value",
     "normalize",
+    "normalize_line",
     "text_of",
 ]
 
@@ -45,16 +49,28 @@ _MAX_ARGUMENT_SOURCE = 256  # only short input strings are argument-like; file b
 _RESULT_LIMIT = 64 * 1024  # digest at most this much of a result's head and tail each
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_NUMBERS = re.compile(r"\b(?:0[xX])?[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|[0-9]+")
+# A run that starts with a digit and goes on in hex: counters, addresses, hashes from
+# their first digit on. (A pattern for whole hex words was 6x slower on real results.)
+_NUMBERS = re.compile(r"[0-9][0-9a-fA-FxX]*")
 _PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
+_UNITS = ("%", "KB", "kB", "MB", "GB", "TB", "iB")  # cheap test before the regex
+# In output lines only numbers that start a word or follow `_`/`-` are counters
+# (`attempt 3`, `0.3s`, `toolu_0001`); digits right after a letter (`file12.o`,
+# `python3`, a hash) name a different thing, and `N of M`, `N/M` count progress.
+_LINE_NUMBERS = re.compile(r"(?<![A-Za-z0-9.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)*)")
+_LINE_PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b[0-9]+\s*(?:/|of)\s*[0-9]+\b")
+# The standard library's encoder, not orjson: inputs are small, and importing orjson
+# costs the hook 14 ms of start-up (it pulls in dataclasses, uuid and datetime).
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
+_QUOTED = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'")
 
 
 def digest(data: bytes | str) -> Digest:
     """An 8-byte stable digest of bytes or text."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=_SIZE).digest()
+    return blake2b(data, digest_size=_SIZE).digest()
 
 
 def canonical(value: Any) -> bytes:
@@ -64,8 +80,8 @@ def canonical(value: Any) -> bytes:
     if value is None:
         return b"{}"
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-    except orjson.JSONEncodeError as exc:
+        return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
+    except (ValueError, RecursionError) as exc:  # a circular structure
         raise TypeError(str(exc)) from exc
 
 
@@ -84,7 +100,7 @@ def digest_call(name: str, value: Any) -> Digest:
         body = canonical(value)
     except TypeError:
         return os.urandom(_SIZE)
-    return hashlib.blake2b(name.encode() + b"\x00" + body, digest_size=_SIZE).digest()
+    return blake2b(name.encode() + b"\x00" + body, digest_size=_SIZE).digest()
 
 
 def text_of(value: Any) -> str:
@@ -112,14 +128,22 @@ def arguments_of(value: Any) -> list[str]:
         item = stack.pop()
         if isinstance(item, str):
             if len(item) <= _MAX_ARGUMENT_SOURCE:
-                for token in _TOKEN_SPLIT.split(item):
+                # Quoted phrases whole ("install java"), then their words.
+                for pair in _QUOTED.findall(item):
+                    found.add(pair[0] or pair[1])
+                tokens = _TOKEN_SPLIT.split(item.strip())
+                # The first word of a command is the program, not an argument:
+                # `ping: command not found` and `sudo: command not found` differ.
+                for token in tokens[1:] if len(tokens) > 1 else tokens:
                     if len(token) >= _MIN_ARGUMENT:
                         found.add(token)
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
-    return sorted(found, key=len, reverse=True)[:_MAX_ARGUMENTS]
+    # ties broken by the text itself: set order varies with the hash seed, and the
+    # digest of a result must not (it is compared across processes and runs)
+    return sorted(found, key=lambda token: (-len(token), token))[:_MAX_ARGUMENTS]
 
 
 def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
@@ -134,8 +158,20 @@ def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
     for argument in arguments:
         if argument in text:
             text = text.replace(argument, "\x00")
-    progress = _PROGRESS.findall(text) if ("%" in text or "B" in text) else None
+    progress = _PROGRESS.findall(text) if any(unit in text for unit in _UNITS) else None
     text = " ".join(_NUMBERS.sub("#", text).split())
     if progress:
         text += " \x01" + " ".join(progress)
     return text
+
+
+def normalize_line(line: str) -> str:
+    """Normalize one output line: like `normalize`, but only standalone numbers are
+    masked, and `N of M` / `N/M` counts are kept as progress (see `_LINE_NUMBERS`)."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    progress = _LINE_PROGRESS.findall(line)
+    line = " ".join(_LINE_NUMBERS.sub("#", line).split())
+    if progress:
+        line += " \x01" + " ".join(progress)
+    return line

@@ -7,7 +7,10 @@ a line counts. Skipped, because they repeat in healthy runs:
 - lines with no letter once pytest progress marks are dropped (blank lines, rules,
   `..F..s..`, `[100%]`);
 - CR-ended redraws that show progress (a percentage, a bar or spinner glyph,
-  `[=====>   ]`): a progress bar redrawing is not a loop.
+  `[=====>   ]`, an elapsed time `(12s)` or `0:42`, a count `3/10`): a progress bar
+  redrawing is not a loop.
+Only standalone numbers are masked in lines (see `fingerprint.normalize_line`):
+`Compiling module 5 of 200` and `gcc -c file12.c` are progress, not repeats.
 Only a partial line is held between reads, at most 1 KiB, per stream.
 """
 
@@ -15,14 +18,17 @@ from __future__ import annotations
 
 import re
 
-from .fingerprint import digest, normalize
+from .fingerprint import digest, normalize_line
 
 __all__ = ["LineCutter"]
 
 _LINE_LIMIT = 1024
 _LETTER = re.compile(r"[^\W\d_]")
 _PYTEST_MARKS = re.compile(r"\[\s*\d+%\]|[.FEsxX]{2,}")
-_PROGRESS = re.compile(r"\d+(?:\.\d+)?\s?%|[█▉▊▋▌▍▎▏▓▒░■□●○◐◓◑◒⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏|/\\-]{3,}|\[[=#>\-\s.]{3,}\]")
+_PROGRESS = re.compile(
+    r"\d+(?:\.\d+)?\s?%|[█▉▊▋▌▍▎▏▓▒░■□●○◐◓◑◒⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]|[|/\\-]{3,}|\[[=#>\-\s.]{3,}\]"
+    r"|^\s*[|/\\-]\s|\(\d+(?:\.\d+)?s\)|\b\d+:\d\d\b|\b\d+\s*(?:/|of)\s*\d+\b"
+)
 _BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -55,7 +61,7 @@ def _countable(line: str, redraw: bool) -> bytes | None:
     line = line[:_LINE_LIMIT]
     if redraw and _PROGRESS.search(line):
         return None
-    text = normalize(line)
+    text = normalize_line(line)
     if not _LETTER.search(_PYTEST_MARKS.sub("", text)):
         return None
     return digest(text)

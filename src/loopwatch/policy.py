@@ -24,6 +24,10 @@ from .verdict import ALLOW, Action, Verdict
 __all__ = ["Policy"]
 
 _MAX_STREAKS = 256
+#: A new streak that becomes conclusive within this many tool calls of a nudge starts
+#: one rung up: the model ignored the nudge and is circling again in another shape
+#: (one labelled runaway resubmits 'edit 20:24' x3, is nudged, then 'edit 19:26' x3).
+ESCALATE_WITHIN = 10
 _ACTIONS = {"nudge": Action.NUDGE, "block": Action.BLOCK, "stop": Action.STOP}
 
 
@@ -37,9 +41,11 @@ class Policy:
         self._rungs: dict[tuple[str, int], int] = {}  # streak -> rungs climbed
         self._last_warning: float | None = None
         self._warned_conclusive: set[tuple[str, int]] = set()
+        self._last_nudge: int | None = None  # tool-call index of the last nudge
 
     def reset(self) -> None:
         self._rungs.clear()
+        self._last_nudge = None
         self._warned_conclusive.clear()
 
     def climb(self, streak: tuple[str, int]) -> None:
@@ -59,6 +65,8 @@ class Policy:
         """The rung this conclusive finding would climb to now, without climbing."""
         rungs = self.allowed(finding)
         climbed = self._rungs.get((finding.signal, finding.key), 0)
+        if climbed == 0 and self._last_nudge is not None and 0 <= finding.index - self._last_nudge <= ESCALATE_WITHIN:
+            climbed = 1  # nudged recently, and circling again
         if climbed >= len(rungs) and rungs[-1] is Action.NUDGE:
             return None  # nudge once per streak
         return rungs[min(climbed, len(rungs) - 1)]
@@ -81,6 +89,8 @@ class Policy:
                     warn = finding
         if best is not None:
             action, finding = best[2], best[3]
+            if action is Action.NUDGE:
+                self._last_nudge = finding.index
             return Verdict(
                 action,
                 signal=finding.signal,

@@ -7,26 +7,31 @@ and a short similarity sketch (16-bit hashes of words, never the words).
 
 from __future__ import annotations
 
+import re
 import zlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .fingerprint import Digest, arguments_of, digest, digest_call, normalize, text_of
 
 __all__ = ["Step", "make_step", "sketch_of"]
 
+# Failures no file edit can cure: the program itself is missing.
+_MISSING_PROGRAM = re.compile(r"command not found|is not recognized as an internal or external command|: not installed")
 _SKETCH_WORDS = 192  # words hashed for similarity: about 1 KiB of text, bounded cost
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One completed tool call.
 
     `call` digests the tool name and its identifying input; `result` the normalized
     result; `action` both together (what the run "did and got"). `shape` digests the
     name and the normalized result only (what came back, whatever the call), and
-    `failure` is that same digest when the call failed, else None. `wrote` is True when
+    `failure` is that same digest when the call failed, else None;
+    `missing_program` says the failure was a missing command (no edit can cure it). `wrote` is True when
     the call changed files (or is a configured writer and succeeded). `index` counts
-    tool calls from 1; `at` is the event time in seconds.
+    tool calls from 1; `at` is the event time in seconds. `sketch` and `call_sketch` are
+    16-bit hashes of the first words of the normalized result and of the input, for
+    similarity only.
     """
 
     index: int
@@ -37,18 +42,24 @@ class Step:
     shape: Digest
     failure: Digest | None
     empty: bool
+    missing_program: bool
     wrote: bool
     role: str
     at: float
     sketch: tuple[int, ...]
+    call_sketch: tuple[int, ...]
     source_ref: str | None = None
+    #: digest of the normalized result without its progress figures (`40%`, `48 MB`):
+    #: equal `still` and different `result` is a moving poll, waiting, not looping.
+    still: Digest | None = None
 
 
 def sketch_of(text: str) -> tuple[int, ...]:
     """16-bit hashes of a normalized text's first words: enough for a similarity
     ratio, never enough to recover the text."""
-    words = text.split(" ", _SKETCH_WORDS)[:_SKETCH_WORDS]
-    return tuple(zlib.crc32(w.encode("utf-8", "surrogatepass")) & 0xFFFF for w in words)
+    crc32 = zlib.crc32
+    words = text.encode("utf-8", "surrogatepass").split(b" ", _SKETCH_WORDS)[:_SKETCH_WORDS]
+    return tuple([crc32(w) & 0xFFFF for w in words])
 
 
 def make_step(
@@ -68,6 +79,7 @@ def make_step(
     if identity is not None and isinstance(input_value, dict):
         input_value = {k: input_value[k] for k in identity if k in input_value}
     call = digest_call(name, input_value)
+    call_text = text_of(input_value)
     text = normalize(text_of(result), arguments_of(input_value))
     result_digest = digest(text)
     shape = digest(name.encode() + b"\x00" + result_digest)
@@ -80,9 +92,12 @@ def make_step(
         shape=shape,
         failure=shape if error else None,
         empty=not text,
+        missing_program=error and _MISSING_PROGRAM.search(text) is not None,
         wrote=bool(changed) or (role == "writer" and not error),
         role=role,
         at=at,
         sketch=sketch_of(text),
+        call_sketch=sketch_of(name + " " + " ".join(call_text.split())),
         source_ref=source_ref,
+        still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
     )

@@ -22,8 +22,13 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s")
 _MAX_PENDING = 1024
 
 
+_APOLOGY_WORDS = ("sorry", "apolog", "mistake", "my bad", "disregard", "was wrong", "made an error")
+
+
 def is_apology(text: str) -> bool:
-    return _APOLOGY.search(text) is not None
+    low = text.lower()
+    # Substring checks first: the regex over every long message was a scan's hot spot.
+    return any(word in low for word in _APOLOGY_WORDS) and _APOLOGY.search(low) is not None
 
 
 class PassageCutter:

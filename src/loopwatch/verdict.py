@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 from enum import Enum
 
 from .finding import Finding
@@ -27,8 +27,7 @@ class Action(str, Enum):
 _RANK = {Action.ALLOW: 0, Action.WARN: 1, Action.NUDGE: 2, Action.BLOCK: 3, Action.STOP: 4}
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The answer to one event.
 
     `message` is addressed to the model (for a nudge, a block or a stop); `description`

@@ -10,7 +10,7 @@ import orjson
 
 from .base import ReadError
 
-__all__ = ["load_json", "shell_error", "shell_writes", "iso_seconds"]
+__all__ = ["empty_search", "load_json", "shell_error", "shell_writes", "iso_seconds"]
 
 
 def load_json(path: str, stream: BinaryIO | None = None) -> Any:
@@ -56,6 +56,15 @@ _WRITES = re.compile(
     r"|\b(?:pip|pip3|npm|apt|apt-get|yum|conda|cargo|go)\s+(?:install|add|get)\b|\bmv\s|\bcp\s|\brm\s|\bmkdir\b|\btouch\b"
     r"|\bcat\s*<<|\bwrite_text\(|open\([^)]*['\"][wa]['\"]"
 )
+
+
+# Searches whose empty output means "nothing found": grep, which and locate exit 1 then;
+# find prints nothing. An empty answer to a search is a failed search.
+_SEARCH = re.compile(r"^\s*(?:sudo\s+)?(?:find|grep|egrep|rg|which|whereis|locate|ls)\b")
+
+
+def empty_search(command: str, observation: str) -> bool:
+    return not observation.strip() and _SEARCH.match(command) is not None
 
 
 def shell_writes(command: str) -> bool:

@@ -83,7 +83,7 @@ def _events(messages: list, step_of: dict, session: Session) -> Iterator[Any]:
         yield ModelText(content, at=at, source_ref=ref)
         yield Turn(at=at, tokens=tokens, cost=cost, source_ref=ref)
         if observation is not None and observation.lstrip().startswith(_CORRECTIONS):
-            yield Correction(observation.split("\n", 1)[0], at=at, source_ref=f"messages[{i + 1}]")
+            yield Correction(observation.split("\n", 1)[0], at=at, source_ref=ref)  # the rejected step
             continue
         command = bash_block(content)
         if command is None or observation is None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO, Iterator
 
 from ..events import ToolCall
-from ._common import load_json, shell_error, shell_writes
+from ._common import empty_search, load_json, shell_error, shell_writes
 from .base import ReadError, Session
 
 __all__ = ["NAME", "read", "sniff"]
@@ -94,7 +94,7 @@ def _events(trajectory: list, agents: list | None, step_of: dict, tokens: int | 
             continue
         open_file = _open_file(entry.get("state")) or open_file
         name = tool_name(action)
-        error = shell_error(observation)
+        error = shell_error(observation) or (name == "bash" and empty_search(action, observation))
         changed: tuple[str, ...] = ()
         if name in ("edit", "insert", "append", "create") and not observation.startswith(_REJECTED) and not error:
             changed = (open_file or "?",)

@@ -8,7 +8,8 @@ severity at most).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from .base import Signal
@@ -16,8 +17,7 @@ from .base import Signal
 __all__ = ["Apology"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Apologising messages in a row.
     threshold: int = 3
 

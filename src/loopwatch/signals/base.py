@@ -22,8 +22,8 @@ __all__ = ["Signal"]
 class Signal:
     """Base class: override the `on_*` methods the signal needs.
 
-    `name` is the signal's name in configuration and records; `Params` its frozen
-    dataclass of thresholds (every field documented with its reason); `can_stop` and
+    `name` is the signal's name in configuration and records; `Params` its
+    NamedTuple of thresholds (every field documented with its reason); `can_stop` and
     `can_block` say whether its evidence may end a run or block a call.
     """
 

@@ -8,7 +8,8 @@ tables and lists are skipped (see `loopwatch.text`). A passage, or a cycle of up
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..periodic import TailCycles
@@ -17,8 +18,7 @@ from .base import Signal
 __all__ = ["Chanting"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Copies in a row within one response. Prose repeats a sentence twice for
     #: emphasis, seldom four times in a row.
     repeats: int = 4

@@ -10,7 +10,8 @@ and never blocks or stops. No finding before a full window.
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..step import Step
@@ -19,8 +20,7 @@ from .base import Signal
 __all__ = ["Churn"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Calls in the window: 20, as in the peer study quoted above.
     window: int = 20
     #: At most this many distinct calls in a window is churn: 6 sits between the

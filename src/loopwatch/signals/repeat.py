@@ -10,7 +10,8 @@ Tools configured as pollers are not counted here (their repeats are the point).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..step import Step
@@ -20,8 +21,7 @@ from .common import span_description
 __all__ = ["Repeat"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Copies in a row that make a loop. 3 is the protocol's own bar (a loop is
     #: "3+ rounds without progress") and 20 of the 62 looping sessions in the labelled
     #: corpus are of this kind; no `no` session has 3 identical calls with identical

@@ -10,7 +10,8 @@ never count.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..periodic import TailCycles
@@ -19,8 +20,7 @@ from .base import Signal
 __all__ = ["RepeatedLines"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Consecutive copies of a line cycle. 8: healthy logs repeat a line a few times
     #: (a retry with backoff, "waiting for server" x3), rarely 8 times in a row.
     repeats: int = 8

@@ -6,7 +6,8 @@ and no action between them: the run is paying for a provider that is not answeri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from .base import Signal
@@ -14,8 +15,7 @@ from .base import Signal
 __all__ = ["RetryStorm"]
 
 
-@dataclass(frozen=True)
-class Params:
+class Params(NamedTuple):
     #: Retries in a row. Harnesses retry 3 to 5 times with backoff on a passing fault
     #: (LiteLLM 3, the Anthropic and OpenAI SDKs 2, Claude Code up to 10); more than
     #: that in a row is not passing.

@@ -12,7 +12,8 @@ Memory is bounded: at most `memory` actions are remembered, the oldest forgotten
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from ..finding import Finding
 from ..step import Step
@@ -22,14 +23,15 @@ from .common import span_description
 __all__ = ["Stagnation"]
 
 
-@dataclass(frozen=True)
-class Params:
-    #: Seconds with no new action. Five minutes: long enough for a slow build or test
-    #: run to be re-checked a few times, short next to the hours a runaway burns.
-    window: float = 300.0
+class Params(NamedTuple):
+    #: Seconds with no new action. The replay floor below is what makes the evidence
+    #: (no labelled healthy session replays more than 7 known actions in a row); the
+    #: window only keeps a burst of quick replays from counting: a minute.
+    window: float = 60.0
     #: Replayed actions that must fall in the window: the cycle signal's longest cycle
-    #: (5) times its repeats (3), so stagnation never fires on less evidence than a cycle.
-    replays: int = 15
+    #: (10) times its repeats (2), so stagnation never fires on less evidence than a
+    #: cycle would need. No labelled healthy session replays more than 7 in a row.
+    replays: int = 20
     #: Distinct actions remembered.
     memory: int = 4096
 

@@ -1,0 +1,58 @@
+"""Options and helpers the commands share."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..config import Config, ConfigError, load_config
+
+__all__ = ["config_options", "make_config", "progress_bar"]
+
+
+def config_options(func: Any) -> Any:
+    func = click.option("--mode", type=click.Choice(["off", "warn", "enforce"]), help="Override the mode.")(func)
+    func = click.option("--profile", type=click.Choice(["unattended", "attended"]), help="Override the profile (default: unattended for recorded sessions).")(func)
+    func = click.option("--config", "config_path", type=click.Path(dir_okay=False), help="A loopwatch.toml (default: ./loopwatch.toml or [tool.loopwatch] in pyproject.toml).")(func)
+    return func
+
+
+def make_config(config_path: str | None, profile: str | None, mode: str | None) -> Config:
+    overrides = {k: v for k, v in (("profile", profile), ("mode", mode)) if v}
+    try:
+        return load_config(config_path, **overrides)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+class progress_bar:
+    """A progress bar on stderr, shown only on a terminal and for at least `minimum`
+    items; otherwise `advance` does nothing.
+
+    It has no refresh thread (it is redrawn as items finish): worker processes are
+    forked while it is shown, and forking a threaded process may deadlock."""
+
+    def __init__(self, total: int, label: str, enabled: bool = True, minimum: int = 2) -> None:
+        self.enabled = enabled and sys.stderr.isatty() and total >= minimum
+        self.total, self.label = total, label
+
+    def __enter__(self) -> "progress_bar":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            columns = (TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+            self._progress = Progress(*columns, console=Console(stderr=True), transient=True, auto_refresh=False)
+            self._progress.__enter__()
+            self._task = self._progress.add_task(self.label, total=self.total)
+        return self
+
+    def advance(self, n: int = 1) -> None:
+        if self.enabled:
+            self._progress.update(self._task, advance=n, refresh=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.enabled:
+            self._progress.__exit__(*exc)

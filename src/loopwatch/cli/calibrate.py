@@ -1,0 +1,163 @@
+"""`loopwatch calibrate`: the figures behind each threshold, per session and overall."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+import orjson
+
+from ..evaluation import SWEEP, SWITCH, load_labels, only, replay_many, score, with_param
+from ..replay import replay_files
+from ._common import config_options, make_config, progress_bar
+from .paths import expand
+
+__all__ = ["calibrate"]
+
+#: Figures shown per session in the table (all are in --json).
+_COLUMNS = (
+    ("repeat_most", "repeat"), ("cycle_most", "cycle"), ("cycle_period", "period"),
+    ("stagnation_actions", "stagn."), ("same_error_most", "same err"), ("correction_most_in_row", "corr."),
+    ("lines_most", "lines"), ("retry_longest", "retries"),
+)
+
+
+@click.command()
+@click.argument("paths", nargs=-1)
+@click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False),
+              help="Labels (as for `evaluate`): adds, per signal and threshold, the recall and false stops it gives.")
+@click.option("--corpus", type=click.Path(exists=True, file_okay=False),
+              help="Folder the label paths are relative to (default: the labels file's folder).")
+@click.option("--windows", default="12,20,30", show_default=True, help="Churn windows (calls) for the distinct-calls table.")
+@config_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
+@click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | None, windows: str, config_path: str | None,
+              profile: str | None, mode: str | None, as_json: bool, jobs: int, no_progress: bool) -> None:
+    """Show the figures a person needs to choose thresholds.
+
+    For each session (files, folders, globs; or the labelled files when only --labels
+    is given): the most consecutive repeats of a call, of a cycle (and its period), the
+    longest stretch of replayed actions, the most times one error came back, the most
+    corrections in a row, the most repeats of an output line cycle, the longest retry
+    streak, and the fewest distinct calls in any churn window with no file written, for
+    each window size in --windows (as a peer chose its churn window: a healthy session
+    shows more distinct calls than a runaway).
+
+    With --labels, for each threshold of each signal (alone), the recall and the false
+    stops it would give on the labelled sessions, and the most aggressive setting with
+    zero false stops.
+
+    \b
+    Example:
+      loopwatch calibrate runs/
+      loopwatch calibrate --labels ../shared/corpus/labels.tsv --json
+    """
+    config = make_config(config_path, profile or "unattended", mode)
+    try:
+        sizes = [int(w) for w in windows.split(",") if w.strip()]
+    except ValueError:
+        raise click.UsageError(f"--windows: expected whole numbers separated by commas, got {windows!r}") from None
+    if any(w < 2 for w in sizes):
+        raise click.UsageError("--windows: each window must be at least 2 calls")
+    labels = None
+    if labels_path:
+        try:
+            labels = load_labels(labels_path)
+        except (OSError, ValueError) as exc:
+            raise click.UsageError(str(exc)) from None
+        corpus = corpus or os.path.dirname(os.path.abspath(labels_path))
+    if not paths and labels is None:
+        raise click.UsageError("give files or folders to calibrate on, or --labels")
+    if paths:
+        items = [(t.path, t.label) for t in expand(paths) if not t.problem and t.path != "-"]
+    else:
+        items = [(os.path.join(corpus, label.path), label.path) for label in labels]
+    report: dict[str, Any] = {"sessions": _sessions(items, config, sizes, jobs, no_progress)}
+    if labels is not None:
+        report["thresholds"] = _sweep(labels, corpus, config, jobs, no_progress)
+    if as_json:
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        _print(report, sizes)
+
+
+def _sessions(items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool) -> list[dict]:
+    quiet = config._replace(mode="off")
+    passes = [quiet] + [
+        with_param(only(quiet, "churn"), "churn", "window", w)._replace(mode="off") for w in sizes
+    ]
+    passes = [p if i == 0 else with_param(p, "churn", "distinct", min(p.signals["churn"].distinct, w - 1))
+              for i, (p, w) in enumerate(zip(passes, [0] + sizes))]
+    rows: dict[str, dict] = {}
+    with progress_bar(len(items) * len(passes), "calibrating", not no_progress) as bar:
+        for k, cfg in enumerate(passes):
+            for results in replay_files(items, cfg, jobs=jobs or None):
+                for result in results:
+                    key = f"{result.path}#{result.session}"
+                    row = rows.setdefault(key, {"path": result.path, "session": result.session, "actions": result.actions,
+                                                "error": result.error, "calibration": {}, "churn_fewest_distinct": {}})
+                    if k == 0:
+                        row["calibration"] = result.calibration or {}
+                    else:
+                        row["churn_fewest_distinct"][str(sizes[k - 1])] = (result.calibration or {}).get("churn_fewest_distinct")
+                bar.advance()
+    return list(rows.values())
+
+
+def _sweep(labels: list, corpus: str, config: Any, jobs: int, no_progress: bool) -> dict[str, Any]:
+    grid = [(name, value) for name, values in SWEEP.items() for value in values if name in config.signals]
+    configs = [with_param(only(config, name), name, SWITCH[name], value) for name, value in grid]
+    with progress_bar(len(labels), "sweeping thresholds", not no_progress) as bar:
+        results = replay_many(labels, corpus, configs, jobs or None, bar.advance)
+    table: dict[str, Any] = {}
+    for k, (name, value) in enumerate(grid):
+        s = score((label, r[k][0]) for label, error, r in results if not error)
+        entry = {"value": value, "recall": round(s.recall, 4), "caught": s.caught, "false_stops": s.false_stops,
+                 "median_delay": s.median_delay, "saved": round(s.saved, 4), "stops_on_brief": s.brief_stopped}
+        table.setdefault(name, {"parameter": SWITCH[name], "default": getattr(config.signals[name], SWITCH[name]),
+                                "settings": []})["settings"].append(entry)
+    for name, entry in table.items():
+        safe = [s for s in entry["settings"] if s["false_stops"] == 0 and s["caught"] > 0]
+        # The most aggressive: the most loops caught, then the lowest threshold.
+        best = max(safe, key=lambda s: (s["caught"], -s["value"]), default=None)
+        entry["most_aggressive_without_false_stops"] = best["value"] if best else None
+    return table
+
+
+def _print(report: dict, sizes: list[int]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    table = Table(title="per session (most in a row; churn: fewest distinct calls in a window with no write)", title_justify="left")
+    table.add_column("session")
+    table.add_column("calls", justify="right")
+    for _, title in _COLUMNS:
+        table.add_column(title, justify="right")
+    for w in sizes:
+        table.add_column(f"W={w}", justify="right")
+    for row in report["sessions"]:
+        figures = row["calibration"]
+        name = os.path.basename(row["path"]) if row["session"] in (None, "") else str(row["session"])
+        cells = [_cell(figures.get(key)) for key, _ in _COLUMNS]
+        churn = [_cell(row["churn_fewest_distinct"].get(str(w))) for w in sizes]
+        table.add_row(name[:40], str(row["actions"]), *cells, *churn)
+    console.print(table)
+    for name, entry in report.get("thresholds", {}).items():
+        sweep = Table(title=f"{name}.{entry['parameter']} (default {entry['default']}; most aggressive with no false stop: "
+                            f"{entry['most_aggressive_without_false_stops']})", title_justify="left")
+        for column in ("value", "recall", "caught", "false stops", "median delay", "saved", "on brief"):
+            sweep.add_column(column, justify="right")
+        for s in entry["settings"]:
+            sweep.add_row(str(s["value"]), f"{s['recall']:.0%}", str(s["caught"]), str(s["false_stops"]),
+                          "-" if s["median_delay"] is None else f"{s['median_delay']:g}", f"{s['saved']:.0%}",
+                          str(s["stops_on_brief"]))
+        console.print(sweep)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)

@@ -1,0 +1,223 @@
+"""`loopwatch install` and `loopwatch uninstall`: put the hook into an agent's settings.
+
+Claude Code reads hooks from `settings.json` (user: `~/.claude/settings.json`, or
+`$CLAUDE_CONFIG_DIR/settings.json`; project: `.claude/settings.json`; local:
+`.claude/settings.local.json`). Codex reads `hooks.json` next to its config (user:
+`$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`; project:
+`.codex/hooks.json`). Both use the same shape::
+
+    {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+
+Installing merges with the hooks already there, is idempotent (installing twice
+leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
+whenever it changes anything. Uninstalling removes only entries whose command runs
+`loopwatch hook`; everything else is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["install", "uninstall", "merge", "remove", "OURS"]
+
+#: Events hooked per agent. Claude Code's tool events take a matcher ("*": every
+#: tool); Codex matches every tool when the matcher is left out.
+EVENTS = {
+    "claude-code": ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SubagentStop"),
+    "codex": ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"),
+}
+_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch")
+_TIMEOUT = 30  # seconds; the hook itself waits at most busy_timeout (10 s) for the database
+
+#: How an entry is recognised as loopwatch's own: its command runs `loopwatch hook`.
+OURS = re.compile(r"(?:^|[\s/\\])loopwatch(?:\.exe)?\s+hook\b")
+
+
+def default_command(agent: str) -> str:
+    """The interpreter that runs this command, so the hook finds this loopwatch
+    whatever the agent's PATH is."""
+    return f"{shlex.quote(sys.executable)} -m loopwatch hook {agent}"
+
+
+def settings_path(agent: str, scope: str) -> Path:
+    if agent == "claude-code":
+        if scope == "user":
+            base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+            return Path(base) / "settings.json"
+        return Path(".claude") / ("settings.local.json" if scope == "local" else "settings.json")
+    if scope == "user":
+        base = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+        return Path(base) / "hooks.json"
+    return Path(".codex") / "hooks.json"
+
+
+def is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(OURS.search(hook["command"]))
+
+
+def remove(settings: dict) -> dict:
+    """A copy of `settings` without loopwatch's hook entries. Groups and events left
+    empty by the removal are dropped; nothing else changes."""
+    out = dict(settings)
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    new_hooks: dict = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            new_hooks[event] = groups
+            continue
+        kept = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept.append(group)
+                continue
+            inner = [h for h in group["hooks"] if not is_ours(h)]
+            if len(inner) == len(group["hooks"]):
+                kept.append(group)
+            elif inner:
+                kept.append({**group, "hooks": inner})
+        if kept or not groups:
+            new_hooks[event] = kept
+    out["hooks"] = new_hooks
+    return out
+
+
+def merge(settings: dict, agent: str, command: str) -> dict:
+    """A copy of `settings` with exactly one loopwatch entry per hooked event."""
+    out = remove(settings)
+    hooks = out.get("hooks")
+    if hooks is None:
+        hooks = {}
+    elif not isinstance(hooks, dict):
+        raise click.ClickException("the settings file's \"hooks\" is not an object; fix it by hand first")
+    hooks = dict(hooks)
+    for event in EVENTS[agent]:
+        groups = hooks.get(event, [])
+        if not isinstance(groups, list):
+            raise click.ClickException(f"the settings file's hooks.{event} is not a list; fix it by hand first")
+        group: dict = {"hooks": [{"type": "command", "command": command, "timeout": _TIMEOUT}]}
+        if agent == "claude-code" and event in _TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        hooks[event] = [*groups, group]
+    out["hooks"] = hooks
+    return out
+
+
+def _read(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"{path}: not valid JSON ({exc}); nothing was changed") from None
+    if not isinstance(data, dict):
+        raise click.ClickException(f"{path}: expected a JSON object; nothing was changed")
+    return data
+
+
+def _write(path: Path, before: dict, after: dict, dry_run: bool) -> bool:
+    if after == before and path.exists():
+        return False
+    text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+    if dry_run:
+        click.echo(text, nl=False)
+        return True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        backup = path.with_name(path.name + ".loopwatch.bak")
+        backup.write_bytes(path.read_bytes())
+        click.echo(f"backup: {backup}")
+    temporary = path.with_name(path.name + ".loopwatch.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)  # never a half-written settings file
+    return True
+
+
+_AGENT = click.argument("agent", type=click.Choice(["claude-code", "codex"]))
+_SCOPE = click.option(
+    "--user", "scope", flag_value="user", default=True,
+    help="The user's settings: every session on this machine (default).",
+)
+_PROJECT = click.option("--project", "scope", flag_value="project", help="This project's shared settings (.claude/ or .codex/).")
+_LOCAL = click.option("--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed).")
+_FILE = click.option("--settings", "settings_file", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write this settings file instead.")
+_DRY = click.option("--dry-run", is_flag=True, help="Print the new settings instead of writing them.")
+
+
+def _target(agent: str, scope: str, settings_file: Path | None) -> Path:
+    if settings_file is not None:
+        return settings_file
+    if scope == "local" and agent != "claude-code":
+        raise click.UsageError("--local is for claude-code; use --project for codex")
+    return settings_path(agent, scope)
+
+
+@click.command()
+@_AGENT
+@_SCOPE
+@_PROJECT
+@_LOCAL
+@_FILE
+@click.option("--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`).")
+@_DRY
+def install(agent: str, scope: str, settings_file: Path | None, command: str | None, dry_run: bool) -> None:
+    """Install loopwatch's live guard into Claude Code or Codex.
+
+    \b
+    loopwatch install claude-code            # ~/.claude/settings.json
+    loopwatch install claude-code --project  # .claude/settings.json
+    loopwatch install codex                  # ~/.codex/hooks.json
+
+    The hook then watches every tool call: it nudges the model when it goes in
+    circles, blocks a call repeated with nothing changed, and (for `claude -p` and
+    `codex exec`) ends a run that will not stop. Existing hooks are kept; running
+    this twice changes nothing; the previous file is kept as *.loopwatch.bak.
+    Disable at any time with LOOPWATCH_MODE=off, or `loopwatch uninstall AGENT`.
+    """
+    path = _target(agent, scope, settings_file)
+    command = command or default_command(agent)
+    if not OURS.search(command):
+        raise click.UsageError("--command must run `loopwatch hook` (that is how uninstall finds it)")
+    before = _read(path)
+    changed = _write(path, before, merge(before, agent, command), dry_run)
+    if dry_run:
+        return
+    click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {', '.join(EVENTS[agent])}")
+    if agent == "codex":
+        click.echo("Codex: hooks are on by default in current releases (older ones need "
+                   "`[features] codex_hooks = true` in config.toml); review new hooks in /hooks if asked.")
+
+
+@click.command()
+@_AGENT
+@_SCOPE
+@_PROJECT
+@_LOCAL
+@_FILE
+@_DRY
+def uninstall(agent: str, scope: str, settings_file: Path | None, dry_run: bool) -> None:
+    """Remove loopwatch's hook entries (only those) from Claude Code or Codex settings."""
+    path = _target(agent, scope, settings_file)
+    if not path.exists():
+        click.echo(f"nothing to do: {path} does not exist")
+        return
+    before = _read(path)
+    changed = _write(path, before, remove(before), dry_run)
+    if not dry_run:
+        click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")

@@ -1,0 +1,106 @@
+"""`loopwatch run -- <command>`: run an agent command and end it when it goes in circles."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+import click
+
+from ..config import ConfigError, load_config
+from ..supervise import FORMATS, Limits, Supervisor, write_record
+
+__all__ = ["run"]
+
+_EPILOG = """\b
+Exit status:
+  the command's own    when it ended by itself (128+N if signal N ended it)
+  86                   loopwatch ended it: a loop
+  87                   loopwatch ended it: no output for --idle seconds
+  88                   loopwatch ended it: --max-runtime reached
+  126, 127             the command could not be started (not executable, not found)
+  2                    bad usage or configuration
+
+\b
+Examples:
+  loopwatch run -- aider --yes --message "fix the tests"
+  loopwatch run --idle 600 --record run.json -- claude -p "fix it" --output-format stream-json --verbose
+  loopwatch run --mode warn -- codex exec --json "fix the tests"
+"""
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be a number of seconds above 0")
+    return value
+
+
+@click.command(
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
+    epilog=_EPILOG,
+)
+@click.option("--events", type=click.Choice(FORMATS), default="auto", show_default=True,
+              help="How to read the command's stdout: plain lines, or the structured stream of "
+                   "`claude -p --output-format stream-json` / `codex exec --json`. "
+                   "auto: recognized from the first lines.")
+@click.option("--idle", type=float, metavar="SECONDS", callback=_seconds,
+              help="End the run when the command prints nothing for this long.")
+@click.option("--max-runtime", type=float, metavar="SECONDS", callback=_seconds,
+              help="End the run when it has lasted this long.")
+@click.option("--mode", type=click.Choice(["warn", "enforce"]),
+              help="enforce (default): end the run on a loop. warn: only print warnings. "
+                   "--idle and --max-runtime apply in both modes.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="PATH",
+              help="A loopwatch.toml (default: found from the working directory up).")
+@click.option("--grace", type=float, default=5.0, show_default=True, metavar="SECONDS", callback=_seconds,
+              help="When ending the run: time between SIGTERM and SIGKILL to the command's process group.")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
+              help="Write a JSON record of the run here (command, times, how it ended, "
+                   "the loop record and calibration figures). Without it, one summary line on stderr.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(events: str, idle: float | None, max_runtime: float | None, mode: str | None,
+        config_path: str | None, grace: float, record_path: str | None, command: tuple[str, ...]) -> None:
+    """Run COMMAND and end it when it goes in circles.
+
+    The command runs in a process group of its own, with stdin, stdout and stderr
+    passed through unchanged. What it prints is watched for a line or a cycle of
+    lines repeated over and over (plain output), or for repeated tool calls (Claude
+    Code and Codex JSON streams). In enforce mode a loop ends the run: SIGTERM to the
+    whole group, SIGKILL after --grace; nothing is left running. Ctrl-C is passed on to
+    the command. loopwatch's own lines go to stderr, starting `loopwatch: `.
+
+    Put `--` before the command so that its options stay its own.
+
+    Output goes through pipes, not a terminal: some tools print no colours when not
+    writing to a terminal (many accept --color=always or FORCE_COLOR=1).
+    """
+    if record_path is not None:
+        folder = os.path.dirname(os.path.abspath(record_path))
+        if not os.path.isdir(folder):
+            raise click.BadParameter(f"folder {folder} does not exist", param_hint="--record")
+    overrides = {"mode": mode} if mode else {}
+    try:
+        config = load_config(config_path, **overrides)
+    except ConfigError as exc:
+        raise click.UsageError(f"configuration: {exc}") from None
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events)
+    try:
+        outcome = supervisor.run()
+    except OSError as exc:
+        status = 127 if isinstance(exc, FileNotFoundError) else 126
+        supervisor.say(f"cannot run {shlex.quote(command[0])}: {exc.strerror or exc}")
+        sys.exit(status)
+
+    if record_path is not None:
+        try:
+            write_record(record_path, outcome.record())
+        except OSError as exc:
+            supervisor.say(f"cannot write the record to {record_path}: {exc.strerror or exc}")
+            supervisor.say(outcome.summary())
+    else:
+        supervisor.say(outcome.summary())
+    sys.exit(outcome.status)

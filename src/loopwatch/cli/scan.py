@@ -1,0 +1,109 @@
+"""`loopwatch scan`: which recorded sessions looped, from where, and what it cost."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import ExitStack
+
+import click
+
+from ..readers import FORMATS
+from ..replay import SessionResult, default_jobs, replay_files
+from ._common import config_options, make_config, progress_bar
+from .paths import Target, expand
+from .report import Totals, first_block, print_problems, print_table
+
+_PROGRESS_MIN_FILES = 10  # below this a bar only flickers
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per session per line, instead of the table.")
+@config_options
+@click.option("--format", "format_name", type=click.Choice(list(FORMATS)), help="Read every file as this format instead of detecting it.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes to use (default: one per core; 1 scans in this process).")
+@click.option("--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more).")
+def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile: str | None, mode: str | None,
+         format_name: str | None, jobs: int | None, no_progress: bool) -> None:
+    """Replay recorded agent sessions and report the ones that went in circles.
+
+    FILE may be a file, a folder (searched recursively for transcripts), a glob
+    (quoted or not: 'runs/**/*.traj') or - for standard input. The format of each
+    file is detected (--format to force one).
+
+    Each session is replayed, as recorded, through a fresh monitor with the
+    unattended profile; the table shows every session loopwatch would have stopped:
+    the signal, the action where the loop began, the action where the run would have
+    ended, and the actions (and tokens and cost, where the file records them) wasted
+    after it. Then the totals.
+
+    \b
+    Examples:
+      loopwatch scan examples/runaway.jsonl
+      loopwatch scan runs/ --json > results.jsonl
+      loopwatch scan 'trajs/**/*.traj' --jobs 4
+      my-agent --events | loopwatch scan -
+
+    Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
+    be read (or bad usage).
+    """
+    config = make_config(config_path, profile, mode)
+    if format_name is not None:
+        _check_format(format_name)
+    targets = expand(paths)
+    out = click.get_binary_stream("stdout")
+    totals = Totals()
+    rows: list[SessionResult] = []
+    with ExitStack() as stack:
+        readable = []
+        for target in targets:
+            if target.problem:
+                totals.add_file([SessionResult(path=target.label, error=target.problem)], walked=False)
+            else:
+                readable.append(_stdin_copy(target, stack) if target.path == "-" else target)
+        if as_json:  # problems found before reading come first, in the same stream
+            for result in totals.failed:
+                out.write(_json_line(result))
+        progress = stack.enter_context(progress_bar(len(readable), "scanning", not no_progress, _PROGRESS_MIN_FILES))
+        items = [(t.path, t.label) for t in readable]
+        for target, results in zip(readable, replay_files(items, config, format_name, jobs or default_jobs())):
+            kept = totals.add_file(results, walked=target.walked)
+            if as_json:
+                for result in kept:
+                    out.write(_json_line(result))
+                out.flush()
+            rows.extend(r for r in kept if r.verdict is not None or first_block(r))
+            progress.advance()
+    if not as_json:
+        print_table(rows, totals)
+    print_problems(totals, as_json)
+    sys.exit(totals.exit_status)
+
+
+def _check_format(name: str) -> None:
+    from ..readers import reader
+
+    try:
+        reader(name)
+    except ImportError:
+        raise click.BadParameter(f"the {name!r} reader is not available in this version", param_hint="--format") from None
+
+
+def _stdin_copy(target: Target, stack: ExitStack) -> Target:
+    """Standard input, copied to a temporary file named `stdin` so any reader (and a
+    worker process) can open it by path; reported as `-`."""
+    folder = tempfile.mkdtemp(prefix="loopwatch-")
+    stack.callback(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "stdin")
+    with open(path, "wb") as fh:
+        shutil.copyfileobj(click.get_binary_stream("stdin"), fh, 1 << 20)
+    return Target(path, "-")
+
+
+def _json_line(result: SessionResult) -> bytes:
+    import orjson
+
+    return orjson.dumps(result.as_json(), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)

@@ -1,0 +1,111 @@
+"""`loopwatch status`: what the hook currently sees in recent sessions.
+
+Reads the hook's state database (read-only queries; the hook keeps writing). Shows,
+per session and agent: the profile and why it was chosen, the tool calls counted,
+the nudges, blocks and stops, the strongest finding of each signal, and the last
+decisions, so a user can tell why a call was blocked.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import click
+
+__all__ = ["status"]
+
+
+@click.command()
+@click.argument("session", required=False)
+@click.option("--limit", default=10, show_default=True, help="Sessions (and decisions per session) to show.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per session and agent.")
+def status(session: str | None, limit: int, as_json: bool) -> None:
+    """Show recent hooked sessions, or one SESSION (an id or its first characters).
+
+    \b
+    loopwatch status            # the latest sessions, newest first
+    loopwatch status 3f2a       # one session: findings and the latest decisions
+
+    State lives in $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch.
+    """
+    from ..hook.settings import state_dir
+    from ..hook.state import Store
+
+    folder = state_dir()
+    if not os.path.exists(os.path.join(folder, "state.db")):
+        click.echo(f"no hooked sessions yet (no state in {folder}); install with `loopwatch install claude-code`")
+        return
+    store = Store(folder)
+    try:
+        rows = store.sessions(limit=limit, session=session)
+        if not rows:
+            raise click.ClickException(f"no session starting with {session!r}" if session else "no hooked sessions yet")
+        details = [_details(store, row, limit) for row in rows]
+    finally:
+        store.close()
+    if as_json:
+        import orjson
+
+        for item in details:
+            click.echo(orjson.dumps(item).decode())
+        return
+    for item in details:
+        _show(item, full=session is not None)
+
+
+def _details(store: Any, row: dict, limit: int) -> dict:
+    item = dict(row)
+    try:
+        state = store.state(row["session"], row["agent"])
+    except Exception as exc:  # a state from another version: say so, show the rest
+        item["error"] = f"state unreadable: {type(exc).__name__}"
+        state = None
+    if state is not None:
+        record = state.monitor.record()
+        item.update(
+            profile_reason=state.profile_reason,
+            stopped=state.stopped,
+            warnings=record["warnings"],
+            findings=record["findings"],
+            calibration=record["calibration"],
+        )
+    item["decisions"] = list(store.decisions(row["session"], row["agent"], limit))
+    return item
+
+
+def _ago(at: float) -> str:
+    from ..messages import duration
+
+    return duration(time.time() - at) + " ago"
+
+
+def _show(item: dict, full: bool) -> None:
+    agent = f" agent {item['agent']}" if item["agent"] else ""
+    click.secho(f"session {item['session']}{agent}", bold=True)
+    why = f" ({item['profile_reason']})" if item.get("profile_reason") else ""
+    click.echo(
+        f"  {item['host']}, {item['profile']}{why}; last call {_ago(item['updated'])}; "
+        f"{item['actions']} tool calls, {item['nudges']} nudges, {item['blocks']} blocks, {item['stops']} stops"
+    )
+    if item.get("error"):
+        click.echo(f"  {item['error']}")
+    if item.get("stopped"):
+        click.secho(f"  stopped: {item['stopped']}", fg="red")
+    findings = sorted(item.get("findings", []), key=lambda f: -f["severity"])
+    for finding in findings if full else findings[:1]:
+        strength = "conclusive" if finding["severity"] >= 1 else f"{finding['severity']:.0%} of threshold"
+        click.echo(f"  {finding['signal']}: {finding['description']} ({strength})")
+    decisions = item.get("decisions", [])
+    for decision in decisions if full else decisions[-1:]:
+        tool = f" {decision['tool']}" if decision["tool"] else ""
+        click.echo(
+            f"  {_ago(decision['at'])}: {decision['action']} at {decision['event']}{tool}"
+            f" ({decision['signal']}): {decision['description']}"
+        )
+    if full and item.get("calibration"):
+        figures = ", ".join(f"{k}={v}" for k, v in item["calibration"].items() if v)
+        if figures:
+            click.echo(f"  figures: {figures}")
+    click.echo()

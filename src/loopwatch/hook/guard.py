@@ -1,0 +1,100 @@
+"""One hook event through a session's monitor.
+
+    PreToolUse          -> Monitor.check(Attempt)        (block: deny the call)
+    PostToolUse         -> Monitor.observe(ToolCall)     (nudge: additional context)
+    PostToolUseFailure  -> Monitor.observe(ToolCall(error=True))
+    PostToolBatch       -> one ToolCall per call not already counted
+    UserPromptSubmit    -> Monitor.observe(UserMessage)  (every streak starts again)
+    Stop, SubagentStop  -> Monitor.observe(Turn)
+
+Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
+its parent's. A call is counted once, by `tool_use_id`, whether it arrives by
+PostToolUse or PostToolBatch. Once a run is stopped, every later call of that agent
+is refused until the user writes again.
+
+Event times are wall-clock seconds (`time.time()`), the same clock in every hook
+process.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..config import Config
+from ..events import Attempt, ToolCall, Turn, UserMessage
+from ..monitor import Monitor
+from ..verdict import ALLOW, Action, Verdict
+from .payload import Payload
+from .respond import Reply, reply
+from .settings import detect_profile
+from .state import SessionState, Store
+
+__all__ = ["handle", "DEFAULT_TOOLS"]
+
+#: Tool rules the hook adds under the user's own (theirs win): edits are progress;
+#: polling a background shell is waiting.
+DEFAULT_TOOLS = {
+    "Edit": {"role": "writer"},
+    "MultiEdit": {"role": "writer"},
+    "Write": {"role": "writer"},
+    "NotebookEdit": {"role": "writer"},
+    "apply_patch": {"role": "writer"},
+    "BashOutput": {"role": "poller"},
+}
+
+
+def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now: float | None = None) -> Reply:
+    """Feed one event to its session's monitor and say what to answer."""
+    at = time.time() if now is None else now
+    outcome: dict[str, Any] = {}
+
+    def make() -> SessionState:
+        profile, why = detect_profile(payload.host, config)
+        data = {k: v for k, v in config.items() if k != "hook"}
+        tools = {**DEFAULT_TOOLS, **dict(data.get("tools", {}))}
+        monitor = Monitor(Config.make({**data, "tools": tools, "profile": profile}))
+        return SessionState(monitor, payload.host, profile, why)
+
+    def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
+        verdict, tool = _feed(payload, state, at)
+        if verdict.action is Action.STOP and state.stopped is None:
+            state.stopped = verdict.description or "the run kept going in circles"  # no message: it quotes the call
+        outcome["verdict"], outcome["stopped"] = verdict, state.stopped
+        return [(payload.event, verdict, tool)] if verdict.action is not Action.ALLOW else []
+
+    def bad_state(exc: Exception) -> None:
+        if log is not None:
+            log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
+
+    store.update(payload.session, payload.agent, make, feed, bad_state)
+    return reply(payload.host, payload.event, outcome["verdict"], outcome["stopped"])
+
+
+def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Verdict, str | None]:
+    monitor, event = state.monitor, payload.event
+    if event == "PreToolUse":
+        call = payload.calls[0]
+        if state.stopped is not None:
+            return ALLOW, call.name  # refused by `reply`, not counted again
+        return monitor.check(Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=payload.agent or None)), call.name
+    if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
+        strongest, tool = ALLOW, None
+        for call in payload.calls:
+            if call.call_id is not None:
+                if call.call_id in state.seen:
+                    continue
+                state.seen.append(call.call_id)
+            if call.interrupted:
+                continue  # the user pressed stop: not the agent's doing
+            verdict = monitor.observe(ToolCall(
+                call.name, call.input, call.result, error=call.error, at=at, call_id=call.call_id,
+                agent=payload.agent or None,
+            ))
+            if verdict.action.rank > strongest.action.rank:
+                strongest, tool = verdict, call.name
+        return strongest, tool
+    if event == "UserPromptSubmit":
+        state.stopped = None
+        return monitor.observe(UserMessage(at=at)), None
+    return monitor.observe(Turn(at=at)), None  # Stop, SubagentStop

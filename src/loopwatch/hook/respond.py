@@ -1,0 +1,112 @@
+"""Turning a verdict into what each host reads back: JSON on stdout, stderr, exit code.
+
+What we rely on (Claude Code hooks reference; Codex hooks docs and the output
+schemas and parser in openai/codex codex-rs/hooks):
+
+- Claude Code PreToolUse denies a call with exit 0 and
+  `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision":
+  "deny", "permissionDecisionReason": ...}}`; the reason is shown to the model.
+  `{"continue": false, "stopReason": ...}` ends the run (any event).
+- Codex PreToolUse blocks on exit 2 with the reason on stderr, and only if stderr
+  is not empty (an empty one is logged as a failed hook and the call runs). It
+  rejects `continue: false` and `stopReason` on PreToolUse as invalid output, so a
+  stop there is a block, and the run is ended at the next PostToolUse.
+- PostToolUse (both) and PostToolUseFailure (Claude Code) take
+  `hookSpecificOutput.additionalContext`, added to what the model reads next, and
+  `{"decision": "block", "reason": ...}`, which puts the reason in front of the model
+  (the call has already run). Both accept `continue: false` with `stopReason`.
+- `systemMessage` (any event, both hosts) is shown to the person, not the model.
+- Stop and SubagentStop are never answered with `decision: "block"`: there it
+  means "do not stop", the opposite of what loopwatch is for.
+"""
+
+from __future__ import annotations
+
+from ..verdict import Action, Verdict
+
+__all__ = ["Reply", "reply", "refuse"]
+
+_POST_BLOCK_HEAD = "loopwatch blocked this call: "
+_POST_BLOCK_NEW = "loopwatch: this call ran, but you are still going in circles: "
+
+
+class Reply:
+    """What the hook process writes: `stdout` (a JSON object or None), `stderr`, exit code."""
+
+    __slots__ = ("stdout", "stderr", "code")
+
+    def __init__(self, stdout: dict | None = None, stderr: str = "", code: int = 0) -> None:
+        self.stdout, self.stderr, self.code = stdout, stderr, code
+
+    def __repr__(self) -> str:
+        return f"Reply({self.stdout!r}, {self.stderr!r}, {self.code})"
+
+
+ALLOW_REPLY = Reply()
+
+
+def reply(host: str, event: str, verdict: Verdict, stopped: str | None = None) -> Reply:
+    """The reply to one event. `stopped` is the stop reason once the run was stopped:
+    every later call is refused."""
+    action = verdict.action
+    if event == "PreToolUse":
+        if stopped is not None and action.rank < Action.BLOCK.rank:
+            return refuse(host, f"loopwatch stopped the run: {stopped}. Do not call more tools; "
+                          "say what went wrong and wait for the user.", stop=True, person=stopped)
+        if action is Action.BLOCK or action is Action.STOP:
+            return refuse(host, verdict.message or verdict.description or "loopwatch blocked this call",
+                          stop=action is Action.STOP, person=verdict.description)
+        return _warn(verdict)
+    if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
+        if stopped is not None and action.rank < Action.STOP.rank:
+            # Codex cannot end a run from PreToolUse: the stop lands here.
+            why = f"loopwatch stopped the run: {stopped}"
+            return Reply({"continue": False, "stopReason": why, "systemMessage": why})
+        return _after_call(host, event, verdict)
+    return _warn(verdict)  # UserPromptSubmit, Stop, SubagentStop: tell the person at most
+
+
+def refuse(host: str, reason: str, stop: bool = False, person: str | None = None) -> Reply:
+    """Deny a PreToolUse call with `reason` for the model; `stop` also ends the run
+    where the host allows it."""
+    if host == "codex":
+        return Reply(None, reason + "\n", 2)
+    out: dict = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        },
+    }
+    if person:
+        out["systemMessage"] = f"loopwatch blocked a call: {person}"
+    if stop:
+        out["continue"] = False
+        out["stopReason"] = f"loopwatch stopped the run: {person or reason}"
+    return Reply(out)
+
+
+def _after_call(host: str, event: str, verdict: Verdict) -> Reply:
+    action = verdict.action
+    message = verdict.message or ""
+    if action is Action.NUDGE:
+        return Reply({"hookSpecificOutput": {"hookEventName": event, "additionalContext": message}})
+    if action is Action.BLOCK:
+        # The call already ran; the core words a block as if it had not.
+        if message.startswith(_POST_BLOCK_HEAD):
+            message = _POST_BLOCK_NEW + message[len(_POST_BLOCK_HEAD):]
+        if event == "PostToolUse":
+            return Reply({"decision": "block", "reason": message,
+                          "systemMessage": f"loopwatch: {verdict.description}"})
+        return Reply({"hookSpecificOutput": {"hookEventName": event, "additionalContext": message},
+                      "systemMessage": f"loopwatch: {verdict.description}"})
+    if action is Action.STOP:
+        why = f"loopwatch stopped the run: {verdict.description}"
+        return Reply({"continue": False, "stopReason": why, "systemMessage": why})
+    return _warn(verdict)
+
+
+def _warn(verdict: Verdict) -> Reply:
+    if verdict.action is Action.WARN and verdict.description:
+        return Reply({"systemMessage": f"loopwatch: {verdict.description}"})
+    return ALLOW_REPLY

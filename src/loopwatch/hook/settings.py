@@ -1,0 +1,167 @@
+"""Where the hook keeps its state, how it reads configuration, and which profile
+a session gets.
+
+Configuration is the core's TOML file: `loopwatch.toml` (or `[tool.loopwatch]` in
+`pyproject.toml`) in the session's working directory or a parent, else the user's
+`$XDG_CONFIG_HOME/loopwatch/loopwatch.toml`. The hook's own settings live in its
+`[hook]` table::
+
+    [hook]
+    fail = "open"          # "closed": deny a PreToolUse call loopwatch could not check
+    busy_timeout = 10.0    # seconds to wait for another hook process holding the state
+    keep_days = 7.0        # sessions idle longer than this are pruned
+    keep_sessions = 500    # at most this many (session, agent) states are kept
+
+Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_PROFILE`
+(`attended` or `unattended`, wins over everything), `LOOPWATCH_MODE` (the core's;
+`off` makes the hook return at once).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+__all__ = ["HookSettings", "load", "state_dir", "detect_profile"]
+
+
+class HookSettings:
+    """The `[hook]` table, validated. A plain class: imported on every hook call."""
+
+    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions")
+
+    def __init__(self, fail: str = "open", busy_timeout: float = 10.0, keep_days: float = 7.0,
+                 keep_sessions: int = 500) -> None:
+        self.fail, self.busy_timeout, self.keep_days, self.keep_sessions = fail, busy_timeout, keep_days, keep_sessions
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> str:
+    """`$LOOPWATCH_STATE_DIR`, else `$XDG_STATE_HOME/loopwatch`, else
+    `~/.local/state/loopwatch`."""
+    env = os.environ if env is None else env
+    explicit = env.get("LOOPWATCH_STATE_DIR")
+    if explicit:
+        return os.path.expanduser(explicit)
+    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "loopwatch")
+
+
+def user_config(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "loopwatch", "loopwatch.toml")
+
+
+def load(cwd: str | None) -> tuple[HookSettings, dict[str, Any], str | None]:
+    """Read the configuration that applies to a session started in `cwd`.
+
+    Returns the hook settings, the raw core table (for `Config.make`, validated
+    there), and the file it came from (None: defaults). Raises `ConfigError`."""
+    from ..config import ConfigError, _find
+
+    source = _find(cwd) if cwd and os.path.isdir(cwd) else None
+    if source is None:
+        candidate = user_config()
+        source = candidate if os.path.isfile(candidate) else None
+    if source is None:
+        return HookSettings(), {}, None
+    import tomllib
+
+    try:
+        with open(source, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    if os.path.basename(source) == "pyproject.toml":
+        data = data.get("tool", {}).get("loopwatch", {})
+    try:
+        return _settings(data.get("hook", {})), data, source
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _settings(table: Any) -> HookSettings:
+    from ..config import ConfigError, _check_keys
+
+    if not isinstance(table, Mapping):
+        raise ConfigError("hook: expected a table")
+    names = list(HookSettings.NAMES)
+    _check_keys("hook: ", table, names)
+    values: dict[str, Any] = {}
+    for name in names:
+        if name not in table:
+            continue
+        value = table[name]
+        if name == "fail":
+            if value not in ("open", "closed"):
+                raise ConfigError(f"hook.fail: {value!r} is not \"open\" or \"closed\"")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"hook.{name}: expected a number > 0, got {value!r}")
+        elif name == "keep_sessions":
+            value = int(value)
+        else:
+            value = float(value)
+        values[name] = value
+    return HookSettings(**values)
+
+
+def detect_profile(host: str, config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The profile for a new session, and why.
+
+    In order: `LOOPWATCH_PROFILE`; `profile` in the configuration file; a
+    non-interactive run (`unattended`); else `attended`. A run is non-interactive when
+
+    - Claude Code set `CLAUDE_CODE_ENTRYPOINT` to an `sdk-*` value (`sdk-cli` is
+      `claude -p`; `sdk-ts`/`sdk-py` the Agent SDK). This variable is undocumented;
+      it is what hooks see today (reported in claude-code issue threads);
+    - or, on Linux, an ancestor process is `claude ... -p/--print` or
+      `codex exec ...` (read from /proc; Codex hooks carry no payload field or
+      variable that says so).
+
+    Limits: outside Linux only the variable is seen, so `codex exec` there gets
+    `attended` (nudge and block, no stop) unless configured; a wrapper that
+    re-executes the agent under another name is not recognised."""
+    env = os.environ if env is None else env
+    explicit = env.get("LOOPWATCH_PROFILE", "").strip().lower()
+    if explicit in ("attended", "unattended"):
+        return explicit, "LOOPWATCH_PROFILE"
+    if isinstance(config.get("profile"), str):
+        return config["profile"], "configuration"
+    entry = env.get("CLAUDE_CODE_ENTRYPOINT", "")
+    if entry.startswith("sdk"):
+        return "unattended", f"CLAUDE_CODE_ENTRYPOINT={entry}"
+    found = _headless_ancestor()
+    if found:
+        return "unattended", found
+    return "attended", "interactive"
+
+
+def _headless_ancestor(levels: int = 6) -> str | None:
+    pid = os.getppid()
+    for _ in range(levels):
+        if pid <= 1:
+            return None
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = [a.decode("utf-8", "replace") for a in fh.read().split(b"\0") if a]
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                pid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        verdict = _headless_argv(argv)
+        if verdict is not None:
+            return verdict or None
+    return None
+
+
+def _headless_argv(argv: list[str]) -> str | None:
+    """"claude -p" / "codex exec" if argv is a headless agent run, "" if it is the
+    agent run interactively, None if it is not an agent at all."""
+    for i, arg in enumerate(argv[:3]):
+        base = os.path.basename(arg)
+        if base == "claude" or arg.endswith("claude-code/cli.js"):
+            return "claude -p" if any(a in ("-p", "--print") or a.startswith("--print=") for a in argv[i + 1:]) else ""
+        if base in ("codex", "codex.js"):
+            rest = [a for a in argv[i + 1:] if not a.startswith("-")]
+            return "codex exec" if "exec" in rest[:3] or rest[:1] == ["e"] else ""
+    return None

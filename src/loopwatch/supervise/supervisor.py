@@ -1,0 +1,249 @@
+"""The supervisor loop: run a command, watch what it prints, end it when it circles.
+
+One thread. Each turn of the loop waits for output (or a signal, or the next
+deadline), writes it through, feeds it to the monitor as events, and acts on the
+verdict; then it checks the limits. On a stop (enforce mode), an idle or runtime
+limit, or a second Ctrl-C, the whole process group gets SIGTERM, then SIGKILL after
+the grace period. When the child has exited, any process it left in its group is
+ended the same way, so nothing outlives the run.
+
+What it deliberately does not do: reach the model. A nudge has nowhere to go in a
+process with no hook point, so it is printed for the person instead; the next
+continuation of the streak is a stop (unattended profile).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable, Sequence
+
+from ..config import Config
+from ..monitor import Monitor
+from ..verdict import Action, Verdict
+from .group import ChildGroup
+from .pump import Pump
+from .record import Outcome
+from .streams import EventSource
+
+__all__ = ["Limits", "Supervisor"]
+
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_TICK = 0.5  # longest wait between looks at the clock, seconds
+_DRAIN = 0.5  # after the group is gone, how long pipes held by escaped processes are read
+
+
+@dataclass(frozen=True)
+class Limits:
+    """`idle`: seconds with no output on either stream (None: no limit).
+    `max_runtime`: seconds since start (None: no limit). `grace`: seconds between
+    SIGTERM and SIGKILL (default 5). The limits apply in every mode: they were asked for."""
+
+    idle: float | None = None
+    max_runtime: float | None = None
+    grace: float = 5.0
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"idle": self.idle, "max_runtime": self.max_runtime, "grace": self.grace}
+
+
+class Supervisor:
+    """Runs `argv` under a monitor built from `config`. `run()` returns the `Outcome`.
+
+    `events` is one of `streams.FORMATS`. Output is written through to `stdout` and
+    `stderr` (file descriptors); loopwatch's own lines go to `stderr`, prefixed."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        config: Config,
+        limits: Limits = Limits(),
+        events: str = "auto",
+        *,
+        stdout: int = 1,
+        stderr: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.argv = list(argv)
+        self.config = config
+        self.limits = limits
+        self.source = EventSource(events)
+        self.stdout, self.stderr = stdout, stderr
+        self.clock = clock
+        self.monitor = Monitor(config, on_warning=self._warned)
+        self._pump: Pump | None = None
+        self._signals: list[int] = []
+        self._ended_by: str | None = None
+        self._stop: Verdict | None = None
+
+    # -- public ---------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        """Start the command and supervise it to the end. Raises OSError (e.g.
+        FileNotFoundError) when the command cannot be started."""
+        started, t0 = datetime.now(timezone.utc), self.clock()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        # Handlers first: a Ctrl-C from here on is forwarded, never lost with an orphan.
+        saved = self._install_handlers(wake_w)
+        child: ChildGroup | None = None
+        try:
+            child = ChildGroup(self.argv, self.limits.grace)
+            self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
+            self._watch(child, t0)
+            leftovers = self._end_leftovers(child)
+            self._drain(child)
+            for event in self.source.finish(self.clock()):
+                self.monitor.observe(event)
+        finally:
+            self._restore_handlers(saved)
+            if self._pump is not None:
+                self._pump.close()
+            if child is not None:
+                child.close()
+            os.close(wake_r)
+            os.close(wake_w)
+        return Outcome(
+            command=self.argv,
+            started=started,
+            ended=datetime.now(timezone.utc),
+            duration=self.clock() - t0,
+            ended_by=self._ended_by or "exit",
+            returncode=child.returncode,
+            events_format=self.source.format or "lines",
+            monitor=self.monitor,
+            limits=self.limits.as_dict(),
+            stop=self._stop,
+            signals_sent=child.signals_sent,
+            leftovers=leftovers,
+            output_bytes=dict(self._pump.counts),
+        )
+
+    def say(self, text: str) -> None:
+        """One line of ours on stderr, `loopwatch: ` first, always at a line start."""
+        pump = self._pump
+        head = b"" if pump is None or pump.at_line_start(self.stderr) else b"\n"
+        line = head + b"loopwatch: " + text.encode("utf-8", "replace") + b"\n"
+        if pump is not None:
+            pump.write(self.stderr, line)
+        else:
+            os.write(self.stderr, line)
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _watch(self, child: ChildGroup, t0: float) -> None:
+        """Pump output until the child has exited."""
+        last_output = t0
+        pump = self._pump
+        assert pump is not None
+        while child.poll() is None:
+            now = self.clock()
+            self._take_signals(child, now)
+            if self._ended_by is None:
+                limits = self.limits
+                if limits.max_runtime is not None and now - t0 >= limits.max_runtime:
+                    self._end(child, now, "max_runtime")
+                elif limits.idle is not None and now - last_output >= limits.idle:
+                    self._end(child, now, "idle")
+            child.tick(now)
+            deadlines = [now + _TICK, child.deadline()]
+            if self._ended_by is None:
+                if self.limits.max_runtime is not None:
+                    deadlines.append(t0 + self.limits.max_runtime)
+                if self.limits.idle is not None:
+                    deadlines.append(last_output + self.limits.idle)
+            timeout = max(0.0, min(d for d in deadlines if d is not None) - now)
+            if not pump.open:
+                time.sleep(min(timeout, 0.05))  # both pipes closed, child still running
+                continue
+            for chunk in pump.wait(timeout):
+                if chunk.data:
+                    last_output = self.clock()
+                    self._observe(child, chunk.data, chunk.stream, last_output)
+
+    def _observe(self, child: ChildGroup, data: bytes, stream: str, at: float) -> None:
+        for event in self.source.feed(data, stream, at):
+            verdict = self.monitor.observe(event)
+            if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
+                continue  # warnings were printed by the monitor's callback
+            if verdict.action is Action.STOP:
+                # Output still in the pipes after the child exited: it ended by itself.
+                if self._ended_by is None and child.returncode is None:
+                    self._stop = verdict
+                    self.say(f"stopping the run: {verdict.description}")
+                    self._end(child, at, "loop")
+            else:  # a nudge or a block: no way to reach the model, tell the person
+                self.say(f"{verdict.action.value} (not delivered, no hook into the agent): {verdict.description}")
+
+    def _end(self, child: ChildGroup, now: float, why: str) -> None:
+        if self._ended_by is None:
+            self._ended_by = why
+        child.end(now)
+
+    def _end_leftovers(self, child: ChildGroup) -> bool:
+        """End what the child left running in its group; True if anything was left."""
+        if not child.group_alive():
+            return False
+        child.end(self.clock())  # a no-op when already ending: the ladder goes on
+        while child.group_alive():
+            now = self.clock()
+            self._take_signals(child, now)
+            child.tick(now)
+            if child.killed_at is not None and now - child.killed_at > 1.0:
+                self.say(f"processes of group {child.pid} are still there after SIGKILL")
+                break
+            self._pump_a_little(child, 0.05)
+        return True
+
+    def _drain(self, child: ChildGroup) -> None:
+        """Read what is left in the pipes; stop when they close or stay quiet."""
+        pump = self._pump
+        assert pump is not None
+        quiet_since = self.clock()
+        while pump.open and self.clock() - quiet_since < _DRAIN:
+            if self._pump_a_little(child, 0.05):
+                quiet_since = self.clock()
+
+    def _pump_a_little(self, child: ChildGroup, timeout: float) -> bool:
+        got = False
+        assert self._pump is not None
+        for chunk in self._pump.wait(timeout):
+            if chunk.data:
+                got = True
+                self._observe(child, chunk.data, chunk.stream, self.clock())
+        return got
+
+    # -- signals --------------------------------------------------------------------------
+
+    def _install_handlers(self, wake_w: int) -> dict[int, object]:
+        saved: dict[int, object] = {signal.SIGCHLD: signal.signal(signal.SIGCHLD, lambda *_: None)}
+        for sig in _FORWARDED:
+            saved[sig] = signal.signal(sig, lambda sig, _frame: self._signals.append(sig))
+        saved[-1] = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        return saved
+
+    def _restore_handlers(self, saved: dict[int, object]) -> None:
+        signal.set_wakeup_fd(saved.pop(-1))  # type: ignore[arg-type]
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+    def _take_signals(self, child: ChildGroup, now: float) -> None:
+        """Forward SIGINT/SIGTERM/SIGHUP to the group (then SIGTERM and SIGKILL, each
+        after the grace, if it does not end); a second signal, or one while loopwatch is
+        already ending the run, kills the group at once."""
+        while self._signals:
+            sig = self._signals.pop(0)
+            if not child.ending:
+                self._ended_by = "interrupted"
+                child.end(now, first=sig)
+            else:
+                child.force(now)
+
+    # -- the monitor's warnings -------------------------------------------------------------
+
+    def _warned(self, verdict: Verdict) -> None:
+        self.say(f"warning: {verdict.description}")

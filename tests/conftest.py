@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def jsonl(lines) -> str:
+    """Events (dicts) and raw strings as JSON Lines text."""
+    return "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+
+
+def looping_events(times: int = 6) -> list[dict]:
+    """A run that retries the same failing command, unchanged, `times` times."""
+    call = {"type": "tool", "name": "Bash", "input": {"command": "pytest -x"}, "error": True,
+            "result": "E   ImportError: cannot import name 'cart_total'"}
+    return [{"type": "user"}] + [dict(call, tokens=1000, cost=0.01) for _ in range(times)]
+
+
+def healthy_events() -> list[dict]:
+    return [{"type": "user"}] + [
+        {"type": "tool", "name": "Bash", "input": {"command": f"git add src/file_{i}.py"}, "result": ""}
+        for i in range(8)
+    ]
+
+
+@pytest.fixture
+def examples() -> Path:
+    return EXAMPLES

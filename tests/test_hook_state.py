@@ -1,0 +1,122 @@
+"""The saved state: complete enough to continue a session, and nothing but digests,
+names, counts and times."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwatch import Attempt, Monitor, ToolCall, UserMessage
+from loopwatch.hook.payload import trim
+from loopwatch.hook.settings import _headless_argv, detect_profile
+from loopwatch.hook.state import SessionState, Store, dumps, loads
+
+SECRET = "hunter2-SECRET-TOKEN-9f3a"
+
+
+def fed_state(n: int = 6) -> SessionState:
+    state = SessionState(Monitor(profile="attended"), "claude-code", "attended", "test")
+    for i in range(n):
+        state.monitor.check(Attempt("Bash", {"command": f"deploy --token {SECRET}"}, at=float(i)))
+        state.monitor.observe(ToolCall("Bash", {"command": f"deploy --token {SECRET}"},
+                                       f"error: token {SECRET} rejected", error=True, at=float(i)))
+    return state
+
+
+def test_a_saved_state_continues_where_it_stopped():
+    state = fed_state(3)
+    assert state.monitor.interventions  # the third copy brought a nudge
+    restored = loads(dumps(state))
+    verdict = restored.monitor.check(Attempt("Bash", {"command": f"deploy --token {SECRET}"}, at=10.0))
+    assert verdict.action.value == "block"
+    assert restored.monitor.actions == 3
+
+
+def test_the_saved_state_keeps_no_input_result_or_message():
+    blob = dumps(fed_state(6))
+    assert SECRET.encode() not in blob and b"deploy" not in blob
+    assert fed_state(6).monitor.interventions[0].message  # the live verdict had one; the saved one not
+
+
+def test_loading_refuses_anything_but_loopwatch_classes():
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    with pytest.raises(pickle.UnpicklingError):
+        loads(pickle.dumps(Evil()))
+
+
+def test_new_sessions_prune_old_and_excess_ones(tmp_path):
+    store = Store(tmp_path, keep_days=1.0, keep_sessions=3)
+    make = lambda: SessionState(Monitor(profile="attended"), "codex", "attended", "test")  # noqa: E731
+    feed = lambda state: []  # noqa: E731
+    for i in range(5):
+        store.update(f"s{i}", "", make, feed)
+    store.db.execute("UPDATE sessions SET updated = ? WHERE session = 's4'", (time.time() - 2 * 86400,))
+    store.update("s5", "", make, feed)
+    kept = sorted(row["session"] for row in store.sessions(limit=100))
+    store.close()
+    assert kept == ["s2", "s3", "s5"]  # s4 idle too long; s0, s1 beyond the count
+
+
+def test_a_user_message_resets_a_restored_monitor():
+    state = loads(dumps(fed_state(3)))
+    state.monitor.observe(UserMessage(at=20.0))
+    assert state.monitor.check(Attempt("Bash", {"command": f"deploy --token {SECRET}"}, at=21.0)).action.value == "allow"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=10000),
+    lambda inner: st.lists(inner, max_size=300) | st.dictionaries(st.text(max_size=5), inner, max_size=300),
+    max_leaves=300,
+)
+
+
+def shapes(value, depth=0):
+    yield value, depth
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        yield from shapes(child, depth + 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(json_values)
+def test_trimmed_values_are_bounded(value):
+    for item, depth in shapes(trim(value)):
+        assert depth <= 16
+        if isinstance(item, str):
+            assert len(item) <= 2 * 4096 + 40
+        elif isinstance(item, (dict, list)):
+            assert len(item) <= 257
+
+
+def test_a_huge_string_keeps_its_head_and_tail():
+    body = "HEAD" + "x" * 100_000 + "TAIL"
+    kept = trim({"originalFile": body})["originalFile"]
+    assert kept.startswith("HEAD") and kept.endswith("TAIL") and len(kept) < 8300
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js", "-p", "fix the tests"], "claude -p"),
+    (["/home/u/.local/bin/claude", "--print", "--output-format", "json"], "claude -p"),
+    (["/home/u/.local/bin/claude", "--resume"], ""),
+    (["codex", "exec", "--full-auto", "fix it"], "codex exec"),
+    (["/usr/local/bin/codex", "-m", "gpt-5-codex", "exec", "fix it"], "codex exec"),
+    (["codex", "fix the build"], ""),
+    (["python", "-m", "pytest", "-p", "no:cacheprovider"], None),
+])
+def test_headless_runs_are_recognised_from_the_command_line(argv, expected):
+    assert _headless_argv(argv) == expected
+
+
+def test_profile_precedence():
+    env = {"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"}
+    assert detect_profile("claude-code", {}, env)[0] == "unattended"
+    assert detect_profile("claude-code", {"profile": "attended"}, env) == ("attended", "configuration")
+    assert detect_profile("claude-code", {"profile": "attended"}, {**env, "LOOPWATCH_PROFILE": "unattended"})[0] == "unattended"
