@@ -74,6 +74,8 @@ def severity(monitor: Monitor, signal: str) -> float:
 
 
 def _at(event: Any, at: float) -> Any:
+    if hasattr(event, "_replace"):  # events are NamedTuples
+        return event._replace(at=at)
     from dataclasses import replace
 
     return replace(event, at=at)

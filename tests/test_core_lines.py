@@ -103,8 +103,6 @@ def test_cr_ended_progress_redraws_are_skipped(redraw):
     assert cut((redraw + "\r") * 50) == []
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: a single spinner glyph is not a progress mark (lines._PROGRESS "
-                   "wants 3 glyphs), so a 4-frame spinner redraw is a 4-line cycle to repeated_lines")
 def test_a_one_glyph_spinner_redraw_is_skipped():
     frames = [f"{glyph} Waiting for the model\r" for glyph in "|/-\\"]
     assert cut(*(frames * 20)) == []

@@ -15,7 +15,7 @@ from loopwatch import (
 )
 import loopwatch.monitor as monitor_module
 
-from core_support import actions, bash, feed, looping, only, strongest
+from core_support import _at, actions, bash, feed, looping, only, strongest
 
 
 # -- the pre-dispatch guard -------------------------------------------------------------
@@ -320,7 +320,7 @@ def test_property_memory_is_bounded_for_any_stream_shape(pattern):
         for i in range(6000):
             kind, n, vary = pattern[i % len(pattern)]
             event = make(kind, n, vary, i)
-            m.observe(type(event)(**{**{f: getattr(event, f) for f in event.__slots__}, "at": float(i)}))
+            m.observe(_at(event, float(i)))
             if i % 1000 == 999:
                 for path, size in container_sizes(m).items():
                     largest[path] = max(largest.get(path, 0), size)

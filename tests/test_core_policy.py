@@ -6,7 +6,7 @@ import pytest
 
 from loopwatch import Action, Config, Finding, Monitor
 from loopwatch.config import LADDERS
-from loopwatch.policy import Policy
+from loopwatch.policy import ESCALATE_WITHIN, Policy
 
 from core_support import actions, bash, feed, looping, only, strongest
 
@@ -46,12 +46,24 @@ def test_the_ladders_are_the_documented_ones():
     assert Config.make(env={}, profile="unattended", stop=True).ladder == ("nudge", "stop")
 
 
+def progress(n: int):
+    return [bash(f"cat src/mod_{i}.py", f"module {chr(97 + i % 26)}{i // 26}") for i in range(n)]
+
+
 def test_a_new_streak_starts_at_the_bottom():
     m = only("repeat", {"threshold": THRESHOLD}, profile="unattended")
     first = actions(feed(m, looping(THRESHOLD)))
-    other = actions(feed(m, looping(THRESHOLD, "ruff check"), start=100.0))
+    other = actions(feed(m, progress(ESCALATE_WITHIN + 1) + looping(THRESHOLD, "ruff check"), start=100.0))
     assert first[-1] is Action.NUDGE and other[-1] is Action.NUDGE
     assert Action.STOP not in other
+
+
+def test_a_new_streak_soon_after_a_nudge_starts_one_rung_up():
+    """The model ignored the nudge and circles again in another shape."""
+    m = only("repeat", {"threshold": THRESHOLD}, profile="unattended")
+    assert actions(feed(m, looping(THRESHOLD)))[-1] is Action.NUDGE
+    other = actions(feed(m, progress(ESCALATE_WITHIN - THRESHOLD) + looping(THRESHOLD, "ruff check"), start=100.0))
+    assert other[-1] is Action.STOP and Action.NUDGE not in other
 
 
 def test_the_message_for_each_rung_says_what_happened():

@@ -132,8 +132,6 @@ def test_repeated_code_tables_and_bullet_lists_are_not_chanting():
     assert "chanting" not in m.strongest
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: numbered list items are cut into `N.` and the item, so a "
-                   "checklist of identical items reads as a 2-passage chant (see test_numbered_lists_are_skipped)")
 def test_a_numbered_checklist_is_not_chanting():
     m = only("chanting", {"repeats": 4})
     feed(m, [ModelText("Status:\n" + "".join(f"{i}. Done\n" for i in range(1, 9)))])
