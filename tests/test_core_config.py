@@ -1,0 +1,222 @@
+"""Configuration: keyword arguments, TOML files, validation with clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwatch import Config, ConfigError, Monitor, ToolRule, load_config
+from loopwatch.signals import SIGNALS
+
+from core_support import OFF, bash, feed, only, strongest
+from loopwatch import Action
+
+
+def test_every_signal_can_be_turned_off_and_each_alone_on():
+    assert set(OFF) == set(SIGNALS)
+    assert Monitor(env={}, signals=OFF)._signals == []
+    for name in SIGNALS:
+        assert [s.name for s in only(name)._signals] == [name]
+
+
+def test_defaults():
+    config = Config.make(env={})
+    assert (config.mode, config.profile, config.stop) == ("enforce", "unattended", False)
+    assert set(config.signals) == set(SIGNALS)
+    assert config.rule("Bash") == ToolRule()
+
+
+def test_keyword_thresholds_merge_with_the_defaults():
+    config = Config.make({"signals": {"repeat": {"threshold": 5}}}, signals={"cycle": {"repeats": 4}}, env={})
+    assert config.params("repeat").threshold == 5
+    assert config.params("cycle").repeats == 4
+    assert config.params("cycle").max_period == SIGNALS["cycle"].Params().max_period
+
+
+def test_keywords_override_the_mapping():
+    config = Config.make({"mode": "warn", "signals": {"repeat": {"threshold": 5}}}, env={}, mode="enforce",
+                         signals={"repeat": {"threshold": 7}})
+    assert config.mode == "enforce" and config.params("repeat").threshold == 7
+
+
+@pytest.mark.parametrize("signal, key", [
+    ("repeat", "threshold"), ("same_error", "threshold"), ("correction", "threshold"), ("apology", "threshold"),
+    ("cycle", "repeats"), ("repeated_lines", "repeats"), ("chanting", "repeats"), ("retry_storm", "retries"),
+    ("echo", "turns"), ("stagnation", "replays"),
+])
+def test_a_threshold_of_one_is_refused(signal, key):
+    with pytest.raises(ConfigError, match=rf"signals\.{signal}\.{key}"):
+        Config.make(env={}, signals={signal: {key: 1}})
+
+
+@pytest.mark.parametrize("signal, key", [("repeat", "threshold"), ("cycle", "repeats"), ("echo", "turns")])
+def test_a_negative_threshold_is_refused(signal, key):
+    with pytest.raises(ConfigError, match=rf"signals\.{signal}\.{key}"):
+        Config.make(env={}, signals={signal: {key: -2}})
+
+
+def test_zero_turns_a_signal_off():
+    m = Monitor(env={}, signals={"repeat": {"threshold": 0}, **{k: v for k, v in OFF.items() if k != "repeat"}})
+    assert not m.config.params("repeat").enabled
+    assert strongest(feed(m, [bash("ls", "a") for _ in range(30)])) is Action.ALLOW
+
+
+@pytest.mark.parametrize("value", [1.01, 2, 0.0, -0.5])
+def test_a_similarity_outside_zero_to_one_is_refused(value):
+    with pytest.raises(ConfigError, match=r"signals\.echo\.similarity"):
+        Config.make(env={}, signals={"echo": {"similarity": value}})
+
+
+def test_a_similarity_of_one_is_accepted():
+    assert Config.make(env={}, signals={"echo": {"similarity": 1}}).params("echo").similarity == 1.0
+
+
+@pytest.mark.parametrize("data, where, nearest", [
+    ({"mdoe": "warn"}, "unknown key 'mdoe'", "mode"),
+    ({"profiel": "attended"}, "unknown key 'profiel'", "profile"),
+    ({"signals": {"repeats": {}}}, "signals: unknown key 'repeats'", "repeat"),
+    ({"signals": {"repeat": {"treshold": 3}}}, "signals.repeat: unknown key 'treshold'", "threshold"),
+    ({"signals": {"cycle": {"max_periods": 3}}}, "signals.cycle: unknown key 'max_periods'", "max_period"),
+    ({"tools": {"Bash": {"identiy": ["command"]}}}, "tools.Bash: unknown key 'identiy'", "identity"),
+])
+def test_an_unknown_key_is_refused_with_the_nearest_valid_name(data, where, nearest):
+    with pytest.raises(ConfigError) as info:
+        Config.make(data, env={})
+    assert where in str(info.value)
+    assert f"did you mean {nearest!r}" in str(info.value)
+
+
+def test_an_unknown_key_far_from_any_name_lists_the_valid_ones():
+    with pytest.raises(ConfigError, match="valid: .*mode.*profile"):
+        Config.make({"zzzzzz": 1}, env={})
+
+
+@pytest.mark.parametrize("data, match", [
+    ({"mode": "loud"}, "mode: 'loud' is not one of off, warn, enforce"),
+    ({"profile": "cron"}, "profile: 'cron' is not one of unattended, attended"),
+    ({"stop": "yes"}, "stop: expected true or false"),
+    ({"warn_every": -1}, "warn_every"),
+    ({"signals": {"repeat": {"threshold": "3"}}}, r"signals\.repeat\.threshold: expected int"),
+    ({"signals": {"repeat": {"threshold": True}}}, r"signals\.repeat\.threshold: expected int"),
+    ({"signals": {"repeat": 3}}, r"signals\.repeat: expected a table"),
+    ({"tools": {"Bash": {"role": "reader"}}}, r"tools\.Bash\.role: 'reader'"),
+    ({"tools": {"Bash": {"identity": "command"}}}, r"tools\.Bash\.identity: expected a list"),
+    ({"tools": {"Bash": "writer"}}, r"tools\.Bash: expected a table"),
+])
+def test_bad_values_are_refused_clearly(data, match):
+    with pytest.raises(ConfigError, match=match):
+        Config.make(data, env={})
+
+
+def test_loopwatch_mode_off_in_the_environment_disables_everything():
+    assert Config.make(mode="enforce", env={"LOOPWATCH_MODE": "off"}).mode == "off"
+    assert Config.make(env={"LOOPWATCH_MODE": " Warn "}).mode == "warn"
+    assert Config.make(mode="warn", env={"LOOPWATCH_MODE": ""}).mode == "warn"
+
+
+def test_a_bad_loopwatch_mode_is_refused():
+    with pytest.raises(ConfigError, match="LOOPWATCH_MODE='disabled'"):
+        Config.make(env={"LOOPWATCH_MODE": "disabled"})
+
+
+def test_tool_rules():
+    config = Config.make(env={}, tools={"Bash": {"identity": ["command"]}, "Write": {"role": "writer"},
+                                "BashOutput": {"role": "poller"}, "TodoWrite": {"role": "exempt"}})
+    assert config.rule("Bash") == ToolRule(identity=("command",))
+    assert config.rule("Write").role == "writer"
+    assert config.rule("BashOutput").role == "poller"
+    assert config.rule("TodoWrite").role == "exempt"
+    assert config.rule("Read") == ToolRule()
+
+
+# -- files ------------------------------------------------------------------------------
+
+TOML = """
+mode = "warn"
+profile = "attended"
+stop = true
+
+[signals.repeat]
+threshold = 5
+
+[signals.echo]
+similarity = 0.95
+
+[tools.Bash]
+identity = ["command"]
+
+[tools.Write]
+role = "writer"
+"""
+
+
+def check_loaded(config: Config) -> None:
+    assert (config.mode, config.profile, config.stop) == ("warn", "attended", True)
+    assert config.params("repeat").threshold == 5
+    assert config.params("echo").similarity == 0.95
+    assert config.rule("Bash").identity == ("command",)
+    assert config.rule("Write").role == "writer"
+
+
+def test_loads_loopwatch_toml(tmp_path):
+    (tmp_path / "loopwatch.toml").write_text(TOML)
+    check_loaded(load_config(start=tmp_path, env={}))
+    check_loaded(load_config(tmp_path / "loopwatch.toml", env={}))
+
+
+def test_loads_tool_loopwatch_from_pyproject(tmp_path):
+    body = TOML.replace("[signals.", "[tool.loopwatch.signals.").replace("[tools.", "[tool.loopwatch.tools.")
+    head, _, rest = body.partition("[tool.loopwatch.signals.repeat]")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.loopwatch]\n' + head + "[tool.loopwatch.signals.repeat]" + rest)
+    check_loaded(load_config(start=tmp_path, env={}))
+
+
+def test_finds_the_file_in_a_parent_folder(tmp_path):
+    (tmp_path / "loopwatch.toml").write_text(TOML)
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    check_loaded(load_config(start=deep, env={}))
+
+
+def test_a_pyproject_without_loopwatch_is_skipped(tmp_path):
+    (tmp_path / "loopwatch.toml").write_text('mode = "off"\n')
+    inner = tmp_path / "pkg"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert load_config(start=inner, env={}).mode == "off"
+
+
+def test_no_file_gives_the_defaults(tmp_path):
+    assert load_config(start=tmp_path, env={}) == Config.make(env={})
+
+
+def test_keywords_override_the_file(tmp_path):
+    (tmp_path / "loopwatch.toml").write_text(TOML)
+    config = load_config(start=tmp_path, env={}, mode="enforce", signals={"repeat": {"threshold": 9}})
+    assert config.mode == "enforce" and config.params("repeat").threshold == 9
+    assert config.params("echo").similarity == 0.95
+
+
+def test_the_environment_overrides_the_file(tmp_path):
+    (tmp_path / "loopwatch.toml").write_text(TOML)
+    assert load_config(start=tmp_path, env={"LOOPWATCH_MODE": "off"}).mode == "off"
+
+
+def test_errors_in_a_file_name_the_file(tmp_path):
+    path = tmp_path / "loopwatch.toml"
+    path.write_text("[signals.repeat]\ntreshold = 3\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert str(path) in str(info.value) and "did you mean 'threshold'" in str(info.value)
+
+
+def test_invalid_toml_is_refused(tmp_path):
+    path = tmp_path / "loopwatch.toml"
+    path.write_text("mode = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path, env={})
+
+
+def test_a_missing_file_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "nope.toml", env={})

@@ -1,0 +1,160 @@
+"""Cutting output into lines and model text into passages."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwatch.fingerprint import digest, normalize
+from loopwatch.lines import LineCutter
+from loopwatch.text import PassageCutter, is_apology
+
+
+def cut(*reads: str, stream: str = "stdout") -> list[bytes]:
+    cutter = LineCutter()
+    out: list[bytes] = []
+    for data in reads:
+        out += cutter.feed(data, stream)
+    return out
+
+
+def d(line: str) -> bytes:
+    return digest(normalize(line))
+
+
+# -- line ends --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+def test_lines_end_at_lf_and_crlf(end):
+    assert cut(f"alpha{end}beta{end}") == [d("alpha"), d("beta")]
+
+
+def test_a_lone_cr_ends_a_line():
+    assert cut("alpha\rbeta\n") == [d("alpha"), d("beta")]
+
+
+def test_bytes_are_decoded_with_replacement():
+    assert cut(b"caf\xc3\xa9 ok\n", b"bad \xff byte\n") == [d("café ok"), d("bad \ufffd byte")]
+
+
+def test_a_partial_line_waits_for_the_next_read():
+    assert cut("hel", "lo wor", "ld\n") == [d("hello world")]
+
+
+def test_a_crlf_split_across_two_reads_is_one_line_end():
+    whole = cut("first line\r\nsecond line\r\n")
+    for i in range(1, len("first line\r\nsecond line\r\n")):
+        data = "first line\r\nsecond line\r\n"
+        assert cut(data[:i], data[i:]) == whole, i
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: a read ending in CR judges its line as a CR redraw at once, "
+                   "so a progress line ended by a CRLF split across reads is dropped (lines.py feed)")
+def test_a_crlf_split_across_reads_does_not_turn_a_line_into_a_redraw():
+    data = "Installed 45% of the packages, still working\r\n"
+    assert cut(data) == [d(data.strip())]
+    assert cut(data[:-1], data[-1:]) == cut(data)
+
+
+def test_streams_are_cut_separately():
+    cutter = LineCutter()
+    assert cutter.feed("out-", "stdout") == []
+    assert cutter.feed("err line\n", "stderr") == [d("err line")]
+    assert cutter.feed("line\n", "stdout") == [d("out-line")]
+
+
+def test_only_the_first_kib_of_a_line_counts():
+    head = "word " * 205  # > 1 KiB
+    assert len(head) > 1024
+    assert cut(head + "tail one\n") == cut(head + "tail two\n")
+    assert cut("a" + head + "\n") != cut("b" + head + "\n")
+
+
+def test_the_partial_line_held_between_reads_is_bounded():
+    cutter = LineCutter()
+    for _ in range(100):
+        cutter.feed("y" * 1000)
+    assert sum(len(v) for v in cutter._pending.values()) <= 1024
+    assert len(cutter.feed("\n")) == 1
+
+
+def test_numbers_in_lines_are_masked():
+    assert cut("retrying in 1s (attempt 3)\n") == cut("retrying in 4s (attempt 4)\n")
+
+
+# -- lines that never count -------------------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "", "   ", "------------------", "==========", "..F..s..", "....................... [ 42%]",
+    "12345", "[100%]", "....x..X..E",
+])
+def test_lines_without_a_letter_are_skipped(line):
+    assert cut(line + "\n") == []
+
+
+@pytest.mark.parametrize("redraw", [
+    "Downloading 45%",
+    "[=====>        ] 12/40",
+    "⠋⠙⠹ Thinking",
+    "████████░░░░ working",
+    "Progress: |||||     ",
+])
+def test_cr_ended_progress_redraws_are_skipped(redraw):
+    assert cut(redraw + "\r") == []
+    assert cut((redraw + "\r") * 50) == []
+
+
+def test_a_one_glyph_spinner_redraw_is_skipped():
+    frames = [f"{glyph} Waiting for the model\r" for glyph in "|/-\\"]
+    assert cut(*(frames * 20)) == []
+
+
+def test_a_cr_ended_line_without_a_progress_mark_counts():
+    assert cut("Waiting for server\r") == [d("Waiting for server")]
+
+
+def test_a_progress_line_ended_by_lf_counts():
+    assert cut("Downloading 45%\n") == [d("Downloading 45%")]
+
+
+# -- model text -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "I apologize for the confusion.", "Sorry, that was wrong.", "My mistake: the path is src/.",
+    "Please disregard (3) the previous output.", "please disregard my last message", "I'm so sorry.",
+    "I made an error in the import.", "Apologies, let me fix that.",
+])
+def test_apologies_are_recognised(text):
+    assert is_apology(text)
+
+
+@pytest.mark.parametrize("text", ["Let me run the tests.", "The sorrow module is missing.", "Disregarded keys: 3"])
+def test_ordinary_text_is_not_an_apology(text):
+    assert not is_apology(text)
+
+
+def test_passages_are_sentences_and_lines():
+    cutter = PassageCutter()
+    assert cutter.feed("Let me check. Then run") == ["Let me check."]
+    assert cutter.feed(" it.\nDone") == ["Then run it."]
+    assert cutter.flush() == "Done"
+    assert cutter.flush() is None  # nothing fed since
+
+
+def test_code_blocks_tables_and_bullet_lists_are_skipped():
+    cutter = PassageCutter()
+    text = ("Here is the plan.\n```python\nprint(1)\nprint(1)\n```\n| a | b |\n| a | b |\n"
+            "- step one\n- step one\n* again\nAfter the code.\n")
+    assert cutter.feed(text) == ["Here is the plan.", "After the code."]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: sentence splitting runs before the list check, so `1. item` "
+                   "is cut into `1.` and `item` and numbered lists are not skipped (text.PassageCutter.feed)")
+def test_numbered_lists_are_skipped():
+    assert PassageCutter().feed("Checklist:\n1. Done\n2. Done\n3. Done\nAll good.\n") == ["Checklist:", "All good."]
+
+
+def test_the_pending_passage_is_bounded():
+    cutter = PassageCutter()
+    for _ in range(100):
+        cutter.feed("y" * 1000)
+    assert len(cutter._pending) <= 1024

@@ -1,0 +1,138 @@
+"""Signals over unstructured output, provider retries and streamed text:
+`repeated_lines`, `retry_storm`, `chanting`."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwatch import Action, ModelText, Output, Retry, Turn
+from loopwatch.signals.repeated_lines import Params as LinesParams
+
+from core_support import bash, feed, only, severity, strongest
+
+# -- repeated_lines ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("repeats", [3, 8])
+def test_a_line_repeated_n_times_in_a_row_is_a_loop(repeats):
+    m = only("repeated_lines", {"repeats": repeats})
+    verdicts = feed(m, [Output(f"Retrying request (attempt {i})...\n") for i in range(repeats)])
+    assert verdicts[-1].action is Action.NUDGE and verdicts[-1].signal == "repeated_lines"
+    assert all(v.action.rank < Action.NUDGE.rank for v in verdicts[:-1])
+
+
+def test_the_default_is_documented_in_params():
+    m = only("repeated_lines")
+    n = LinesParams().repeats
+    verdicts = feed(m, [Output(b"connection refused, retrying\n") for _ in range(n)])
+    assert verdicts[-1].action is Action.NUDGE
+    assert verdicts[-2].action is not Action.NUDGE
+
+
+def test_a_cycle_of_lines_with_a_moving_counter_is_a_loop():
+    m = only("repeated_lines", {"repeats": 4, "max_period": 5})
+    block = "Traceback (most recent call last):\n  File \"app.py\", line {n}, in main\nValueError: bad port\n"
+    verdicts = feed(m, [Output(block.format(n=100 + i)) for i in range(4)])
+    assert verdicts[-1].action is Action.NUDGE
+    assert verdicts[-1].finding.period == 3
+
+
+def test_a_cycle_longer_than_max_period_is_not_a_loop():
+    m = only("repeated_lines", {"repeats": 3, "max_period": 5})
+    block = "".join(f"step {w} done\n" for w in ("one", "two", "three", "four", "five", "six"))
+    feed(m, [Output(block) for _ in range(10)])
+    assert severity(m, "repeated_lines") == 0.0
+
+
+def test_lines_split_over_many_reads_still_repeat():
+    m = only("repeated_lines", {"repeats": 4})
+    data = "waiting for lock on db.sqlite\r\n" * 4
+    verdicts = feed(m, [Output(data[i:i + 7]) for i in range(0, len(data), 7)])
+    assert strongest(verdicts) is Action.NUDGE
+
+
+def test_progress_bars_never_repeat():
+    m = only("repeated_lines", {"repeats": 2})
+    frames = "".join(f"Downloading [{'=' * k}>{' ' * (20 - k)}] {k * 5}%\r" for k in range(20)) * 10
+    frames += "".join("Downloading [====================] 100%\r" for _ in range(20))
+    verdicts = feed(m, [Output(frames[i:i + 64]) for i in range(0, len(frames), 64)])
+    assert strongest(verdicts) is Action.ALLOW
+    assert severity(m, "repeated_lines") == 0.0
+
+
+def test_pytest_dots_never_repeat():
+    m = only("repeated_lines", {"repeats": 2})
+    lines = "".join(f"{'.' * 60} [{p:3d}%]\n" for p in range(1, 100)) + "....F....s....x\n" * 20 + "=" * 70 + "\n"
+    assert strongest(feed(m, [Output(lines)])) is Action.ALLOW
+    assert severity(m, "repeated_lines") == 0.0
+
+
+def test_output_lines_never_block():
+    m = only("repeated_lines", {"repeats": 2}, profile="attended", stop=True)
+    verdicts = feed(m, [Output("same line\n") for _ in range(20)])
+    assert Action.BLOCK not in {v.action for v in verdicts}
+    assert Action.STOP in {v.action for v in verdicts}
+
+
+def test_calibration_keeps_the_most_line_repeats():
+    m = only("repeated_lines", {"repeats": 50})
+    feed(m, [Output("a line\nanother line\n") for _ in range(6)] + [Output("end\n")])
+    assert m.calibration()["lines_most"] == 6
+    assert m.calibration()["lines_period"] == 2
+
+
+# -- retry_storm ------------------------------------------------------------------------
+
+
+def test_retries_in_a_row_spanning_the_window_are_a_storm():
+    m = only("retry_storm", {"retries": 5, "window": 60.0})
+    verdicts = feed(m, [Retry(reason="529 overloaded") for _ in range(5)], step=20.0)
+    assert verdicts[-1].action is Action.NUDGE and verdicts[-1].signal == "retry_storm"
+
+
+def test_a_fast_burst_of_retries_is_not_yet_a_storm():
+    m = only("retry_storm", {"retries": 5, "window": 60.0})
+    feed(m, [Retry() for _ in range(50)], step=0.5)  # 25 s
+    assert severity(m, "retry_storm") < 1.0
+
+
+def test_a_completed_turn_ends_the_streak():
+    m = only("retry_storm", {"retries": 3, "window": 10.0})
+    feed(m, [Retry(), Retry(), Turn(), Retry(), Retry(), Turn()] * 5, step=20.0)
+    assert severity(m, "retry_storm") < 1.0
+    assert m.calibration()["retry_longest"] == 2
+
+
+def test_an_action_between_ends_the_streak():
+    m = only("retry_storm", {"retries": 3, "window": 10.0})
+    feed(m, [Retry(), Retry(), bash("ls", "a"), Retry(), Retry(), bash("ls", "b")] * 5, step=20.0)
+    assert severity(m, "retry_storm") < 1.0
+
+
+# -- chanting ---------------------------------------------------------------------------
+
+
+def test_a_passage_repeated_within_one_response_is_chanting():
+    m = only("chanting", {"repeats": 4})
+    verdicts = feed(m, [ModelText("Let me check the file. ", chunk=True) for _ in range(4)] + [Turn()])
+    assert any(v.action is Action.NUDGE and v.signal == "chanting" for v in verdicts)
+
+
+def test_repeats_across_responses_are_not_chanting():
+    m = only("chanting", {"repeats": 3})
+    feed(m, [ModelText("Let me check the file. I will look again.") for _ in range(10)])
+    assert severity(m, "chanting") < 1.0
+
+
+def test_repeated_code_tables_and_bullet_lists_are_not_chanting():
+    m = only("chanting", {"repeats": 3})
+    text = ("Here is the diff.\n```\nx = 1\nx = 1\nx = 1\nx = 1\n```\n"
+            + "| file | status |\n" * 6 + "- check the file\n" * 6 + "That is all.\n")
+    feed(m, [ModelText(text)])
+    assert "chanting" not in m.strongest
+
+
+def test_a_numbered_checklist_is_not_chanting():
+    m = only("chanting", {"repeats": 4})
+    feed(m, [ModelText("Status:\n" + "".join(f"{i}. Done\n" for i in range(1, 9)))])
+    assert "chanting" not in m.strongest
