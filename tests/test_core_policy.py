@@ -174,8 +174,6 @@ def test_streaks_remembered_are_bounded():
     assert len(policy._rungs) <= 256
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="core bug: Policy._warned_conclusive keeps one entry per conclusive streak "
-                   "warned about and is only cleared by a user message: unbounded in mode warn")
 def test_conclusive_warnings_remembered_are_bounded():
     m = only("repeat", {"threshold": 2}, mode="warn")
     feed(m, [bash(f"probe {chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{i // 676}", "same") for i in range(4000) for _ in (0, 1)])

@@ -41,7 +41,7 @@ def test_the_record_of_a_stopped_cycle():
     assert verdict["detected_at"] == verdict["at"] == 13 * 37.0
     assert verdict["source_ref"] == "line 14"
     assert verdict["description"] == \
-        "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times over 7m24s"
+        "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times and begun again over 7m24s"
     assert [v["action"] for v in record["interventions"]] == ["nudge"] + ["stop"] * 4
     assert record["interventions"][0]["at_action"] == 13 and record["interventions_total"] == 5
     assert (record["events"], record["actions"], record["duration"]) == (17, 17, 16 * 37.0)
@@ -160,14 +160,12 @@ def test_the_monitor_keeps_no_input_result_text_or_output(profile):
 
 def test_the_record_holds_no_content_even_when_a_nudge_names_the_call():
     m = only("repeat", {"threshold": 2}, profile="attended")
-    feed(m, [bash(f"curl -H 'X-Token: {SECRET}' api", "401", error=True) for _ in range(4)])
-    assert SECRET in m.interventions[0].message  # the model is told which call (it wrote it)
+    verdicts = feed(m, [bash(f"curl -H 'X-Token: {SECRET}' api", "401", error=True) for _ in range(4)])
+    nudge = next(v for v in verdicts if v.action is Action.NUDGE)
+    assert SECRET in nudge.message  # the model is told which call (it wrote it)
     assert SECRET not in json.dumps(m.record())
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="core bug: Monitor._note keeps whole Verdicts in `interventions` and `stop`, and a "
-                   "repeat/echo nudge message quotes the call's input (messages.label), so the input is stored")
 def test_the_monitor_state_holds_no_input_even_when_a_nudge_names_the_call():
     m = only("repeat", {"threshold": 2}, profile="attended")
     feed(m, [bash(f"curl -H 'X-Token: {SECRET}' api", "401", error=True) for _ in range(4)])

@@ -40,7 +40,7 @@ def test_a_saved_state_continues_where_it_stopped():
 def test_the_saved_state_keeps_no_input_result_or_message():
     blob = dumps(fed_state(6))
     assert SECRET.encode() not in blob and b"deploy" not in blob
-    assert fed_state(6).monitor.interventions[0].message  # the live verdict had one; the saved one not
+    assert fed_state(6).monitor.interventions  # there was a nudge to keep, without its message
 
 
 def test_loading_refuses_anything_but_loopwatch_classes():

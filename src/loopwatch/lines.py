@@ -35,16 +35,17 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 class LineCutter:
     def __init__(self) -> None:
         self._pending: dict[str, str] = {}
-        self._cr: dict[str, bool] = {}  # the last read of a stream ended in CR
 
     def feed(self, data: bytes | str, stream: str = "stdout") -> list[bytes]:
         """Digests of the complete, countable lines in this read."""
         if isinstance(data, (bytes, bytearray)):
             data = bytes(data).decode("utf-8", "replace")
-        if self._cr.get(stream) and data.startswith("\n"):
-            data = data[1:]  # the LF of a CRLF split across reads
-        self._cr[stream] = data.endswith("\r")
         text = self._pending.get(stream, "") + data
+        # A CR at the end of a read is held: only the next read tells a CRLF line end
+        # from a CR redraw.
+        held = text.endswith("\r")
+        if held:
+            text = text[:-1]
         out = []
         start = 0
         for match in _BREAK.finditer(text):
@@ -53,7 +54,7 @@ class LineCutter:
             kept = _countable(line, redraw=match.group() == "\r")
             if kept is not None:
                 out.append(kept)
-        self._pending[stream] = text[start:][:_LINE_LIMIT]
+        self._pending[stream] = text[start:][:_LINE_LIMIT] + ("\r" if held else "")
         return out
 
 

@@ -106,13 +106,13 @@ class Monitor:
             if kind is Retry:
                 return self._feed("on_retry", at, (at, self.actions), event)
             if kind is Turn:
-                self._end_response(at)
-                return self._feed("on_turn", at, (at, self.actions), event)
+                ended = self._end_response(at, event)
+                return _stronger(ended, self._feed("on_turn", at, (at, self.actions), event))
             if kind is Correction:
                 key = digest(normalize(event.message))
                 return self._feed("on_correction", at, (key, at, self.actions), event)
             if kind is UserMessage:
-                self._end_response(at)
+                self._end_response(at, event)  # the user speaks: whatever it found is moot
                 for signal in self._signals:
                     signal.reset()
                 self._policy.reset()
@@ -153,17 +153,17 @@ class Monitor:
         return at
 
     def _tool_call(self, call: ToolCall, at: float) -> Verdict:
-        self._end_response(at)
+        ended = self._end_response(at, call)
         rule = self.config.rule(call.name)
         if rule.role == "exempt":
-            return ALLOW
+            return ended
         self.actions += 1
         step = make_step(
             self.actions, call.name, call.input, call.result, call.error, tuple(call.changed or ()),
             at, rule.role, rule.identity, call.source_ref,
         )
         label = messages.label(call.name, call.input)
-        return self._feed("on_step", at, (step,), call, label)
+        return _stronger(ended, self._feed("on_step", at, (step,), call, label))
 
     def _check(self, attempt: Attempt, at: float) -> Verdict:
         if self.config.mode != "enforce":
@@ -213,8 +213,8 @@ class Monitor:
         rest = self._passages.flush()
         if rest is None:
             return verdict
-        if rest:
-            verdict = self._feed("on_passage", at, (_passage_digest(rest), at, self.actions), event)
+        for passage in rest:
+            verdict = _stronger(verdict, self._feed("on_passage", at, (_passage_digest(passage), at, self.actions), event))
         apology, self._apology = self._apology, False
         verdict = _stronger(verdict, self._feed("on_text", at, (apology, at, self.actions), event))
         for signal in self._by_hook["on_passage"]:
@@ -245,11 +245,14 @@ class Monitor:
 
     def _note(self, verdict: Verdict) -> Verdict:
         if verdict.action.rank >= Action.NUDGE.rank:
+            # Kept without the message: it may quote the call, which is the model's to
+            # read now, never the monitor's to keep.
+            kept = verdict._replace(message=None)
             self.interventions_total += 1
             if len(self.interventions) < _MAX_INTERVENTIONS:
-                self.interventions.append(verdict)
+                self.interventions.append(kept)
             if verdict.action is Action.STOP and self.stop is None:
-                self.stop = verdict
+                self.stop = kept
         return verdict
 
 

@@ -113,6 +113,8 @@ class Policy:
     def _warn(self, finding: Finding, at: float) -> Verdict:
         self._last_warning = at
         if finding.conclusive:
+            if len(self._warned_conclusive) >= _MAX_STREAKS:
+                self._warned_conclusive.clear()  # bounded: forgetting only allows one more warning
             self._warned_conclusive.add((finding.signal, finding.key))
         self.warnings += 1
         verdict = Verdict(

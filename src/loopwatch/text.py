@@ -17,7 +17,7 @@ _APOLOGY = re.compile(
     r"|i\s+was\s+wrong|please\s+disregard|i\s+made\s+(?:an?\s+)?(?:error|mistake))",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s")
 _MAX_PENDING = 1024
 
@@ -32,33 +32,53 @@ def is_apology(text: str) -> bool:
 
 
 class PassageCutter:
-    """Cut streamed text into prose passages, skipping code, tables and lists."""
+    """Cut streamed text into prose passages, skipping code, tables and lists.
+
+    Text is cut into lines first (a list item or a table row is known by how its line
+    starts), then prose lines into sentences. Finished sentences of an unfinished
+    prose line are let go as they arrive; at most 1 KiB is held."""
 
     def __init__(self) -> None:
         self._pending = ""
+        self._mid_line = False  # the pending text does not start its line
         self._in_code = False
         self._started = False
 
     def feed(self, text: str) -> list[str]:
         self._started = True
-        data = self._pending + text
-        pieces = _SENTENCE_END.split(data)
-        self._pending = pieces.pop()[-_MAX_PENDING:]
-        return [p for p in (self._keep(piece) for piece in pieces) if p]
+        lines = (self._pending + text).split("\n")
+        pending = lines.pop()
+        out: list[str] = []
+        for k, line in enumerate(lines):
+            out.extend(self._passages(line, mid_line=self._mid_line and k == 0))
+        if lines:
+            self._mid_line = False
+        # Release the finished sentences of a prose line once its start is known.
+        if self._mid_line or (len(pending.lstrip()) >= 4 and not self._structured(pending)):
+            if not self._in_code:
+                *done, pending = _SENTENCE_END.split(pending)
+                if done:
+                    out.extend(p.strip() for p in done if p.strip())
+                    self._mid_line = True
+        self._pending = pending[-_MAX_PENDING:]
+        return out
 
-    def flush(self) -> str | None:
-        """End of the response: the last passage ("" if none); None if nothing was fed."""
+    def flush(self) -> list[str] | None:
+        """End of the response: its last passages; None if nothing was fed."""
         if not self._started:
             return None
-        rest = self._keep(self._pending) or ""
-        self._pending, self._in_code, self._started = "", False, False
+        rest = self._passages(self._pending, self._mid_line)
+        self._pending, self._mid_line, self._in_code, self._started = "", False, False, False
         return rest
 
-    def _keep(self, piece: str) -> str | None:
-        stripped = piece.strip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
+    def _structured(self, line: str) -> bool:
+        return self._in_code or line.strip().startswith("|") or _LIST_ITEM.match(line) is not None
+
+    def _passages(self, line: str, mid_line: bool = False) -> list[str]:
+        stripped = line.strip()
+        if not mid_line and (stripped.startswith("```") or stripped.startswith("~~~")):
             self._in_code = not self._in_code
-            return None
-        if self._in_code or not stripped or stripped.startswith("|") or _LIST_ITEM.match(piece):
-            return None
-        return stripped
+            return []
+        if not stripped or self._in_code or (not mid_line and self._structured(line)):
+            return []
+        return [p.strip() for p in _SENTENCE_END.split(stripped) if p.strip()]

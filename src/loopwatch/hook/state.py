@@ -61,8 +61,6 @@ class SessionState:
 def _reduce_monitor(monitor: Monitor) -> tuple:
     state = dict(monitor.__dict__)
     state.pop("_lock", None)
-    state["interventions"] = [_scrub(v) for v in state["interventions"]]
-    state["stop"] = _scrub(state["stop"])
     state["_policy"].on_warning = None  # a callback is the caller's, never state
     return (_restore_monitor, (state,))
 
@@ -72,10 +70,6 @@ def _restore_monitor(state: dict) -> Monitor:
     monitor.__dict__.update(state)
     monitor._lock = threading.Lock()
     return monitor
-
-
-def _scrub(verdict: Verdict | None) -> Verdict | None:
-    return None if verdict is None else verdict._replace(message=None)
 
 
 _TABLE = copyreg.dispatch_table.copy()

@@ -9,8 +9,10 @@ re-indented; the substance did not change. Similarity is a string similarity ove
 What it may do depends on how alike the calls are and how they fared:
 - identical calls: a loop (the same edit re-applied, growing the file by a line each
   time); may stop;
-- near-identical calls that all failed: "the same edit rejected by the same check,
-  resubmitted with trivial changes" is a loop by the labelling protocol; may stop;
+- near-identical calls that all failed with a message: "the same edit rejected by the
+  same check, resubmitted with trivial changes" is a loop by the labelling protocol;
+  may stop (searches that find nothing, `grep pattern-1`, `grep pattern-2`, fail with
+  no message: a search being refined, flagged only);
 - near-identical calls that succeeded (`git add a.py`, `git add b.py`; sibling files
   with near-identical contents) are progress: flagged, never blocked or stopped.
 """
@@ -75,11 +77,13 @@ class Echo(Signal):
             or not _similar(last.sketch, step.sketch, threshold)
         ):
             self._count, self._first = 1, step
-            self._identical, self._failed = True, step.failure is not None
+            self._identical, self._failed = True, step.failure is not None and not step.empty
             return None
         self._count += 1
         self._identical = self._identical and last.call == step.call
-        self._failed = self._failed and step.failure is not None
+        # An empty answer is no wall: different searches that find nothing are a search
+        # being refined, so they never count as "failed the same way".
+        self._failed = self._failed and step.failure is not None and not step.empty
         first = self._first or step
         may_stop = self._identical or self._failed
         alike = "the same" if self._identical else "nearly the same"
