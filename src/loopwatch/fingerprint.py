@@ -33,6 +33,7 @@ __all__ = [
     "arguments_of",
     "canonical",
     "digest",
+    "call_fingerprint",
     "digest_call",
     "digest_value",
     "normalize",
@@ -53,7 +54,6 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@
 # their first digit on. (A pattern for whole hex words was 6x slower on real results.)
 _NUMBERS = re.compile(r"[0-9][0-9a-fA-FxX]*")
 _PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
-_UNITS = ("%", "KB", "kB", "MB", "GB", "TB", "iB")  # cheap test before the regex
 # In output lines only numbers that start a word or follow `_`/`-` are counters
 # (`attempt 3`, `0.3s`, `toolu_0001`); digits right after a letter (`file12.o`,
 # `python3`, a hash) name a different thing, and `N of M`, `N/M` count progress.
@@ -96,11 +96,17 @@ def digest_value(value: Any) -> Digest:
 
 def digest_call(name: str, value: Any) -> Digest:
     """Digest of a call: tool name plus canonical input."""
+    return call_fingerprint(name, value)[0]
+
+
+def call_fingerprint(name: str, value: Any) -> tuple[Digest, bytes]:
+    """The call's digest and its canonical input. An input that cannot be serialized
+    gets random bytes, so it never makes two calls look alike."""
     try:
         body = canonical(value)
     except TypeError:
-        return os.urandom(_SIZE)
-    return blake2b(name.encode() + b"\x00" + body, digest_size=_SIZE).digest()
+        body = os.urandom(16)
+    return blake2b(name.encode() + b"\x00" + body, digest_size=_SIZE).digest(), body
 
 
 def text_of(value: Any) -> str:
@@ -158,7 +164,7 @@ def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
     for argument in arguments:
         if argument in text:
             text = text.replace(argument, "\x00")
-    progress = _PROGRESS.findall(text) if any(unit in text for unit in _UNITS) else None
+    progress = _PROGRESS.findall(text) if ("%" in text or "B" in text) else None
     text = " ".join(_NUMBERS.sub("#", text).split())
     if progress:
         text += " \x01" + " ".join(progress)

@@ -11,13 +11,14 @@ import re
 import zlib
 from typing import NamedTuple
 
-from .fingerprint import Digest, arguments_of, digest, digest_call, normalize, text_of
+from .fingerprint import Digest, arguments_of, call_fingerprint, digest, normalize, text_of
 
 __all__ = ["Step", "make_step", "sketch_of"]
 
 # Failures no file edit can cure: the program itself is missing.
 _MISSING_PROGRAM = re.compile(r"command not found|is not recognized as an internal or external command|: not installed")
-_SKETCH_WORDS = 192  # words hashed for similarity: about 1 KiB of text, bounded cost
+_SKETCH_WORDS = 96  # result words hashed for similarity: a screenful, bounded cost
+_CALL_SKETCH_WORDS = 48  # a call is told by its command or path, not a whole file body
 
 
 class Step(NamedTuple):
@@ -54,11 +55,11 @@ class Step(NamedTuple):
     still: Digest | None = None
 
 
-def sketch_of(text: str) -> tuple[int, ...]:
-    """16-bit hashes of a normalized text's first words: enough for a similarity
-    ratio, never enough to recover the text."""
+def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
+    """16-bit hashes of a normalized text's first `limit` words: enough for a
+    similarity ratio, never enough to recover the text."""
     crc32 = zlib.crc32
-    words = text.encode("utf-8", "surrogatepass").split(b" ", _SKETCH_WORDS)[:_SKETCH_WORDS]
+    words = text.encode("utf-8", "surrogatepass").split(b" ", limit)[:limit]
     return tuple([crc32(w) & 0xFFFF for w in words])
 
 
@@ -78,8 +79,7 @@ def make_step(
     (others are ignored); `role` is "", "writer", "poller" or "exempt"."""
     if identity is not None and isinstance(input_value, dict):
         input_value = {k: input_value[k] for k in identity if k in input_value}
-    call = digest_call(name, input_value)
-    call_text = text_of(input_value)
+    call, body = call_fingerprint(name, input_value)
     text = normalize(text_of(result), arguments_of(input_value))
     result_digest = digest(text)
     shape = digest(name.encode() + b"\x00" + result_digest)
@@ -97,7 +97,7 @@ def make_step(
         role=role,
         at=at,
         sketch=sketch_of(text),
-        call_sketch=sketch_of(name + " " + " ".join(call_text.split())),
+        call_sketch=sketch_of(name + " " + " ".join(body.decode("utf-8", "replace").split()), _CALL_SKETCH_WORDS),
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
     )
