@@ -48,7 +48,7 @@ from .verdict import ALLOW, Action, Verdict
 
 __all__ = ["Monitor"]
 
-_MAX_INTERVENTIONS = 1000  # kept in order; later ones are only counted
+_MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop ends a run)
 
 
 class Monitor:

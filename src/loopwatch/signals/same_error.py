@@ -5,7 +5,8 @@ shifted by a line) and hits the same wall each time: the same normalized error, 
 the call's own arguments masked out. A successful write resets every count: the next
 try is a new experiment. Except for a missing program (`javac: command not found`):
 no edit to a file can install it, so writes do not excuse that failure (in the
-labelled corpus, 5 runaways alternate edits with the same `javac` call for 10+ rounds). Counts need not be consecutive; other calls in between do
+labelled corpus, 5 runaways alternate edits with the same `javac` call for 10+
+rounds). Counts need not be consecutive; other calls in between do
 not excuse the same failure.
 """
 
@@ -21,7 +22,8 @@ from .common import count_problem, span_description
 
 __all__ = ["SameError"]
 
-_MAX_ERRORS = 256  # distinct errors tracked between writes
+_MAX_ERRORS = 64  # distinct errors tracked between writes, the oldest forgotten first
+_MAX_CALLS = 8  # distinct calls remembered per error, for the description
 
 
 class Params(NamedTuple):
@@ -59,7 +61,7 @@ class SameError(Signal):
         if step.failure is None:
             return None
         count, first, calls = self._errors.get(step.failure, (0, step, set()))
-        if len(calls) < 64:
+        if len(calls) < _MAX_CALLS:
             calls.add(step.call)
         count += 1
         if step.failure not in self._errors and len(self._errors) >= _MAX_ERRORS:
@@ -73,7 +75,8 @@ class SameError(Signal):
             severity=count / self.params.threshold,
             key=first.index,
             description=span_description(
-                f"the same {step.name} error came back {count} times from {len(calls)} different calls", first.at, step.at
+                f"the same {step.name} error came back {count} times from "
+                f"{len(calls)}{' or more' if len(calls) == _MAX_CALLS else ''} different calls", first.at, step.at
             ),
             repeats=count,
             tools=(step.name,),

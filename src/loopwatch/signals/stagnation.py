@@ -32,8 +32,10 @@ class Params(NamedTuple):
     #: (10) times its repeats (2), so stagnation never fires on less evidence than a
     #: cycle would need. No labelled healthy session replays more than 7 in a row.
     replays: int = 20
-    #: Distinct actions remembered.
-    memory: int = 4096
+    #: Distinct actions remembered, the least recently seen forgotten first. A loop
+    #: replays recent actions (cycles of up to 10); 1024 is a hundred times that, and
+    #: small enough that the monitor's memory is flat within the first 10,000 events.
+    memory: int = 1024
 
     @property
     def enabled(self) -> bool:
