@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loopwatch import Action, Correction, ModelText, UserMessage
 
-from core_support import bash, feed, only, severity
+from core_support import bash, feed, only, severity, strongest
 
 
 def test_one_correction_n_times_in_a_row_is_a_loop():
@@ -46,3 +46,18 @@ def test_kinds_tracked_are_bounded():
     feed(m, [Correction(f"No such tool: {chr(97 + i % 26)}{chr(97 + i // 26 % 26)}") for i in range(600)])
     (signal,) = m._signals
     assert len(signal._counts) <= 64
+
+
+def test_scattered_corrections_nudge_but_never_block_or_stop():
+    # A healthy labelled session drew 15 format corrections spread over a long run.
+    m = only("correction", {"threshold": 3}, profile="attended", stop=True)
+    events = []
+    for i in range(15):
+        events += [Correction("Please always provide EXACTLY ONE action."), bash(f"ls {i}", "x")]
+    assert strongest(feed(m, events)).rank < Action.BLOCK.rank
+
+
+def test_corrections_in_a_row_may_stop():
+    m = only("correction", {"threshold": 3})
+    verdicts = feed(m, [Correction("Please always provide EXACTLY ONE action.") for _ in range(4)])
+    assert verdicts[2].action is Action.NUDGE and verdicts[3].action is Action.STOP

@@ -77,3 +77,23 @@ def test_tracked_errors_are_bounded():
     (signal,) = m._signals
     assert len(signal._errors) <= 256
     assert all(len(calls) <= 64 for _, _, calls in signal._errors.values())
+
+
+def test_a_missing_program_is_not_excused_by_writes():
+    # Editing a file cannot install javac: five labelled runaways alternate edits with it.
+    m = only("same_error", {"threshold": 3})
+    events = []
+    for i in range(3):
+        events += [call("Edit", {"file_path": "T.java", "n": i}, "ok", changed=["T.java"]),
+                   bash("javac T.java", f"/bin/bash: line {100 + i}: javac: command not found", error=True)]
+    verdicts = feed(m, events)
+    assert verdicts[-1].action is Action.NUDGE and verdicts[-1].signal == "same_error"
+
+
+def test_an_ordinary_error_is_excused_by_writes():
+    m = only("same_error", {"threshold": 3})
+    events = []
+    for i in range(3):
+        events += [call("Edit", {"file_path": "t.py", "n": i}, "ok", changed=["t.py"]),
+                   bash("python t.py", "AssertionError: expected 3", error=True)]
+    assert strongest(feed(m, events)).rank < Action.WARN.rank
