@@ -76,3 +76,8 @@ def stop_of(session, **config):
     for event in session:
         monitor.observe(event)
     return monitor.stop
+
+
+def shape(events) -> list[tuple]:
+    """(event type, tool name, source_ref) of each event: what the order tests compare."""
+    return [(type(e).__name__, getattr(e, "name", None), e.source_ref) for e in events]

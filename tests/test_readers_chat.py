@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from readers_support import (
-    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, stop_of,
+    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, shape,
+    stop_of,
 )
 
 from loopwatch.events import ModelText, ToolCall, Turn, UserMessage
@@ -18,10 +19,6 @@ from loopwatch.verdict import Action
 
 OPENAI = fixture("chat", "openai.json")
 ANTHROPIC = fixture("chat", "anthropic.json")
-
-
-def shape(events):
-    return [(type(e).__name__, getattr(e, "name", None), e.source_ref) for e in events]
 
 
 def test_openai_messages_in_order_with_refs():

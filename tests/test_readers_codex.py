@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 from readers_support import (
-    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, stop_of,
+    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, shape,
+    stop_of,
 )
 
 from loopwatch.events import Attempt, Retry, ToolCall, Turn
@@ -15,10 +16,6 @@ from loopwatch.verdict import Action
 
 ROLLOUT = fixture("codex", "rollout.jsonl")
 EXEC = fixture("codex", "exec.jsonl")
-
-
-def shape(events):
-    return [(type(e).__name__, getattr(e, "name", None), e.source_ref) for e in events]
 
 
 def test_rollout_events_in_order_with_line_refs():

@@ -7,7 +7,8 @@ import json
 
 import pytest
 from readers_support import (
-    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, stop_of,
+    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, shape,
+    stop_of,
 )
 
 from loopwatch.readers import ReadError, detect, openhands, read
@@ -16,10 +17,6 @@ from loopwatch.verdict import Action
 
 TRAJECTORY = fixture("openhands", "trajectory.json")
 PAIRS = fixture("openhands", "history-pairs.json")
-
-
-def shape(events):
-    return [(type(e).__name__, getattr(e, "name", None), e.source_ref) for e in events]
 
 
 def test_event_list_in_order_with_index_refs():

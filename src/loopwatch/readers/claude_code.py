@@ -54,7 +54,7 @@ from typing import Any, BinaryIO, Iterator
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from ._common import iso_seconds
 from .base import ReadError, Session
-from .jsonio import JsonLines, blocks_text, head_objects, session_name, tokens_of
+from .jsonio import JsonLines, blocks_text, head_objects, parsed_events, session_name, tokens_of
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -121,17 +121,10 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     session_id = next((o.get("sessionId") or o.get("session_id") for o in ahead if o.get("sessionId") or o.get("session_id")), None)
     session = Session(NAME, str(session_id or session_name(path)), (), skipped=lines.skipped)
     session.meta["variant"] = "stream-json" if any(is_stream_line(o) for o in ahead) else "session"
-    session.events = _events(lines, session)
+    session.events = parsed_events(StreamParser(), lines, session)
     yield session
 
 
-def _events(lines: JsonLines, session: Session) -> Iterator[Event]:
-    parser = StreamParser()
-    for number, obj in lines:
-        yield from parser.feed(obj, f"line {number}")
-    yield from parser.finish()
-    session.tokens, session.cost, session.outcome = parser.tokens, parser.cost, parser.outcome
-    session.meta.update(parser.meta)
 
 
 class _Call:

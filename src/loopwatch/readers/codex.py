@@ -56,7 +56,7 @@ import orjson
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from ._common import iso_seconds
 from .base import ReadError, Session
-from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, session_name
+from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, parsed_events, session_name
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -126,17 +126,10 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
             break
     session = Session(NAME, session_id or session_name(path), (), skipped=lines.skipped)
     session.meta["variant"] = "exec-json" if any(is_exec_line(o) for o in ahead) else "rollout"
-    session.events = _events(lines, session)
+    session.events = parsed_events(StreamParser(), lines, session)
     yield session
 
 
-def _events(lines: JsonLines, session: Session) -> Iterator[Event]:
-    parser = StreamParser()
-    for number, obj in lines:
-        yield from parser.feed(obj, f"line {number}")
-    yield from parser.finish()
-    session.tokens, session.outcome = parser.tokens, parser.outcome
-    session.meta.update(parser.meta)
 
 
 def _session_id(obj: dict) -> str | None:

@@ -213,3 +213,14 @@ def _key(token: bytes) -> str:
     except orjson.JSONDecodeError:  # a bad escape: keep it as written
         return token[1:-1].decode("utf-8", "replace")
 
+
+def parsed_events(parser: Any, lines: "JsonLines", session: Any) -> Iterator[Any]:
+    """Feed every line to an incremental `StreamParser`, then copy its running totals
+    (tokens, and cost and outcome where it keeps them) onto the session."""
+    for number, obj in lines:
+        yield from parser.feed(obj, f"line {number}")
+    yield from parser.finish()
+    session.tokens = parser.tokens
+    session.cost = getattr(parser, "cost", session.cost)
+    session.outcome = parser.outcome
+    session.meta.update(parser.meta)
