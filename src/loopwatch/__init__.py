@@ -7,6 +7,7 @@ them, and it answers each with a `Verdict` (allow, warn, nudge, block, stop).
 from .config import Config, ConfigError, ToolRule, load_config
 from .events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .finding import Finding
+from .guard import Decision, Guard, drop
 from .monitor import Monitor
 from .verdict import Action, Verdict
 
@@ -16,8 +17,10 @@ __all__ = [
     "Config",
     "ConfigError",
     "Correction",
+    "Decision",
     "Event",
     "Finding",
+    "Guard",
     "ModelText",
     "Monitor",
     "Output",
@@ -27,6 +30,7 @@ __all__ = [
     "Turn",
     "UserMessage",
     "Verdict",
+    "drop",
     "load_config",
 ]
 
