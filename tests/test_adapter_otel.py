@@ -92,7 +92,7 @@ def test_pydantic_ai_instrumented_loop_is_found_on_the_agent_span():
 
 
 def test_hand_written_genai_spans():
-    provider, processor, exporter = traced()
+    provider, _processor, exporter = traced()
     tracer = provider.get_tracer("my-agent")
     with tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
         for i in range(4):
@@ -115,7 +115,7 @@ def test_healthy_trace_is_left_alone():
 
 
 def test_without_recorded_content_calls_are_not_guessed_alike():
-    provider, processor, exporter = traced()
+    provider, processor, _exporter = traced()
     tracer = provider.get_tracer("my-agent")
     with tracer.start_as_current_span("invoke_agent"):
         for _ in range(6):
@@ -126,7 +126,7 @@ def test_without_recorded_content_calls_are_not_guessed_alike():
 
 
 def test_each_trace_is_its_own_session():
-    provider, processor, exporter = traced()
+    provider, processor, _exporter = traced()
     tracer = provider.get_tracer("my-agent")
     for _ in range(4):  # the same call, once in each of four separate runs
         with tracer.start_as_current_span("invoke_agent"):
@@ -135,19 +135,18 @@ def test_each_trace_is_its_own_session():
 
 
 def test_model_turns_and_text_are_read_from_chat_spans():
-    provider, processor, exporter = traced(signals={**OFF, "chanting": {"repeats": 3}}, profile="unattended")
+    provider, _processor, exporter = traced(signals={**OFF, "chanting": {"repeats": 3}}, profile="unattended")
     tracer = provider.get_tracer("my-agent")
     chant = "Let me look at the configuration file once more. " * 6
     messages = f'[{{"role": "assistant", "parts": [{{"type": "text", "content": "{chant}"}}]}}]'
-    with tracer.start_as_current_span("invoke_agent"):
-        with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat",
-                                                              "gen_ai.output.messages": messages}):
-            pass
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": messages}
+    with tracer.start_as_current_span("invoke_agent"), tracer.start_as_current_span("chat", attributes=chat):
+        pass
     assert [e["loopwatch.signal"] for e in findings_on(agent_span(exporter))][:1] == ["chanting"]
 
 
 def test_odd_attributes_never_break_the_traced_program():
-    provider, processor, exporter = traced()
+    provider, _processor, exporter = traced()
     tracer = provider.get_tracer("my-agent")
     with tracer.start_as_current_span("invoke_agent"):
         tool_span(tracer, "bash", "{not json", "x")

@@ -33,6 +33,7 @@ Descriptions name tools, counts and times, never inputs or results.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -124,8 +125,8 @@ class LoopwatchSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         try:
             self._end(span)
-        except Exception:  # noqa: BLE001 - a processor must never break the traced program
-            pass
+        except Exception:  # a processor must never break the traced program
+            logging.getLogger("loopwatch").debug("loopwatch could not read span %r", span.name, exc_info=True)
 
     def shutdown(self) -> None:
         with self._lock:
