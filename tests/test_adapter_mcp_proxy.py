@@ -58,36 +58,40 @@ def run(coroutine_function, *args):
     return anyio.run(coroutine_function, *args)
 
 
-def test_tools_resources_and_prompts_are_forwarded(tmp_path, config):
-    async def main():
-        with open(tmp_path / "direct.log", "w") as log:
-            async with session(SERVER, log) as direct:
-                want_tools = (await direct.list_tools()).tools
-                want_resource = await direct.read_resource("notes://readme")
-                want_prompt = await direct.get_prompt("fix", {"test": "test_total"})
-                want_failed = await direct.call_tool("explode", {})
-        with open(tmp_path / "proxy.log", "w") as log:
-            async with session(proxy("--config", config), log) as guarded:
-                got_tools = (await guarded.list_tools()).tools
-                assert [t.model_dump() for t in got_tools] == [t.model_dump() for t in want_tools]
-                got = await guarded.read_resource("notes://readme")
-                assert got.contents == want_resource.contents
-                assert (await guarded.get_prompt("fix", {"test": "test_total"})).messages == want_prompt.messages
-                failed = await guarded.call_tool("explode", {})
-                assert failed.is_error and texts(failed) == texts(want_failed)  # the server's own error result
+def logged(tmp_path, main):
+    """Run `main(log)` with the proxy's stderr going to proxy.log."""
+    with open(tmp_path / "proxy.log", "w") as log:
+        return anyio.run(main, log)
 
-    run(main)
+
+def test_tools_resources_and_prompts_are_forwarded(tmp_path, config):
+    async def main(direct_log, log):
+        async with session(SERVER, direct_log) as direct:
+            want_tools = (await direct.list_tools()).tools
+            want_resource = await direct.read_resource("notes://readme")
+            want_prompt = await direct.get_prompt("fix", {"test": "test_total"})
+            want_failed = await direct.call_tool("explode", {})
+        async with session(proxy("--config", config), log) as guarded:
+            got_tools = (await guarded.list_tools()).tools
+            assert [t.model_dump() for t in got_tools] == [t.model_dump() for t in want_tools]
+            got = await guarded.read_resource("notes://readme")
+            assert got.contents == want_resource.contents
+            assert (await guarded.get_prompt("fix", {"test": "test_total"})).messages == want_prompt.messages
+            failed = await guarded.call_tool("explode", {})
+            assert failed.is_error and texts(failed) == texts(want_failed)  # the server's own error result
+
+    with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
+        run(main, direct_log, log)
 
 
 def test_looping_client_is_nudged_then_blocked_then_stopped(tmp_path, config):
-    async def main():
-        with open(tmp_path / "proxy.log", "w") as log:
-            async with session(proxy("--config", config, "--stop"), log) as client:
-                results = [await client.call_tool("run_tests", {"path": "tests"}) for _ in range(5)]
-                after = await client.call_tool("read_file", {"path": "cart.py"})
+    async def main(log):
+        async with session(proxy("--config", config, "--stop"), log) as client:
+            results = [await client.call_tool("run_tests", {"path": "tests"}) for _ in range(5)]
+            after = await client.call_tool("read_file", {"path": "cart.py"})
         return results, after
 
-    results, after = run(main)
+    results, after = logged(tmp_path, main)
     assert [r.is_error for r in results] == [False, False, False, True, True]
     assert texts(results[0]) == [FAILED]
     assert texts(results[2])[0] == FAILED and texts(results[2])[1].startswith("loopwatch: you appear to be going in circles")
@@ -101,15 +105,14 @@ def test_looping_client_is_nudged_then_blocked_then_stopped(tmp_path, config):
 
 
 def test_after_a_block_the_session_goes_on(tmp_path, config):
-    async def main():
-        with open(tmp_path / "proxy.log", "w") as log:
-            async with session(proxy("--config", config), log) as client:  # attended, no --stop
-                looped = [await client.call_tool("run_tests", {"path": "tests"}) for _ in range(5)]
-                other = await client.call_tool("read_file", {"path": "cart.py"})
-                narrower = await client.call_tool("run_tests", {"path": "tests/test_cart.py"})
+    async def main(log):
+        async with session(proxy("--config", config), log) as client:  # attended, no --stop
+            looped = [await client.call_tool("run_tests", {"path": "tests"}) for _ in range(5)]
+            other = await client.call_tool("read_file", {"path": "cart.py"})
+            narrower = await client.call_tool("run_tests", {"path": "tests/test_cart.py"})
         return looped, other, narrower
 
-    looped, other, narrower = run(main)
+    looped, other, narrower = logged(tmp_path, main)
     assert [r.is_error for r in looped] == [False, False, False, True, True]  # blocked, never stopped
     assert texts(other) == ["contents of cart.py"] and not other.is_error
     assert texts(narrower) == [FAILED] and not narrower.is_error
@@ -119,12 +122,11 @@ def test_healthy_session_is_untouched(tmp_path, config):
     calls = [("read_file", {"path": "a.py"}), ("run_tests", {"path": "tests"}), ("read_file", {"path": "b.py"}),
              ("run_tests", {"path": "tests"})] + [("poll", {"job": "build"})] * 6
 
-    async def main():
-        with open(tmp_path / "proxy.log", "w") as log:
-            async with session(proxy("--config", config, "--profile", "unattended"), log) as client:
-                return [await client.call_tool(name, args) for name, args in calls]
+    async def main(log):
+        async with session(proxy("--config", config, "--profile", "unattended"), log) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
 
-    results = run(main)
+    results = logged(tmp_path, main)
     assert not any(r.is_error for r in results)
     assert all(len(r.content) == 1 and "loopwatch" not in r.content[0].text for r in results)
     assert texts(results[-1]) == ["job build: 60% done"]
@@ -135,14 +137,14 @@ def test_cli_errors_are_one_line_and_exit_2_or_127(tmp_path):
     import subprocess
 
     cmd = [sys.executable, "-m", "loopwatch", "mcp-proxy"]
-    missing = subprocess.run(cmd, capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL)
+    missing = subprocess.run(cmd, check=False, capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL)
     assert missing.returncode == 2 and "Missing argument" in missing.stderr
-    absent = subprocess.run([*cmd, "--", "no-such-mcp-server-xyz"], capture_output=True, text=True, env=_env(),
+    absent = subprocess.run([*cmd, "--", "no-such-mcp-server-xyz"], check=False, capture_output=True, text=True, env=_env(),
                             stdin=subprocess.DEVNULL, timeout=60)
     assert absent.returncode == 127
     assert absent.stderr.strip() == "loopwatch mcp-proxy: cannot run no-such-mcp-server-xyz: No such file or directory"
     bad = tmp_path / "bad.toml"
     bad.write_text("mode = 'sometimes'\n")
-    config = subprocess.run([*cmd, "--config", str(bad), "--", "true"], capture_output=True, text=True, env=_env(),
+    config = subprocess.run([*cmd, "--config", str(bad), "--", "true"], check=False, capture_output=True, text=True, env=_env(),
                             stdin=subprocess.DEVNULL)
     assert config.returncode == 2 and "Traceback" not in config.stderr

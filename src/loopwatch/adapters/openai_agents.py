@@ -1,15 +1,14 @@
 """OpenAI Agents SDK: tool guardrails on every function tool of an agent, and run hooks.
 
     from agents import Agent, Runner
-    from agents.exceptions import ToolInputGuardrailTripwireTriggered
     from loopwatch import Guard
-    from loopwatch.adapters.openai_agents import LoopwatchHooks, guard_tools, stop_reason
+    from loopwatch.adapters.openai_agents import TRIPWIRES, LoopwatchHooks, guard_tools, stop_reason
 
     guard = Guard(profile="attended", stop=True)
     agent = guard_tools(Agent(name="fixer", tools=[run_tests, read_file]), guard)
     try:
         result = await Runner.run(agent, "make the tests pass", hooks=LoopwatchHooks(guard))
-    except ToolInputGuardrailTripwireTriggered as exc:
+    except TRIPWIRES as exc:
         print(stop_reason(exc))
 
 It speaks the SDK's own protocol:
@@ -57,9 +56,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..guard import Decision, Guard
 from ..verdict import Action
 
-__all__ = ["LoopwatchHooks", "guard_tools", "stop_reason"]
+__all__ = ["TRIPWIRES", "LoopwatchHooks", "guard_tools", "stop_reason"]
 
 _NAME = "loopwatch"
+
+#: The SDK's exceptions a loopwatch stop ends a run with: `except TRIPWIRES as exc:`.
+TRIPWIRES = (ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
 
 
 def _arguments(raw: Any) -> Any:
@@ -135,7 +137,7 @@ def guard_tools(agent: Agent[Any], guard: Guard) -> Agent[Any]:
 
 def stop_reason(exc: BaseException) -> str | None:
     """Why loopwatch stopped the run, if `exc` is its tripped guardrail; else None."""
-    if isinstance(exc, (ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)):
+    if isinstance(exc, TRIPWIRES):
         info = exc.output.output_info
         if isinstance(info, dict) and info.get("loopwatch") == "stop":
             return info.get("reason") or "the run kept going in circles"

@@ -73,7 +73,7 @@ def mcp_proxy(profile: str, allow_stop: bool, mode: str | None, config_path: str
     except OSError as exc:
         click.echo(f"loopwatch mcp-proxy: cannot run {shlex.quote(command[0])}: {exc.strerror or exc}", err=True)
         sys.exit(127 if isinstance(exc, FileNotFoundError) else 126)
-    except BaseException as exc:  # an exception group from the SDK's task groups
+    except BaseExceptionGroup as exc:  # what the SDK's task groups raise
         reason = _first_cause(exc)
         if isinstance(reason, OSError):
             click.echo(f"loopwatch mcp-proxy: cannot run {shlex.quote(command[0])}: {reason.strerror or reason}", err=True)
