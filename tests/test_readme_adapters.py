@@ -75,7 +75,7 @@ def test_readme_example_runs(framework, tmp_path):
     module, fake, expected = CASES[framework]
     if importlib.util.find_spec(module.split(".")[0]) is None:
         pytest.skip(f"{module} is not installed")
-    (title, blocks), = [(t, b) for t, b in examples().items() if t.startswith(framework)]
+    ((_, blocks),) = [(t, b) for t, b in examples().items() if t.startswith(framework)]
     (code,) = [body for lang, body in blocks if lang == "python"]
     marked = [line for line in code.splitlines() if line.endswith("# your model")]
     assert len(marked) == 1, "one line says where the model goes"
