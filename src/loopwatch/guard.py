@@ -171,7 +171,7 @@ class Guard:
         A call this guard blocked is recognised and not counted."""
         key = self._key(name, input)
         with self._lock:
-            if self._was_blocked(call_id, digest_call(name, key)):
+            if self._pending and self._was_blocked(call_id, digest_call(name, key)):
                 return ALLOWED
             verdict = self.monitor.observe(
                 ToolCall(name, key, result, error=bool(error), changed=tuple(changed), at=self._at(at), call_id=call_id)
