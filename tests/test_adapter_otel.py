@@ -95,12 +95,13 @@ def test_hand_written_genai_spans():
     provider, _processor, exporter = traced()
     tracer = provider.get_tracer("my-agent")
     with tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        for i in range(4):
+        for i in range(6):
             tool_span(tracer, "bash", '{"command": "make"}', "make: *** [all] Error 2", error=True, call_id=f"c{i}")
     events = findings_on(agent_span(exporter))
-    assert [e["loopwatch.action"] for e in events] == ["nudge", "block"]
-    assert agent_span(exporter).attributes["loopwatch.action"] == "block"
-    assert agent_span(exporter).attributes["loopwatch.description"].startswith("the same bash call returned the same result 4 times")
+    assert [e["loopwatch.action"] for e in events] == ["nudge", "block", "stop", "stop"]
+    # The strongest finding, the first of its kind: where the run would have ended.
+    assert agent_span(exporter).attributes["loopwatch.action"] == "stop"
+    assert agent_span(exporter).attributes["loopwatch.description"].startswith("the same bash call returned the same result 5 times")
 
 
 def test_healthy_trace_is_left_alone():
