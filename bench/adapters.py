@@ -7,7 +7,7 @@
    against what it imported before the guards (the same core modules, without
    `loopwatch.guard`), alternating in the same run so the ratio holds on a busy machine
    where absolute times do not; and the modules it now loads that it did not
-   (expected: `loopwatch.guard` alone). It also lists any framework module
+   (expected: none: `Guard` is imported on first use). It also lists any framework module
    `import loopwatch` or `import loopwatch.adapters` loads (expected: none).
 2. Per tool call: `Guard.before_call` + `Guard.after_call` against the bare
    `Monitor.check` + `Monitor.observe` they wrap, on the same calls (ratio; the guard's

@@ -192,6 +192,13 @@ FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai", "p
               "opentelemetry", "click", "rich", "orjson")
 
 
+def test_import_loopwatch_leaves_the_guard_until_it_is_used():
+    code = ("import sys, loopwatch; before = 'loopwatch.guard' in sys.modules; "
+            "from loopwatch import Guard; print(before, 'loopwatch.guard' in sys.modules, 'Guard' in dir(loopwatch))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "True"]
+
+
 @pytest.mark.parametrize("module", ["loopwatch", "loopwatch.adapters"])
 def test_import_loads_no_framework(module):
     code = f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"

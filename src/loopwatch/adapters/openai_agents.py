@@ -152,7 +152,7 @@ class LoopwatchHooks(RunHooks[Any]):
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
         self.findings: list[Decision] = []
-        self._run: int | None = None
+        self._run: object = None
 
     def _wrapped(self, tool: Any) -> bool:
         rails = _GUARDRAILS.get(self.guard)
@@ -163,8 +163,9 @@ class LoopwatchHooks(RunHooks[Any]):
             self.findings.append(decision._replace(message=None))
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
-        run = id(getattr(context, "usage", context))  # one usage record per run, shared by its agents
-        if run != self._run:
+        # One usage record per run, shared by its agents; held, so its identity is not reused.
+        run = getattr(context, "usage", context)
+        if run is not self._run:
             self._run = run
             self.guard.user()
 
