@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from core_support import OFF
@@ -13,6 +15,13 @@ from hypothesis import strategies as st
 from loopwatch import Action, Guard, drop
 
 FAILED = "FAILED tests/test_x.py::test_a - AssertionError"
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def python(code: str) -> str:
+    """Run `code` in a fresh interpreter that imports this checkout's loopwatch."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
 
 
 def attended(**kw) -> Guard:
@@ -195,12 +204,25 @@ FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai", "p
 def test_import_loopwatch_leaves_the_guard_until_it_is_used():
     code = ("import sys, loopwatch; before = 'loopwatch.guard' in sys.modules; "
             "from loopwatch import Guard; print(before, 'loopwatch.guard' in sys.modules, 'Guard' in dir(loopwatch))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "True", "True"]
+    assert python(code).split() == ["False", "True", "True"]
 
 
 @pytest.mark.parametrize("module", ["loopwatch", "loopwatch.adapters"])
 def test_import_loads_no_framework(module):
     code = f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert not set(FRAMEWORKS) & set(out), set(FRAMEWORKS) & set(out)
+    out = python(code).split()
+    assert "loopwatch" in out and not set(FRAMEWORKS) & set(out), set(FRAMEWORKS) & set(out)
+
+
+ADAPTERS = {"langchain": "langchain", "openai_agents": "agents", "pydantic_ai": "pydantic_ai",
+            "mcp_proxy": "mcp", "otel": "opentelemetry"}
+
+
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
+def test_an_adapter_without_its_framework_says_which_extra_to_install(adapter):
+    # The framework made unimportable, as when its extra is not installed.
+    code = (f"import sys; sys.modules[{ADAPTERS[adapter]!r}] = None\n"
+            f"try:\n    import loopwatch.adapters.{adapter}\n"
+            "except ImportError as exc:\n    print(exc)\n")
+    out = python(code)
+    assert "pip install 'loopwatch[" in out, out
