@@ -44,6 +44,7 @@ from ..verdict import Action
 __all__ = ["LoopwatchCallbackHandler", "LoopwatchMiddleware"]
 
 _MAX_FINDINGS = 100  # kept in order by the observe-only handler; later ones are only counted
+_MAX_RUNNING = 256  # tool calls started and not yet ended; far above any parallel batch
 
 
 def _guard(guard: Guard | None, kwargs: dict[str, Any]) -> Guard:
@@ -210,6 +211,8 @@ class LoopwatchCallbackHandler(BaseCallbackHandler):
                       tool_call_id: str | None = None, **kwargs: Any) -> None:
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         self._running[run_id] = (str(name), inputs if inputs is not None else input_str, tool_call_id)
+        if len(self._running) > _MAX_RUNNING:  # a tool that never reported its end
+            self._running.pop(next(iter(self._running)))
 
     def on_tool_end(self, output: Any, *, run_id: Any, **kwargs: Any) -> None:
         started = self._running.pop(run_id, None)
