@@ -84,8 +84,8 @@ class _Guardrails:
 
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
-        self.input = ToolInputGuardrail(self._before, name=_NAME)
-        self.output = ToolOutputGuardrail(self._after, name=_NAME)
+        self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._before, name=_NAME)
+        self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._after, name=_NAME)
 
     def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context

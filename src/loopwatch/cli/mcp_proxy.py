@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 import click
 
@@ -51,7 +52,7 @@ def mcp_proxy(profile: str, allow_stop: bool, mode: str | None, config_path: str
 
     Put `--` before the command so that its options stay its own.
     """
-    overrides: dict[str, object] = {"profile": profile, "stop": allow_stop}
+    overrides: dict[str, Any] = {"profile": profile, "stop": allow_stop}
     if mode:
         overrides["mode"] = mode
     try:
