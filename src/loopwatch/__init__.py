@@ -4,6 +4,8 @@ The core is pure and clock-free: feed a `Monitor` events carrying the times you 
 them, and it answers each with a `Verdict` (allow, warn, nudge, block, stop).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .config import Config, ConfigError, ToolRule, load_config
 from .events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .finding import Finding
@@ -16,8 +18,10 @@ __all__ = [
     "Config",
     "ConfigError",
     "Correction",
+    "Decision",
     "Event",
     "Finding",
+    "Guard",
     "ModelText",
     "Monitor",
     "Output",
@@ -27,7 +31,30 @@ __all__ = [
     "Turn",
     "UserMessage",
     "Verdict",
+    "drop",
     "load_config",
 ]
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .guard import Decision, Guard, drop
+
+# Imported on first use, so `import loopwatch` (and the hook, which never needs them)
+# pays nothing for them.
+_LAZY = {"Decision": "guard", "Guard": "guard", "drop": "guard"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopwatch' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -19,6 +19,7 @@ COMMANDS = {
     "uninstall": ("loopwatch.cli.install:uninstall", "Remove loopwatch's hook entries."),
     "status": ("loopwatch.cli.status:status", "What loopwatch sees in recent hooked sessions."),
     "hook": ("loopwatch.cli.hook_command:hook", "Hook entry point for Claude Code and Codex (reads stdin)."),
+    "mcp-proxy": ("loopwatch.cli.mcp_proxy:mcp_proxy", "Serve an MCP server's tools, guarded against loops (stdio)."),
 }
 
 
@@ -51,5 +52,6 @@ def cli() -> None:
     Scan recorded sessions:        loopwatch scan runs/ --json
     Guard Claude Code or Codex:    loopwatch install claude-code
     Supervise any agent command:   loopwatch run -- my-agent --task x
+    Guard an MCP server's tools:   loopwatch mcp-proxy -- my-mcp-server
     Check thresholds on labels:    loopwatch evaluate --labels labels.tsv
     """

@@ -1,0 +1,184 @@
+"""OpenAI Agents SDK: tool guardrails on every function tool of an agent, and run hooks.
+
+    from agents import Agent, Runner
+    from loopwatch import Guard
+    from loopwatch.adapters.openai_agents import TRIPWIRES, LoopwatchHooks, guard_tools, stop_reason
+
+    guard = Guard(profile="attended", stop=True)
+    agent = guard_tools(Agent(name="fixer", tools=[run_tests, read_file]), guard)
+    try:
+        result = await Runner.run(agent, "make the tests pass", hooks=LoopwatchHooks(guard))
+    except TRIPWIRES as exc:
+        print(stop_reason(exc))
+
+It speaks the SDK's own protocol:
+
+- block: the tool's input guardrail rejects the call (`reject_content`): the tool does
+  not run, and the model gets the reason as the call's output;
+- nudge: the tool's output guardrail hands the model the real output followed by the
+  nudge;
+- stop: the guardrail trips (`raise_exception`), so the run ends with the SDK's
+  `ToolInputGuardrailTripwireTriggered` (or `ToolOutputGuardrailTripwireTriggered`
+  when the call that tipped it had already run); `stop_reason(exc)` says why.
+
+`guard_tools` returns a clone of the agent with copies of its function tools (the
+originals are left alone, so an agent shared with other runs is unchanged). Hosted
+tools and handoffs are not wrapped: the SDK gives them no guardrails.
+
+`LoopwatchHooks` counts model turns and text, starts every streak again when a new run
+begins (a new user input), and, on its own (tools not wrapped), observes tool calls
+without changing anything. One guard watches one agent's run at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import weakref
+from typing import Any
+
+try:
+    from agents import Agent, FunctionTool, RunHooks
+    from agents.exceptions import (
+        ToolInputGuardrailTripwireTriggered,
+        ToolOutputGuardrailTripwireTriggered,
+    )
+    from agents.tool_guardrails import (
+        ToolGuardrailFunctionOutput,
+        ToolInputGuardrail,
+        ToolInputGuardrailData,
+        ToolOutputGuardrail,
+        ToolOutputGuardrailData,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("loopwatch.adapters.openai_agents needs the OpenAI Agents SDK: pip install 'loopwatch[openai-agents]'") from exc
+
+from ..guard import Decision, Guard
+from ..verdict import Action
+
+__all__ = ["TRIPWIRES", "LoopwatchHooks", "guard_tools", "stop_reason"]
+
+_NAME = "loopwatch"
+
+#: The SDK's exceptions a loopwatch stop ends a run with: `except TRIPWIRES as exc:`.
+TRIPWIRES = (ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
+
+
+def _arguments(raw: Any) -> Any:
+    """The call's arguments as JSON, as the model wrote them (a string if not JSON)."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return raw
+    return raw
+
+
+def _info(decision: Decision) -> dict[str, Any]:
+    # What `stop_reason` and `output_info` readers see: for a person, never the input.
+    return {"loopwatch": decision.action.value, "signal": decision.verdict.signal, "reason": decision.reason}
+
+
+class _Guardrails:
+    """The input and output guardrails of one guard, shared by all the tools it wraps."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._before, name=_NAME)
+        self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._after, name=_NAME)
+
+    def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        decision = self.guard.before_call(ctx.tool_name, _arguments(ctx.tool_arguments), call_id=ctx.tool_call_id)
+        if decision.action is Action.STOP:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=_info(decision))
+        if decision.blocks:
+            return ToolGuardrailFunctionOutput.reject_content(decision.tool_result or "", output_info=_info(decision))
+        return ToolGuardrailFunctionOutput.allow()
+
+    def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        decision = self.guard.after_call(ctx.tool_name, _arguments(ctx.tool_arguments), data.output, call_id=ctx.tool_call_id)
+        if decision.action is Action.STOP:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=_info(decision))
+        if decision.action is Action.NUDGE and decision.message:
+            return ToolGuardrailFunctionOutput.reject_content(f"{data.output}\n\n{decision.message}", output_info=_info(decision))
+        return ToolGuardrailFunctionOutput.allow()
+
+
+# A guard's guardrails, so its tools are wrapped once (kept only while the guard lives).
+_GUARDRAILS: weakref.WeakKeyDictionary[Guard, _Guardrails] = weakref.WeakKeyDictionary()
+
+
+def _guardrails(guard: Guard) -> _Guardrails:
+    found = _GUARDRAILS.get(guard)
+    if found is None:
+        found = _GUARDRAILS[guard] = _Guardrails(guard)
+    return found
+
+
+def guard_tools(agent: Agent[Any], guard: Guard) -> Agent[Any]:
+    """A clone of `agent` whose function tools carry `guard`'s input and output
+    guardrails (after any of their own). Wrapping twice with one guard adds nothing."""
+    rails = _guardrails(guard)
+    tools = []
+    for tool in agent.tools:
+        if isinstance(tool, FunctionTool):
+            inputs = list(tool.tool_input_guardrails or [])
+            outputs = list(tool.tool_output_guardrails or [])
+            if rails.input not in inputs:
+                inputs.append(rails.input)
+            if rails.output not in outputs:
+                outputs.append(rails.output)
+            tool = dataclasses.replace(tool, tool_input_guardrails=inputs, tool_output_guardrails=outputs)
+        tools.append(tool)
+    return agent.clone(tools=tools)
+
+
+def stop_reason(exc: BaseException) -> str | None:
+    """Why loopwatch stopped the run, if `exc` is its tripped guardrail; else None."""
+    if isinstance(exc, TRIPWIRES):
+        info = exc.output.output_info
+        if isinstance(info, dict) and info.get("loopwatch") == "stop":
+            return info.get("reason") or "the run kept going in circles"
+    return None
+
+
+class LoopwatchHooks(RunHooks[Any]):
+    """Run hooks: model turns and text, a fresh start per run, and (for tools
+    `guard_tools` did not wrap) observation of tool calls. `findings` keeps, in order,
+    the decisions the hooks took (without messages)."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self.findings: list[Decision] = []
+        self._run: object = None
+
+    def _wrapped(self, tool: Any) -> bool:
+        rails = _GUARDRAILS.get(self.guard)
+        return rails is not None and rails.input in (getattr(tool, "tool_input_guardrails", None) or [])
+
+    def _note(self, decision: Decision) -> None:
+        if decision.action is not Action.ALLOW and len(self.findings) < 100:
+            self.findings.append(decision._replace(message=None))
+
+    async def on_agent_start(self, context: Any, agent: Any) -> None:
+        # One usage record per run, shared by its agents; held, so its identity is not reused.
+        run = getattr(context, "usage", context)
+        if run is not self._run:
+            self._run = run
+            self.guard.user()
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        for item in getattr(response, "output", None) or []:
+            if getattr(item, "type", None) == "message":
+                text = "".join(getattr(part, "text", "") or "" for part in getattr(item, "content", None) or [])
+                if text:
+                    self._note(self.guard.text(text))
+        tokens = getattr(getattr(response, "usage", None), "total_tokens", None)
+        self._note(self.guard.turn(tokens=tokens if isinstance(tokens, int) and tokens > 0 else None))
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
+        if self._wrapped(tool) or not hasattr(context, "tool_name"):
+            return  # the output guardrail counted it (or it is no function call)
+        self._note(self.guard.after_call(context.tool_name, _arguments(context.tool_arguments), result, call_id=context.tool_call_id))

@@ -1,0 +1,253 @@
+"""`Guard`: a `Monitor` behind the four questions a hand-written agent loop asks.
+
+    from loopwatch import Guard
+
+    guard = Guard(profile="attended", stop=True)
+    for call in model_turn.tool_calls:
+        decision = guard.before_call(call.name, call.args, call_id=call.id)
+        if decision.blocks:                       # block or stop: do not run the tool
+            result = decision.tool_result         # every tool call still gets a result
+        else:
+            result, failed = run(call)
+            decision = guard.after_call(call.name, call.args, result, error=failed, call_id=call.id)
+            if decision.message:                  # nudge: hand it to the model with the result
+                result = f"{result}\\n\\n{decision.message}"
+        send_tool_result(call.id, result)
+        if guard.stopped:                          # end the run, saying why
+            raise SystemExit(guard.stopped)
+
+It adds to the monitor only what every integration otherwise gets wrong in its glue:
+
+- A blocked (or refused-after-stop) call is *not* a completed call: if the framework
+  reports it afterwards anyway (a callback, an output hook, a span), `after_call`
+  recognises it (by `call_id`, or else by tool and identifying input) and does not
+  count it; counting the block message as the call's result would break the very
+  streak that was blocked.
+- Once stopped, every later call is refused with the same reason until the user speaks
+  (`user()`), so a model that ignores the stop cannot carry on.
+- A block decided after the call already ran (the attended ladder climbing on a
+  completed call) is worded as what it is: the call ran, and the model is circling.
+- Per-tool key functions say what identifies a call, so cosmetic arguments (a
+  `description`, a `timeout`) do not hide a repeat: `keys={"Bash": drop("description")}`.
+  A key function that raises is ignored for that call: the input comes from the model,
+  and a malformed one must neither crash the agent nor switch the guard off.
+
+The clock is the caller's (`clock=`, or `at=` on each call), `time.monotonic` by
+default; the core itself stays clock-free. It is safe to share between threads.
+It does not run tools, talk to a model, or keep inputs and results: it keeps what the
+monitor keeps (digests, names, counts and times).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from .config import Config
+from .events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
+from .fingerprint import digest_call
+from .monitor import Monitor
+from .verdict import ALLOW, Action, Verdict
+
+__all__ = ["Decision", "Guard", "drop"]
+
+#: Blocked calls remembered until the framework reports them (or not: many never do).
+#: A batch of parallel calls is at most a few dozen; older entries are forgotten, which
+#: can at worst count one blocked call as completed.
+_MAX_PENDING = 64
+
+# The core words a block as a refusal; after the call ran it is a warning instead
+# (the hook rewords it the same way, in hook/respond.py).
+_BLOCK_HEAD = "loopwatch blocked this call: "
+_RAN_HEAD = "loopwatch: this call ran, but you are still going in circles: "
+_STOPPED_TAIL = " Do not call more tools; say what went wrong and wait for the user."
+
+
+class Decision(NamedTuple):
+    """What to do with one call (or one piece of text).
+
+    `action` is ALLOW, NUDGE, BLOCK or STOP (a WARN, for the person watching only,
+    is ALLOW here; its verdict is kept in `verdict`). `message` is addressed to the
+    model: the nudge to add to the context, or for BLOCK and STOP the text to hand it
+    as the tool's result. `reason` is addressed to a person ("the same Bash call
+    returned the same result 4 times in a row over 1m12s").
+    """
+
+    action: Action = Action.ALLOW
+    message: str | None = None
+    reason: str | None = None
+    verdict: Verdict = ALLOW
+
+    @property
+    def blocks(self) -> bool:
+        """The call must not run (block or stop); hand the model `tool_result`."""
+        return self.action is Action.BLOCK or self.action is Action.STOP
+
+    @property
+    def tool_result(self) -> str | None:
+        """For a block or stop: the result to give the model instead of running."""
+        return self.message if self.blocks else None
+
+    def __bool__(self) -> bool:  # `if decision:` reads "if something must be done"
+        return self.action is not Action.ALLOW
+
+
+ALLOWED = Decision()
+
+
+def drop(*fields: str) -> Callable[[Any], Any]:
+    """A key function that leaves `fields` out of a dict input (`drop("description")`)."""
+    names = frozenset(fields)
+
+    def key(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if k not in names}
+        return value
+
+    return key
+
+
+class Guard:
+    """One agent's guard. See the module docstring.
+
+    `monitor` is used as given; otherwise `config` or keyword arguments build one
+    (`Guard(profile="attended", stop=True)`, as for `Monitor`). `keys` maps a tool
+    name to a function of its input returning what identifies the call.
+    """
+
+    def __init__(
+        self,
+        monitor: Monitor | None = None,
+        *,
+        config: Config | None = None,
+        clock: Callable[[], float] | None = time.monotonic,
+        keys: Mapping[str, Callable[[Any], Any]] | None = None,
+        on_warning: Callable[[Verdict], object] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if monitor is None:
+            monitor = Monitor(config, on_warning=on_warning, **kwargs)
+        elif config is not None or kwargs:
+            raise TypeError("Guard: pass a monitor or its configuration, not both")
+        self.monitor = monitor
+        self.clock = clock
+        self.keys = dict(keys or {})
+        self.stopped: str | None = None  # the stop reason, once stopped (for a person)
+        self._pending: deque[tuple[str | None, bytes]] = deque(maxlen=_MAX_PENDING)
+        self._lock = threading.Lock()
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    def before_call(self, name: str, input: Any = None, *, call_id: str | None = None, at: float | None = None) -> Decision:
+        """Should this call run? ALLOW, BLOCK or STOP; for the last two, do not run it
+        and give the model `decision.tool_result` as its result."""
+        key = self._key(name, input)
+        with self._lock:
+            if self.stopped is not None:
+                decision = self._refusal()
+            else:
+                verdict = self.monitor.check(Attempt(name, key, at=self._at(at), call_id=call_id))
+                decision = self._decide(verdict, ran=False)
+            if decision.blocks:
+                self._pending.append((call_id, digest_call(name, key)))
+            return decision
+
+    def after_call(
+        self,
+        name: str,
+        input: Any = None,
+        result: Any = None,
+        *,
+        error: bool = False,
+        call_id: str | None = None,
+        changed: tuple[str, ...] | list[str] = (),
+        at: float | None = None,
+    ) -> Decision:
+        """The call ran and returned `result` (`error`: it failed). ALLOW, NUDGE (add
+        `decision.message` to what the model reads next) or STOP (end the run).
+        A call this guard blocked is recognised and not counted."""
+        key = self._key(name, input)
+        with self._lock:
+            if self._pending and self._was_blocked(call_id, digest_call(name, key)):
+                return ALLOWED
+            verdict = self.monitor.observe(
+                ToolCall(name, key, result, error=bool(error), changed=tuple(changed), at=self._at(at), call_id=call_id)
+            )
+            return self._decide(verdict, ran=True)
+
+    # -- the rest of the conversation ---------------------------------------------------------
+
+    def text(self, text: str, *, chunk: bool = False, at: float | None = None) -> Decision:
+        """Text the model wrote (a whole message, or a streamed chunk)."""
+        with self._lock:
+            return self._decide(self.monitor.observe(ModelText(text, at=self._at(at), chunk=chunk)), ran=True)
+
+    def turn(self, *, tokens: int | None = None, cost: float | None = None, at: float | None = None) -> Decision:
+        """A model request was answered."""
+        with self._lock:
+            return self._decide(self.monitor.observe(Turn(at=self._at(at), tokens=tokens, cost=cost)), ran=True)
+
+    def retry(self, reason: str | None = None, *, at: float | None = None) -> Decision:
+        """The harness retried a model request (rate limit, overload, timeout)."""
+        with self._lock:
+            return self._decide(self.monitor.observe(Retry(at=self._at(at), reason=reason)), ran=True)
+
+    def user(self, *, at: float | None = None) -> Decision:
+        """The user wrote: every streak starts again, and a stop is lifted."""
+        with self._lock:
+            self.stopped = None
+            self._pending.clear()
+            self.monitor.observe(UserMessage(at=self._at(at)))
+            return ALLOWED
+
+    def record(self) -> dict[str, Any]:
+        """The monitor's JSON record (names, counts and times only)."""
+        return self.monitor.record()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _key(self, name: str, value: Any) -> Any:
+        key = self.keys.get(name)
+        if key is None:
+            return value
+        try:
+            return key(value)
+        except Exception:  # noqa: BLE001 - the input is the model's: a bad one must not disarm the guard
+            return value
+
+    def _at(self, at: float | None) -> float | None:
+        if at is not None or self.clock is None:
+            return at
+        return self.clock()
+
+    def _was_blocked(self, call_id: str | None, call: bytes) -> bool:
+        pending = self._pending
+        for i, (blocked_id, blocked_call) in enumerate(pending):
+            if (call_id is not None and blocked_id == call_id) or (
+                (call_id is None or blocked_id is None) and blocked_call == call
+            ):
+                del pending[i]
+                return True
+        return False
+
+    def _refusal(self) -> Decision:
+        # Worded from the description alone: the first stop's message may quote the
+        # call, which is the model's to read then, never the guard's to keep.
+        return Decision(Action.STOP, f"loopwatch stopped the run: {self.stopped}.{_STOPPED_TAIL}", self.stopped)
+
+    def _decide(self, verdict: Verdict, *, ran: bool) -> Decision:
+        action = verdict.action
+        if action is Action.ALLOW or action is Action.WARN:
+            return Decision(Action.ALLOW, None, verdict.description, verdict) if action is Action.WARN else ALLOWED
+        message = verdict.message or verdict.description or "loopwatch: you appear to be going in circles"
+        if action is Action.BLOCK and ran:
+            if message.startswith(_BLOCK_HEAD):
+                message = _RAN_HEAD + message[len(_BLOCK_HEAD):]
+            return Decision(Action.NUDGE, message, verdict.description, verdict)
+        if action is Action.STOP and self.stopped is None:
+            self.stopped = verdict.description or "the run kept going in circles"
+            message += _STOPPED_TAIL
+        return Decision(action, message, verdict.description, verdict)

@@ -1,0 +1,228 @@
+"""`Guard`: the facade hand-written harnesses (and every adapter) use."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from core_support import OFF
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwatch import Action, Guard, drop
+
+FAILED = "FAILED tests/test_x.py::test_a - AssertionError"
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def python(code: str) -> str:
+    """Run `code` in a fresh interpreter that imports this checkout's loopwatch."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+
+
+def attended(**kw) -> Guard:
+    """nudge, block, stop; only the repeat signal, threshold 3 (stated here)."""
+    signals = {**OFF, "repeat": {"threshold": 3}}
+    return Guard(profile="attended", stop=True, signals=signals, env={}, clock=None, **kw)
+
+
+def run_call(guard: Guard, name: str, args, result, call_id: str, **kw):
+    """What a harness does: ask, run (or not), report. Returns (before, after)."""
+    before = guard.before_call(name, args, call_id=call_id)
+    shown = before.tool_result if before.blocks else result
+    after = guard.after_call(name, args, shown, call_id=call_id, **kw)
+    return before, after
+
+
+def test_ladder_nudge_then_block_then_stop():
+    guard = attended()
+    seen = []
+    for i in range(6):
+        before, after = run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"c{i}", error=True)
+        seen.append((before.action, after.action))
+    A, N, B, S = Action.ALLOW, Action.NUDGE, Action.BLOCK, Action.STOP
+    assert seen == [(A, A), (A, A), (A, N), (B, A), (S, A), (S, A)]
+    assert guard.stopped and "3 times in a row" in guard.stopped
+
+
+def test_nudge_and_block_messages_are_for_the_model():
+    guard = attended()
+    for i in range(2):
+        run_call(guard, "Bash", {"command": "pytest -x"}, FAILED, f"c{i}")
+    _, nudge = run_call(guard, "Bash", {"command": "pytest -x"}, FAILED, "c2")
+    assert nudge.message.startswith("loopwatch: you appear to be going in circles")
+    assert "pytest -x" in nudge.message and nudge.tool_result is None
+    block = guard.before_call("Bash", {"command": "pytest -x"}, call_id="c3")
+    assert block.blocks and block.tool_result.startswith("loopwatch blocked this call")
+    assert block.reason and "pytest" not in block.reason  # the person's line names no input
+
+
+def test_blocked_call_reported_afterwards_is_not_a_completed_call():
+    guard = attended()
+    for i in range(3):
+        run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"c{i}")
+    assert guard.monitor.actions == 3
+    block = guard.before_call("Bash", {"command": "pytest"}, call_id="c3")
+    assert block.action is Action.BLOCK
+    # The framework reports the blocked call with the block message as its result.
+    assert guard.after_call("Bash", {"command": "pytest"}, block.tool_result, call_id="c3").action is Action.ALLOW
+    assert guard.monitor.actions == 3
+    # Had it been counted, its different result would have ended the streak and let this run.
+    assert guard.before_call("Bash", {"command": "pytest"}, call_id="c4").action is Action.STOP
+
+
+def test_blocked_call_without_ids_is_recognised_by_its_input():
+    guard = attended()
+    for _ in range(3):
+        run_call(guard, "Bash", {"command": "pytest"}, FAILED, None)
+    block = guard.before_call("Bash", {"command": "pytest"})
+    assert block.action is Action.BLOCK
+    guard.after_call("Bash", {"command": "pytest"}, block.tool_result)
+    assert guard.monitor.actions == 3
+    # Another call reported with no block behind it is counted.
+    guard.after_call("Read", {"path": "a.py"}, "text")
+    assert guard.monitor.actions == 4
+
+
+def test_non_consecutive_repeats_are_not_a_streak():
+    guard = attended()
+    for i in range(8):
+        # validate, fix, validate, fix, ...: each fix a different edit that changes a file
+        before, after = run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"t{i}")
+        assert (before.action, after.action) == (Action.ALLOW, Action.ALLOW)
+        before, after = run_call(guard, "Edit", {"path": "a.py", "new": f"v{i}"}, "ok", f"e{i}", changed=["a.py"])
+        assert (before.action, after.action) == (Action.ALLOW, Action.ALLOW)
+    assert guard.stopped is None
+
+
+def test_key_function_lets_a_cosmetic_argument_not_hide_a_repeat():
+    def calls(guard: Guard):
+        return [
+            run_call(guard, "Bash", {"command": "pytest", "description": f"run the tests, try {i}"}, FAILED, f"c{i}")[1].action
+            for i in range(3)
+        ]
+
+    assert calls(attended()) == [Action.ALLOW] * 3  # every input differs
+    assert calls(attended(keys={"Bash": drop("description")}))[-1] is Action.NUDGE
+
+
+def test_a_key_function_that_raises_does_not_disarm_the_guard():
+    guard = attended(keys={"Bash": lambda value: value["command"]})  # KeyError on other inputs
+    actions = [run_call(guard, "Bash", {"cmd": "pytest"}, FAILED, f"c{i}")[1].action for i in range(3)]
+    assert actions[-1] is Action.NUDGE
+
+
+def test_user_message_lifts_a_stop_and_restarts_streaks():
+    guard = attended()
+    for i in range(5):
+        run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"c{i}")
+    assert guard.stopped
+    assert guard.before_call("Read", {"path": "a.py"}).action is Action.STOP  # refused once stopped
+    guard.user()
+    assert guard.stopped is None
+    assert guard.before_call("Bash", {"command": "pytest"}, call_id="d0").action is Action.ALLOW
+
+
+def test_unattended_nudges_then_stops():
+    guard = Guard(signals={**OFF, "repeat": {"threshold": 3}}, env={}, clock=None)
+    actions = []
+    for i in range(5):
+        before, after = run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"c{i}")
+        actions.append(before.action if before.blocks else after.action)
+    assert actions == [Action.ALLOW, Action.ALLOW, Action.NUDGE, Action.STOP, Action.STOP]
+
+
+def test_block_decided_after_the_call_ran_is_a_nudge_saying_so():
+    guard = attended()  # a harness that never asks before_call
+    actions = [guard.after_call("Bash", {"command": "pytest"}, FAILED, call_id=f"c{i}") for i in range(4)]
+    assert [a.action for a in actions] == [Action.ALLOW, Action.ALLOW, Action.NUDGE, Action.NUDGE]
+    assert actions[-1].message.startswith("loopwatch: this call ran, but you are still going in circles")
+    assert actions[-1].verdict.action is Action.BLOCK
+
+
+def test_clock_is_the_callers_or_monotonic():
+    now = [100.0]
+    guard = Guard(clock=lambda: now[0], env={})
+    guard.after_call("Bash", {"command": "ls"}, "a")
+    now[0] = 130.0
+    guard.after_call("Bash", {"command": "ls"}, "a")
+    assert (guard.monitor.first_at, guard.monitor.last_at) == (100.0, 130.0)
+    guard.after_call("Bash", {"command": "ls"}, "a", at=500.0)  # an explicit time wins
+    assert guard.monitor.last_at == 500.0
+    import time
+
+    before = time.monotonic()
+    default = Guard(env={})
+    default.turn()
+    assert before <= default.monitor.last_at <= time.monotonic()
+
+
+def test_passing_both_a_monitor_and_a_config_is_refused():
+    from loopwatch import Monitor
+
+    with pytest.raises(TypeError):
+        Guard(Monitor(env={}), profile="attended")
+
+
+def test_text_and_turns_reach_the_monitor():
+    guard = Guard(signals={**OFF, "chanting": {"repeats": 3}}, env={}, clock=None)
+    sentence = "I will now carefully re-run the full test suite to check whether the fix worked. "
+    assert guard.text(sentence * 2).action is Action.ALLOW
+    decisions = [guard.text(sentence, chunk=True) for _ in range(6)] + [guard.turn()]
+    assert any(d.action is not Action.ALLOW for d in decisions)
+
+
+_ops = st.lists(
+    st.tuples(st.sampled_from(["Bash", "Read"]), st.sampled_from(["a", "b"]), st.sampled_from(["ok", "no"])),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ops)
+def test_property_only_calls_that_ran_are_counted(ops):
+    guard = attended()
+    ran = 0
+    for i, (name, arg, result) in enumerate(ops):
+        before = guard.before_call(name, {"x": arg}, call_id=str(i))
+        if before.blocks:
+            guard.after_call(name, {"x": arg}, before.tool_result, call_id=str(i))
+        else:
+            ran += 1
+            guard.after_call(name, {"x": arg}, result, call_id=str(i))
+    assert guard.monitor.actions == ran
+
+
+FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai", "pydantic_ai", "mcp",
+              "opentelemetry", "click", "rich", "orjson")
+
+
+def test_import_loopwatch_leaves_the_guard_until_it_is_used():
+    code = ("import sys, loopwatch; before = 'loopwatch.guard' in sys.modules; "
+            "from loopwatch import Guard; print(before, 'loopwatch.guard' in sys.modules, 'Guard' in dir(loopwatch))")
+    assert python(code).split() == ["False", "True", "True"]
+
+
+@pytest.mark.parametrize("module", ["loopwatch", "loopwatch.adapters"])
+def test_import_loads_no_framework(module):
+    code = f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = python(code).split()
+    assert "loopwatch" in out and not set(FRAMEWORKS) & set(out), set(FRAMEWORKS) & set(out)
+
+
+ADAPTERS = {"langchain": "langchain", "openai_agents": "agents", "pydantic_ai": "pydantic_ai",
+            "mcp_proxy": "mcp", "otel": "opentelemetry"}
+
+
+@pytest.mark.parametrize("adapter", list(ADAPTERS))
+def test_an_adapter_without_its_framework_says_which_extra_to_install(adapter):
+    # The framework made unimportable, as when its extra is not installed.
+    code = (f"import sys; sys.modules[{ADAPTERS[adapter]!r}] = None\n"
+            f"try:\n    import loopwatch.adapters.{adapter}\n"
+            "except ImportError as exc:\n    print(exc)\n")
+    out = python(code)
+    assert "pip install 'loopwatch[" in out, out
