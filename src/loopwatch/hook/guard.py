@@ -23,6 +23,7 @@ from typing import Any
 
 from ..config import Config
 from ..events import Attempt, ToolCall, Turn, UserMessage
+from ..hosts import codex
 from ..monitor import Monitor
 from ..verdict import ALLOW, Action, Verdict
 from .payload import Payload
@@ -53,6 +54,8 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
         profile, why = detect_profile(payload.host, config)
         data = {k: v for k, v in config.items() if k != "hook"}
         tools = {**DEFAULT_TOOLS, **dict(data.get("tools", {}))}
+        if payload.host == "codex":
+            tools = codex.shared_tool_rules(tools)  # Bash, exec_command, command_execution: one tool
         monitor = Monitor(Config.make({**data, "tools": tools, "profile": profile}))
         return SessionState(monitor, payload.host, profile, why)
 

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from ..config import Config
+from ..hosts import codex
 from ..monitor import Monitor
 from ..verdict import Action, Verdict
 from .group import ChildGroup
@@ -73,6 +74,10 @@ class Supervisor:
         self.source = EventSource(events)
         self.stdout, self.stderr = stdout, stderr
         self.clock = clock
+        if events == "codex-json" or (self.argv and os.path.basename(self.argv[0]).startswith("codex")):
+            # exec_command, command_execution, Bash: one shell tool for per-tool rules
+            config = config._replace(tools=codex.shared_tool_rules(config.tools))
+            self.config = config
         self.monitor = Monitor(config, on_warning=self._warned)
         self._pump: Pump | None = None
         self._signals: list[int] = []
