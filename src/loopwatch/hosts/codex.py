@@ -44,6 +44,7 @@ __all__ = [
     "output_exit_code",
     "item_exit_code",
     "rollout_exit_code",
+    "codex_home",
     "hook_key",
     "trusted_hash",
 ]
@@ -146,6 +147,16 @@ def rollout_exit_code(path: Any, call_id: Any) -> int | None:
             if found is not None and found[0] == call_id:
                 return found[1] if found[1] is not None else (1 if found[2] else 0)
     return None
+
+
+def codex_home(env: Mapping[str, str] | None = None) -> str:
+    """The folder Codex reads config.toml and hooks.json from, spelled as Codex spells
+    it in trust keys: `$CODEX_HOME` with symlinks resolved (Codex canonicalizes it), else
+    `~/.codex` as it is (observed with `hooks/list` on 0.171.0)."""
+    env = os.environ if env is None else env
+    if env.get("CODEX_HOME"):
+        return os.path.realpath(env["CODEX_HOME"])
+    return os.path.join(os.path.abspath(os.path.expanduser("~")), ".codex")
 
 
 def hook_key(hooks_json: str, event: str, group: int, handler: int) -> str:

@@ -30,6 +30,11 @@ from .pump import Pump
 from .record import Outcome
 from .streams import EventSource
 
+#: Set for the supervised command: a loopwatch hook inside it (Codex's) then leaves the
+#: stop to `run`, which can end the run where the hook can only block a call (the
+#: hook's blocked calls never reach `codex exec --json`, so `run` would not see them).
+SUPERVISED = "LOOPWATCH_SUPERVISED"
+
 __all__ = ["Limits", "Supervisor"]
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -97,7 +102,7 @@ class Supervisor:
         saved = self._install_handlers(wake_w)
         child: ChildGroup | None = None
         try:
-            child = ChildGroup(self.argv, self.limits.grace)
+            child = ChildGroup(self.argv, self.limits.grace, env={**os.environ, SUPERVISED: "1"})
             self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
             self._watch(child, t0)
             leftovers = self._end_leftovers(child)
