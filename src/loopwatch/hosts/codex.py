@@ -125,7 +125,7 @@ def rollout_exit_code(path: Any, call_id: Any) -> int | None:
     only a file named like a rollout; never raises."""
     if not isinstance(path, str) or not isinstance(call_id, str) or not _ROLLOUT_NAME.match(os.path.basename(path)):
         return None
-    needle = ('"id":' + json.dumps(call_id)).encode()
+    needle = json.dumps(call_id).encode()
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
