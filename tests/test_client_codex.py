@@ -230,3 +230,37 @@ def test_a_failing_codex_command_reads_as_a_failure_in_the_hook(user):
     findings = {f["signal"] for f in _status(home)["findings"]}
     assert "same_error" in findings, "Codex's failing calls read as successes"
     assert any("the same Bash error came back" in server.texts(n) for n in range(1, len(server.requests) + 1))
+
+
+def _doctor(home: CodexHome) -> list[tuple[bool, str]]:
+    from loopwatch.cli.doctor_codex import check_codex
+
+    return check_codex(home.env(), codex=home.codex, cwd=str(home.work))
+
+
+def test_doctor_says_what_is_wrong_and_when_all_is_well(user):
+    home, _ = user([])
+    lines = _doctor(home)
+    assert lines[0] == (True, lines[0][1]) and CODEX_VERSION in lines[0][1]
+    assert lines[-1][0] is False and "not installed" in lines[-1][1] and "loopwatch install codex" in lines[-1][1]
+
+    home.install()
+    lines = _doctor(home)
+    assert all(ok for ok, _ in lines), lines
+    assert any("Codex lists all 4 loopwatch hooks as trusted" in line for _, line in lines)
+    assert any(line.startswith("codex: runnable") for _, line in lines)
+    assert not (home.state / "hook.log").exists()  # the dry run used a throwaway state folder
+
+    hooks = home.codex_home / "hooks.json"  # a change to an entry: Codex no longer trusts it
+    hooks.write_text(hooks.read_text().replace('"timeout": 30', '"timeout": 31', 1))
+    lines = _doctor(home)
+    trusted = [line for ok, line in lines if "trusted" in line]
+    assert trusted and "NOT trusted (PreToolUse: modified)" in trusted[0], lines
+
+
+def test_doctor_finds_a_hook_that_cannot_run(user):
+    home, _ = user([])
+    done = home.loopwatch("install", "codex", "--command", "/nonexistent/python -m loopwatch hook codex")
+    assert done.returncode == 0
+    lines = _doctor(home)
+    assert lines[-1][0] is False and "failed on a dry run" in lines[-1][1]
