@@ -10,7 +10,9 @@ codex-rs/hooks/schema/generated/):
   never sends it, which is how `auto` tells the hosts apart);
 - inside a sub-agent both hosts add `agent_id` (and `agent_type`);
 - PreToolUse: `tool_name`, `tool_input`, `tool_use_id`;
-- PostToolUse: the same plus `tool_response` (any JSON value);
+- PostToolUse: the same plus `tool_response` (any JSON value). Codex's is the bare
+  output string with no exit code (0.171.0; its shell tool is `Bash` there): a
+  failure is read from the rollout at `transcript_path` (`hosts.codex`);
 - PostToolUseFailure (Claude Code): `error` (a string; some versions and the SDK
   call it `error_message`) and `is_interrupt`;
 - PostToolBatch (Claude Code): one array of the batch's calls. The reference and

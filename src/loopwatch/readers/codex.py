@@ -3,7 +3,8 @@
 Three shapes of JSON Lines, told apart line by line:
 
 - a rollout, `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`: `{timestamp, type, payload}`
-  lines of type `session_meta`, `turn_context`, `response_item` and `event_msg`;
+  lines (0.171 adds `ordinal`; its first line may be far longer than the 64 KiB head
+  the sniffer sees) of type `session_meta`, `turn_context`, `response_item` and `event_msg`;
 - an older rollout: a first line `{id, timestamp, instructions}`, then bare response
   items (`{"type": "message", ...}`) and `{"record_type": "state"}` lines;
 - the stream of `codex exec --json`: `thread.started`, `turn.started`,
@@ -21,7 +22,9 @@ Events from a rollout:
 - `result` is the output text the model saw; when the output is the older JSON form
   `{"output": ..., "metadata": {"exit_code": ...}}`, its `output`.
 - `error`: a non-zero exit code, read from that metadata, from an `Exit code: N` or
-  `Process exited with code N` header line, or from an `exec_command_end` event;
+  `Process exited with code N` header line (`hosts.codex.output_exit_code`), from an
+  `item_completed` event of a `CommandExecution` (0.171) or an `exec_command_end`
+  event (older versions);
   an output object with `success: false`; or, for an `apply_patch` output with none
   of these, a reply other than `Success. Updated the following files`.
 - `changed`: the files an `apply_patch` names (`*** Update File: ...`), when it did
