@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -84,11 +85,14 @@ class ScriptedResponses:
     """A Responses API (`POST /v1/responses`, `stream: true`) that plays a script.
 
     Request N (1-based) gets step N; past the end of the script every request gets
-    `say("Done.")`. `requests` keeps each request body, in order."""
+    `say("Done.")`. `requests` keeps each request body, in order: the agent's turns.
+    A request offering no tools (the interactive TUI sends some beside the turn) is
+    answered with text and kept in `side_requests` instead."""
 
     def __init__(self, script: list[dict]) -> None:
         self.script = list(script)
         self.requests: list[dict] = []
+        self.side_requests: list[dict] = []
         self._lock = threading.Lock()
         server = self
 
@@ -119,9 +123,13 @@ class ScriptedResponses:
                 except ValueError:
                     body = {"unreadable": True}
                 with server._lock:
-                    server.requests.append(body)
-                    number = len(server.requests)
-                step = server.script[number - 1] if number <= len(server.script) else say("Done.")
+                    if not body.get("tools"):  # the TUI's side requests (no tools): not the agent's turns
+                        server.side_requests.append(body)
+                        number, step = 1000 + len(server.side_requests), say("ok")
+                    else:
+                        server.requests.append(body)
+                        number = len(server.requests)
+                        step = server.script[number - 1] if number <= len(server.script) else say("Done.")
                 payload = b"".join(_sse(event) for event in _events(number, step))
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -237,6 +245,54 @@ class CodexHome:
     def exec(self, prompt: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run(self.exec_args(prompt), cwd=self.work, env=self.env(**env), capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def tui(self, prompt: str, settle: float = 6.0, timeout: float = 120) -> bytes:
+        """Run the interactive `codex` (attended: a person at a terminal) in a pseudo-
+        terminal with `prompt` as its first message, answer the terminal queries it
+        makes, and end it once the server has had no turn for `settle` seconds (the
+        turn is over: the TUI then waits for the person). Returns what it drew."""
+        import fcntl
+        import pty
+        import select
+        import signal
+        import struct
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        proc = subprocess.Popen([self.codex, "--dangerously-bypass-approvals-and-sandbox", prompt], stdin=slave,
+                                stdout=slave, stderr=slave, cwd=self.work, env=self.env(TERM="xterm-256color"),
+                                start_new_session=True)
+        os.close(slave)
+        drawn, seen, quiet_since = b"", 0, time.monotonic()
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline and proc.poll() is None:
+                ready, _, _ = select.select([master], [], [], 0.2)
+                if ready:
+                    try:
+                        data = os.read(master, 65536)
+                    except OSError:
+                        break
+                    drawn += data
+                    if b"\x1b[6n" in data:  # where is the cursor?
+                        os.write(master, b"\x1b[1;1R")
+                    if b"\x1b[c" in data:  # which terminal is this?
+                        os.write(master, b"\x1b[?62;c")
+                if len(self.server.requests) != seen:
+                    seen, quiet_since = len(self.server.requests), time.monotonic()
+                elif seen and time.monotonic() - quiet_since > settle:
+                    break
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            os.close(master)
+        return drawn
 
     def rollouts(self) -> list[Path]:
         return sorted((self.codex_home / "sessions").rglob("rollout-*.jsonl"))

@@ -9,7 +9,8 @@ What these pin (README, "Codex"):
   4th, but no hook answer ends `codex exec` (the model keeps being asked);
 - `loopwatch run -- codex exec --json` ends it at the 4th call, with no model turn
   after the stop, with or without the hook installed;
-- attended (LOOPWATCH_PROFILE=attended), every repeat after the nudge is blocked;
+- attended (the interactive TUI in a pseudo-terminal, and `codex exec` with
+  LOOPWATCH_PROFILE=attended), every repeat after the nudge is blocked, never stopped;
 - a healthy session runs untouched, through the hook and through `run`;
 - a failing Codex command reads as a failure (the error-based signals see it).
 """
@@ -175,6 +176,22 @@ def test_attended_blocks_every_repeat_after_the_nudge(user):
     assert len(blocked) == 5 and all(o.startswith("Command blocked by PreToolUse hook:") for o in blocked)
     assert not any("stopped the run" in o for o in blocked)  # attended: blocked, never stopped
     assert _status(home)["profile"] == "attended"
+
+
+def test_attended_interactive_codex_blocks_every_repeat_after_the_nudge(user):
+    """The real interactive TUI, in a pseudo-terminal: a person is there, so no stop."""
+    home, server = user([shell(LOOP)] * 8)
+    home.install()
+    home.tui("list the missing dir")
+
+    outputs = [server.tool_outputs(n)[-1] for n in range(2, len(server.requests) + 1)]
+    assert len(outputs) == 8
+    assert all(o.startswith("Chunk ID:") for o in outputs[:3])  # the first 3 ran
+    assert all(o.startswith("Command blocked by PreToolUse hook: loopwatch blocked this call") for o in outputs[3:])
+    assert NUDGE in server.texts(4)
+    seen = _status(home)
+    assert (seen["profile"], seen["profile_reason"]) == ("attended", "interactive")
+    assert (seen["nudges"], seen["blocks"], seen["stops"]) == (1, 5, 0)
 
 
 HEALTHY = [
