@@ -37,6 +37,7 @@ __all__ = [
     "digest_call",
     "digest_value",
     "normalize",
+    "mask_hex_ids",
     "normalize_line",
     "text_of",
 ]
@@ -59,6 +60,17 @@ _PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
 # `python3`, a hash) name a different thing, and `N of M`, `N/M` count progress.
 _LINE_NUMBERS = re.compile(r"(?<![A-Za-z0-9.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)*)")
 _LINE_PROGRESS = re.compile(r"[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b[0-9]+\s*(?:/|of)\s*[0-9]+\b")
+# Random hex ids: a token (between non-alphanumerics; `-` and `_` separate) of four or
+# more hex characters, with at least one digit and one letter. Codex 0.171 starts every
+# shell output with `Chunk ID: <6 random hex>`; masked from their first digit only,
+# `e1eabb` became `e#` and `86d36c` `#`, so twelve identical results read as two
+# (issue 8). Four: the shortest group of a UUID (`9b2e`); shorter mixed words (`e2e`,
+# `b4`) are left alone. Each token start is tried once and the lookaheads are bounded,
+# so this stays linear in the text. Results only: in output lines a hex id names a
+# thing (`docker pull` prints one line per layer id), as digits after a letter do.
+_HEX_IDS = re.compile(
+    r"(?<![0-9A-Za-z])(?=[0-9a-fA-F]{0,63}[0-9])(?=[0-9a-fA-F]{0,63}[a-fA-F])[0-9a-fA-F]{4,}(?![0-9A-Za-z])"
+)
 # The standard library's encoder, not orjson: inputs are small, and importing orjson
 # costs the hook 14 ms of start-up (it pulls in dataclasses, uuid and datetime).
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -165,7 +177,7 @@ def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
         if argument in text:
             text = text.replace(argument, "\x00")
     progress = _PROGRESS.findall(text) if ("%" in text or "B" in text) else None
-    text = " ".join(_NUMBERS.sub("#", text).split())
+    text = " ".join(_NUMBERS.sub("#", mask_hex_ids(text)).split())
     if progress:
         text += " \x01" + " ".join(progress)
     return text
@@ -181,3 +193,9 @@ def normalize_line(line: str) -> str:
     if progress:
         line += " \x01" + " ".join(progress)
     return line
+
+
+def mask_hex_ids(text: str) -> str:
+    """`text` with random hex ids (`Chunk ID: e1eabb`, `86d36c`, `01a2303a-...`) as `#`,
+    as `normalize` does for results (see `_HEX_IDS`)."""
+    return _HEX_IDS.sub("#", text)

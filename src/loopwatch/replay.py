@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from .config import Config
 from .events import ToolCall, Turn
+from .hosts import codex
 from .monitor import Monitor
 from .readers import ReadError, Session, read
 from .record import finding_record, verdict_record
@@ -97,6 +98,8 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
     """Feed one session to a fresh monitor and collect the result. Exceptions raised
     by the reader while its events are consumed are caught: the result keeps what was
     replayed and says what went wrong in `error`."""
+    if session.format == "codex":  # exec_command, command_execution, Bash: one shell tool
+        config = config._replace(tools=codex.shared_tool_rules(config.tools))
     monitor = Monitor(config)
     refs: list[str | None] = []
     after_tokens = after_cost = None  # figures carried by events after the stop

@@ -4,7 +4,9 @@ Claude Code reads hooks from `settings.json` (user: `~/.claude/settings.json`, o
 `$CLAUDE_CONFIG_DIR/settings.json`; project: `.claude/settings.json`; local:
 `.claude/settings.local.json`). Codex reads `hooks.json` next to its config (user:
 `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`; project:
-`.codex/hooks.json`). Both use the same shape::
+`.codex/hooks.json`), and runs them only once trusted: `install` records that trust
+for exactly loopwatch's entries in the user's config.toml (see `codex_trust`). Both
+use the same shape::
 
     {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
 
@@ -185,23 +187,79 @@ def install(agent: str, scope: str, settings_file: Path | None, command: str | N
     loopwatch install codex                  # ~/.codex/hooks.json
 
     The hook then watches every tool call: it nudges the model when it goes in
-    circles, blocks a call repeated with nothing changed, and (for `claude -p` and
-    `codex exec`) ends a run that will not stop. Existing hooks are kept; running
-    this twice changes nothing; the previous file is kept as *.loopwatch.bak.
-    Disable at any time with LOOPWATCH_MODE=off, or `loopwatch uninstall AGENT`.
+    circles, blocks a call repeated with nothing changed, and (for `claude -p`)
+    ends a run that will not stop. Codex: the hook's entries are also trusted in
+    ~/.codex/config.toml (Codex skips untrusted hooks silently); a Codex hook cannot
+    end `codex exec`, so guard unattended runs with `loopwatch run -- codex exec --json`.
+    Existing hooks are kept; running this twice changes nothing; the previous file
+    is kept as *.loopwatch.bak. Disable at any time with LOOPWATCH_MODE=off, or
+    `loopwatch uninstall AGENT`.
     """
     path = _target(agent, scope, settings_file)
     command = command or default_command(agent)
     if not OURS.search(command):
         raise click.UsageError("--command must run `loopwatch hook` (that is how uninstall finds it)")
     before = _read(path)
-    changed = _write(path, before, merge(before, agent, command), dry_run)
+    after = merge(before, agent, command)
+    changed = _write(path, before, after, dry_run)
+    if agent == "codex":
+        _trust_codex(path, scope, settings_file, after, changed, dry_run)
+        return
     if dry_run:
         return
     click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {', '.join(EVENTS[agent])}")
-    if agent == "codex":
-        click.echo("Codex: hooks are on by default in current releases (older ones need "
-                   "`[features] codex_hooks = true` in config.toml); review new hooks in /hooks if asked.")
+
+
+def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path | None:
+    """hooks.json as Codex names it in trust keys, or None for a file Codex never reads."""
+    from ..hosts import codex
+
+    if settings_file is not None:
+        return None
+    if scope == "user":
+        return Path(codex.codex_home()) / "hooks.json"
+    return Path(os.path.realpath(path))
+
+
+def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict, changed: bool, dry_run: bool) -> None:
+    """Record Codex's trust for exactly loopwatch's entries: Codex silently skips
+    untrusted hooks, so an install without it would do nothing (issue 8)."""
+    from . import codex_trust
+
+    events = ", ".join(EVENTS["codex"])
+    key_path = _codex_key_path(path, scope, settings_file)
+    if key_path is None:
+        if not dry_run:
+            click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
+        click.echo("Codex reads hooks only from $CODEX_HOME/hooks.json and a project's .codex/hooks.json, "
+                   "so no trust was recorded for this file.", err=True)
+        return
+    config = codex_trust.config_path()
+    wanted = codex_trust.entries(key_path, after, is_ours)
+    try:
+        text = codex_trust.trust(config, wanted)
+    except codex_trust.TrustError as exc:
+        if not dry_run:
+            click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
+        raise click.ClickException(f"NOT active yet: {exc}") from None
+    if dry_run:
+        if text is not None:
+            click.echo(f"# and in {config}:")
+            click.echo("".join(f'[hooks.state.{json.dumps(e.key)}]\ntrusted_hash = "{e.hash}"\n' for e in wanted), nl=False)
+        return
+    if text is not None:
+        codex_trust.write(config, text)
+    click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
+    click.echo(f"{'trusted' if text is not None else 'already trusted'} in {config} (Codex runs only hooks it trusts; "
+               "these entries, nothing else):")
+    for entry in wanted:
+        click.echo(f"  {entry.key}  {entry.hash}")
+    click.echo("A change to these entries makes Codex skip them until trusted again: run this command again. "
+               "`loopwatch doctor` checks it.")
+    if scope == "project":
+        click.echo("Codex reads a project's .codex/ only when the project itself is trusted in Codex.")
+    click.echo("Note: in `codex exec` a hook can warn and block repeats but cannot end the run; for unattended "
+               "runs use `loopwatch run -- codex exec --json ...`, which does.")
 
 
 @click.command()
@@ -221,3 +279,12 @@ def uninstall(agent: str, scope: str, settings_file: Path | None, dry_run: bool)
     changed = _write(path, before, remove(before), dry_run)
     if not dry_run:
         click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
+    if agent == "codex" and not dry_run:
+        from . import codex_trust
+
+        key_path = _codex_key_path(path, scope, settings_file)
+        config = codex_trust.config_path()
+        text = codex_trust.untrust(config, codex_trust.entries(key_path, before, is_ours)) if key_path else None
+        if text is not None:
+            codex_trust.write(config, text)
+            click.echo(f"removed loopwatch's hook trust from {config}")

@@ -18,19 +18,25 @@ process.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from ..config import Config
 from ..events import Attempt, ToolCall, Turn, UserMessage
+from ..hosts import codex
 from ..monitor import Monitor
 from ..verdict import ALLOW, Action, Verdict
 from .payload import Payload
-from .respond import Reply, reply
+from .respond import ALLOW_REPLY, Reply, reply
 from .settings import detect_profile
 from .state import SessionState, Store
 
 __all__ = ["handle", "DEFAULT_TOOLS"]
+
+#: Set by `loopwatch run` for the command it supervises (`supervise.supervisor.SUPERVISED`;
+#: not imported from there: the hook path stays small).
+SUPERVISED = "LOOPWATCH_SUPERVISED"
 
 #: Tool rules the hook adds under the user's own (theirs win): edits are progress;
 #: polling a background shell is waiting.
@@ -53,6 +59,8 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
         profile, why = detect_profile(payload.host, config)
         data = {k: v for k, v in config.items() if k != "hook"}
         tools = {**DEFAULT_TOOLS, **dict(data.get("tools", {}))}
+        if payload.host == "codex":
+            tools = codex.shared_tool_rules(tools)  # Bash, exec_command, command_execution: one tool
         monitor = Monitor(Config.make({**data, "tools": tools, "profile": profile}))
         return SessionState(monitor, payload.host, profile, why)
 
@@ -68,6 +76,12 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
             log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
 
     store.update(payload.session, payload.agent, make, feed, bad_state)
+    if (payload.event == "PreToolUse" and payload.host == "codex" and os.environ.get(SUPERVISED)
+            and (outcome["stopped"] is not None or outcome["verdict"].action is Action.STOP)):
+        # Under `loopwatch run`, which ends `codex exec` at this very call. A Codex hook
+        # can only block it, and a blocked call never reaches `codex exec --json`: `run`
+        # would not see the loop go on (observed with 0.171.0: 9 more model turns).
+        return ALLOW_REPLY
     return reply(payload.host, payload.event, outcome["verdict"], outcome["stopped"])
 
 

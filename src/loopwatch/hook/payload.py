@@ -10,7 +10,9 @@ codex-rs/hooks/schema/generated/):
   never sends it, which is how `auto` tells the hosts apart);
 - inside a sub-agent both hosts add `agent_id` (and `agent_type`);
 - PreToolUse: `tool_name`, `tool_input`, `tool_use_id`;
-- PostToolUse: the same plus `tool_response` (any JSON value);
+- PostToolUse: the same plus `tool_response` (any JSON value). Codex's is the bare
+  output string with no exit code (0.171.0; its shell tool is `Bash` there): a
+  failure is read from the rollout at `transcript_path` (`hosts.codex`);
 - PostToolUseFailure (Claude Code): `error` (a string; some versions and the SDK
   call it `error_message`) and `is_interrupt`;
 - PostToolBatch (Claude Code): one array of the batch's calls. The reference and
@@ -31,6 +33,8 @@ import sys
 from typing import Any, BinaryIO
 
 import json
+
+from ..hosts import codex
 
 __all__ = ["Call", "Payload", "PayloadError", "parse", "read_stdin", "trim", "EVENTS"]
 
@@ -113,12 +117,12 @@ def parse(data: bytes, host: str = "auto", oversize: bool = False) -> Payload:
     cwd = _text(raw, "cwd")
     calls: tuple[Call, ...] = ()
     if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
-        calls = (_call(raw, event),)
+        calls = (_call(raw, event, host),)
     elif event == "PostToolBatch":
         items = raw.get("tool_calls", raw.get("tool_results"))
         if not isinstance(items, list):
             raise PayloadError("PostToolBatch: expected a list in tool_calls")
-        calls = tuple(_call(item, event) for item in items[:_MAX_ITEMS] if isinstance(item, dict))
+        calls = tuple(_call(item, event, host) for item in items[:_MAX_ITEMS] if isinstance(item, dict))
     return Payload(host=host, event=event, session=session, agent=agent, cwd=cwd, calls=calls)
 
 
@@ -153,7 +157,7 @@ def _text(raw: dict, key: str, required: bool = False) -> str | None:
     return value
 
 
-def _call(raw: dict, event: str) -> Call:
+def _call(raw: dict, event: str, host: str = "claude-code") -> Call:
     name = raw.get("tool_name")
     if not isinstance(name, str) or not name:
         raise PayloadError(f"{event}: missing tool_name")
@@ -166,17 +170,19 @@ def _call(raw: dict, event: str) -> Call:
     if event == "PreToolUse":
         return Call(name, tool_input, call_id)
     result = raw.get("tool_response", raw.get("tool_result"))
-    return Call(name, tool_input, call_id, trim(result), _failed(result))
-
-
-_EXIT_LINE = r"(?i)\A\s*(?:Exit code|exit_code|Process exited with code)\W{0,3}(-?\d+)"
+    failed = _failed(result)
+    if host == "codex" and not failed and codex.is_shell(name) and codex.output_exit_code(result) is None:
+        # Codex's PostToolUse gives the bare output, no exit code: the rollout has it.
+        code = codex.rollout_exit_code(raw.get("transcript_path"), call_id)
+        failed = code is not None and code != 0
+    return Call(name, tool_input, call_id, trim(result), failed)
 
 
 def _failed(result: Any) -> bool:
-    """Did a completed call fail? Claude Code sends failures to PostToolUseFailure,
-    so this matters for Codex, whose PostToolUse covers both: its shell output
-    starts with "Exit code: N", and structured results may carry `exit_code`,
-    `success` or `is_error`."""
+    """Did a completed call fail, by what its result says? Claude Code sends failures
+    to PostToolUseFailure, so this matters for Codex, whose PostToolUse covers both:
+    its shell output may carry an exit-code header (`hosts.codex.output_exit_code`),
+    and structured results may carry `exit_code`, `success` or `is_error`."""
     if isinstance(result, dict):
         code = result.get("exit_code", result.get("exitCode"))
         if isinstance(code, int) and not isinstance(code, bool):
@@ -184,10 +190,8 @@ def _failed(result: Any) -> bool:
         if result.get("success") is False or result.get("is_error") is True:
             return True
         result = result.get("output")
-    if isinstance(result, str):
-        match = re.match(_EXIT_LINE, result[:200])  # compiled on first use, then cached by re
-        return bool(match) and match.group(1) != "0"
-    return False
+    code = codex.output_exit_code(result)
+    return code is not None and code != 0
 
 
 def trim(value: Any, depth: int = 0) -> Any:

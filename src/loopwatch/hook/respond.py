@@ -9,8 +9,11 @@ schemas and parser in openai/codex codex-rs/hooks):
   `{"continue": false, "stopReason": ...}` ends the run (any event).
 - Codex PreToolUse blocks on exit 2 with the reason on stderr, and only if stderr
   is not empty (an empty one is logged as a failed hook and the call runs). It
-  rejects `continue: false` and `stopReason` on PreToolUse as invalid output, so a
-  stop there is a block, and the run is ended at the next PostToolUse.
+  rejects `continue: false` and `stopReason` on PreToolUse as invalid output (the
+  call then runs: observed with 0.171.0, even next to a JSON deny), so a stop there
+  is a block. Nothing a Codex hook answers ends `codex exec` (PostToolUse's
+  `continue: false` only replaces the call's output with `stopReason`, and the model
+  is asked again): `loopwatch run -- codex exec --json` is the unattended guard.
 - PostToolUse (both) and PostToolUseFailure (Claude Code) take
   `hookSpecificOutput.additionalContext`, added to what the model reads next, and
   `{"decision": "block", "reason": ...}`, which puts the reason in front of the model
@@ -59,7 +62,7 @@ def reply(host: str, event: str, verdict: Verdict, stopped: str | None = None) -
         return _warn(verdict)
     if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
         if stopped is not None and action.rank < Action.STOP.rank:
-            # Codex cannot end a run from PreToolUse: the stop lands here.
+            # Claude Code ends the run here; Codex only replaces the output with the reason.
             why = f"loopwatch stopped the run: {stopped}"
             return Reply({"continue": False, "stopReason": why, "systemMessage": why})
         return _after_call(host, event, verdict)

@@ -3,7 +3,8 @@
 Three shapes of JSON Lines, told apart line by line:
 
 - a rollout, `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`: `{timestamp, type, payload}`
-  lines of type `session_meta`, `turn_context`, `response_item` and `event_msg`;
+  lines (0.171 adds `ordinal`; its first line may be far longer than the 64 KiB head
+  the sniffer sees) of type `session_meta`, `turn_context`, `response_item` and `event_msg`;
 - an older rollout: a first line `{id, timestamp, instructions}`, then bare response
   items (`{"type": "message", ...}`) and `{"record_type": "state"}` lines;
 - the stream of `codex exec --json`: `thread.started`, `turn.started`,
@@ -21,7 +22,9 @@ Events from a rollout:
 - `result` is the output text the model saw; when the output is the older JSON form
   `{"output": ..., "metadata": {"exit_code": ...}}`, its `output`.
 - `error`: a non-zero exit code, read from that metadata, from an `Exit code: N` or
-  `Process exited with code N` header line, or from an `exec_command_end` event;
+  `Process exited with code N` header line (`hosts.codex.output_exit_code`), from an
+  `item_completed` event of a `CommandExecution` (0.171) or an `exec_command_end`
+  event (older versions);
   an output object with `success: false`; or, for an `apply_patch` output with none
   of these, a reply other than `Success. Updated the following files`.
 - `changed`: the files an `apply_patch` names (`*** Update File: ...`), when it did
@@ -54,6 +57,7 @@ from typing import Any, BinaryIO, Iterator
 import orjson
 
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from ..hosts import codex
 from ._common import iso_seconds
 from .base import ReadError, Session
 from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, parsed_events, session_name
@@ -69,11 +73,9 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_
 _ITEM_TYPES = _CALLS | _OUTPUTS | {"message", "reasoning", "web_search_call"}
 #: user messages Codex writes itself: context, not the user speaking
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>")
-_EXIT = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)\s*$", re.MULTILINE)
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 _PEEK = 50
 _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTILINE)
-_HEADER_LINES = 8  # an exit-code header is within the first lines of an output
 
 
 def is_rollout_line(obj: dict) -> bool:
@@ -101,7 +103,10 @@ def _recognized(obj: dict) -> bool:
     return is_rollout_line(obj) or is_exec_line(obj) or is_legacy_line(obj)
 
 
-_ROLLOUT_OPENING = re.compile(rb'^\{"timestamp":"[^"]*","type":"(?:session_meta|response_item|event_msg|turn_context)","payload":')
+# 0.171 writes `"ordinal": N` between the timestamp and the type.
+_ROLLOUT_OPENING = re.compile(
+    rb'^\{"timestamp":"[^"]*",(?:"ordinal":[0-9]+,)?"type":"(?:session_meta|response_item|event_msg|turn_context)","payload":'
+)
 
 
 def sniff(path: str, head: bytes) -> bool:
@@ -182,7 +187,7 @@ class StreamParser:
         self.meta: dict[str, Any] = {}
         self._calls: dict[str, _Call] = {}
         self._unpriced: list[str] = []  # calls asked for since the last token count
-        self._exit_codes: dict[str, int] = {}  # from exec_command_end, until the output comes
+        self._exit_codes: dict[str, int] = {}  # from item_completed / exec_command_end, until the output comes
         self._started: dict[str, str | None] = {}  # exec item id -> ref of its item.started
 
     # -- public ---------------------------------------------------------------------------
@@ -278,7 +283,12 @@ class StreamParser:
             out.append(Turn(at=at, tokens=last, source_ref=ref))
         elif kind == "stream_error":
             out.append(Retry(at=at, reason=str(event.get("message") or "stream error")[:200], source_ref=ref))
-        elif kind == "exec_command_end":
+        elif kind == "item_completed":  # 0.171: the command's end, before its output
+            found = codex.item_exit_code(event.get("item"))
+            if found is not None and found[0] in self._calls:
+                call_id, code, failed = found
+                self._exit_codes[call_id] = code if code is not None else int(failed)
+        elif kind == "exec_command_end":  # before 0.171
             code = event.get("exit_code")
             if isinstance(event.get("call_id"), str) and isinstance(code, int) and event["call_id"] in self._calls:
                 self._exit_codes[event["call_id"]] = code
@@ -320,8 +330,8 @@ class StreamParser:
             if isinstance(item.get("text"), str) and item["text"].strip():
                 out.append(ModelText(item["text"], source_ref=ref))
         elif kind == "command_execution":
-            code = item.get("exit_code")
-            error = failed or (isinstance(code, int) and code != 0)
+            found = codex.item_exit_code(item)
+            error = failed or (found is not None and found[2])
             out.append(ToolCall("command_execution", {"command": item.get("command")}, item.get("aggregated_output"), error=error, call_id=item_id, source_ref=ref))
         elif kind == "file_change":
             changes = item.get("changes") if isinstance(item.get("changes"), list) else []
@@ -363,10 +373,9 @@ def _output(output: Any, exit_code: int | None) -> tuple[Any, bool, bool]:
             if isinstance(code, int):
                 known, error = True, error or code != 0
             return parsed["output"], error, known
-    head = "\n".join(output.split("\n", _HEADER_LINES)[:_HEADER_LINES])
-    found = _EXIT.search(head)
-    if found:
-        known, error = True, error or int(found.group(1)) != 0
+    code = codex.output_exit_code(output)
+    if code is not None:
+        known, error = True, error or code != 0
     return output, error, known
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Sequence
+from typing import Mapping, Sequence
 
 __all__ = ["ChildGroup"]
 
@@ -27,10 +27,11 @@ class ChildGroup:
     Times are the caller's monotonic seconds; nothing here reads a clock.
     """
 
-    def __init__(self, argv: Sequence[str], grace: float = 5.0) -> None:
+    def __init__(self, argv: Sequence[str], grace: float = 5.0, env: Mapping[str, str] | None = None) -> None:
         # Raises FileNotFoundError / PermissionError when the command cannot start.
         self.process = subprocess.Popen(
             list(argv),
+            env=None if env is None else dict(env),
             stdin=None,  # inherited: the agent reads our stdin directly
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -22,12 +22,18 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from ..config import Config
+from ..hosts import codex
 from ..monitor import Monitor
 from ..verdict import Action, Verdict
 from .group import ChildGroup
 from .pump import Pump
 from .record import Outcome
 from .streams import EventSource
+
+#: Set for the supervised command: a loopwatch hook inside it (Codex's) then leaves the
+#: stop to `run`, which can end the run where the hook can only block a call (the
+#: hook's blocked calls never reach `codex exec --json`, so `run` would not see them).
+SUPERVISED = "LOOPWATCH_SUPERVISED"
 
 __all__ = ["Limits", "Supervisor"]
 
@@ -73,6 +79,10 @@ class Supervisor:
         self.source = EventSource(events)
         self.stdout, self.stderr = stdout, stderr
         self.clock = clock
+        if events == "codex-json" or (self.argv and os.path.basename(self.argv[0]).startswith("codex")):
+            # exec_command, command_execution, Bash: one shell tool for per-tool rules
+            config = config._replace(tools=codex.shared_tool_rules(config.tools))
+            self.config = config
         self.monitor = Monitor(config, on_warning=self._warned)
         self._pump: Pump | None = None
         self._signals: list[int] = []
@@ -92,7 +102,7 @@ class Supervisor:
         saved = self._install_handlers(wake_w)
         child: ChildGroup | None = None
         try:
-            child = ChildGroup(self.argv, self.limits.grace)
+            child = ChildGroup(self.argv, self.limits.grace, env={**os.environ, SUPERVISED: "1"})
             self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
             self._watch(child, t0)
             leftovers = self._end_leftovers(child)
