@@ -5,7 +5,9 @@ CLIs print structured JSON Lines on stdout instead, and give real events:
 
 - `claude-stream`: `claude -p --output-format stream-json --verbose`: `tool_use` and
   `tool_result` blocks joined by id make a `ToolCall`; each answered assistant message
-  is a `Turn`.
+  is a `Turn`. A run that loopwatch's own hook ended (`terminal_reason:
+  "hook_stopped"`, see `loopwatch.hosts.claude_code`) is told apart by
+  `EventSource.stopped_by_hook`.
 - `codex-json`: `codex exec --json`: `item.completed` items (`command_execution`,
   `file_change`, `mcp_tool_call`, `web_search`) make a `ToolCall` named by the item
   type; `agent_message` is model text; `turn.completed` is a `Turn`. Rollout lines are
@@ -85,6 +87,13 @@ class EventSource:
                 return []
             data = self._release(choice)
         return self._adapter.feed(data, at)  # type: ignore[union-attr]
+
+    def stopped_by_hook(self) -> bool:
+        """The agent's own loopwatch hook ended the run (Claude Code's stream-json:
+        `terminal_reason: "hook_stopped"` after loopwatch's stop). The child then exits
+        by itself, with status 0: the supervisor reports it as the loop stop it is."""
+        parser = getattr(self._adapter, "parser", None)
+        return bool(getattr(parser, "loopwatch_stopped", False))
 
     def finish(self, at: float) -> list[Any]:
         """The stream ended: decide if still undecided, and flush what is held."""
@@ -185,13 +194,13 @@ class _Parsed(_JsonLines):
 
     def __init__(self, parser: Any) -> None:
         super().__init__()
-        self._parser = parser
+        self.parser = parser
 
     def on_object(self, obj: dict, at: float) -> Iterator[Any]:
-        return _stamped(self._parser.feed(obj), at)
+        return _stamped(self.parser.feed(obj), at)
 
     def finish(self, at: float) -> list[Any]:
-        return super().finish(at) + list(_stamped(self._parser.finish(), at))
+        return super().finish(at) + list(_stamped(self.parser.finish(), at))
 
 
 def _stamped(events: list[Any], at: float) -> Iterator[Any]:

@@ -1,0 +1,1 @@
+"""What each agent CLI sends and writes, one module per host: the only place that knows its shapes."""
