@@ -333,6 +333,7 @@ class ClaudeRun:
         self.home.mkdir(parents=True, exist_ok=True)
         self.work.mkdir(parents=True, exist_ok=True)
         self.profile = profile
+        self.extra_env: dict[str, str] = {}
 
     @property
     def state_dir(self) -> Path:
@@ -353,8 +354,10 @@ class ClaudeRun:
         )
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # as root, --dangerously-skip-permissions refuses without it
+        env["PATH"] = os.pathsep.join([os.path.dirname(self.binary), env.get("PATH", os.defpath)])  # `claude` on PATH
         if self.profile:
             env["LOOPWATCH_PROFILE"] = self.profile
+        env.update(self.extra_env)
         return env
 
     def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -111,7 +111,7 @@ def test_a_stream_ended_by_loopwatchs_hook_stop():
 @needs_captures
 @pytest.mark.parametrize("name,denied", [("loop1", 9), ("fix_attended", 9), ("fix_healthy", 0), ("fix_subagent", 1)])
 def test_streams_that_ended_by_themselves(name, denied):
-    parser, events = _parse_stream(name)
+    parser, _ = _parse_stream(name)
     assert parser.terminal_reason == "completed" and not parser.loopwatch_stopped
     assert parser.denied == denied
 

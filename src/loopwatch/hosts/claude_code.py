@@ -85,7 +85,7 @@ STOP_EVENT = "PostToolBatch"
 STOP_TEXT = "loopwatch stopped the run"
 BLOCK_TEXT = "loopwatch blocked this call"
 
-_EXIT = re.compile(r"\A\s*Exit code (-?\d+)\b")
+_EXIT = r"\A\s*Exit code (-?\d+)\b"  # compiled on first use (then cached by re), not at import
 
 
 def exit_code(text: Any) -> int | None:
@@ -93,7 +93,7 @@ def exit_code(text: Any) -> int | None:
     failed call's text in PostToolBatch and in transcripts), else None."""
     if not isinstance(text, str):
         return None
-    found = _EXIT.match(text[:200])
+    found = re.match(_EXIT, text[:200])
     return int(found.group(1)) if found else None
 
 
