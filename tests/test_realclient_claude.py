@@ -193,3 +193,35 @@ def test_a_looping_subagent_is_blocked_when_attended(tmp_path, claude, scripts):
     child = next(row for agent, row in rows.items() if agent)
     assert child["actions"] == 3 and child["blocks"] == 9 and child["stops"] == 0
     assert rows[""]["stops"] == 0 and not rows[""]["stopped"]
+
+
+HONOURED_PROBE = '''
+import json, os, sys
+payload = json.load(sys.stdin)
+event = payload["hook_event_name"]
+count = os.path.join(os.environ["PROBE_DIR"], event)
+n = int(open(count).read()) + 1 if os.path.exists(count) else 1
+open(count, "w").write(str(n))
+stop_at = {"PreToolUse": 1, "PostToolUseFailure": 1, "PostToolBatch": 3}[event]
+if n == stop_at:
+    print(json.dumps({"continue": False, "stopReason": "probe: " + event}))
+'''
+
+
+def test_claude_code_honours_continue_false_only_at_post_tool_batch(tmp_path, claude, scripts):
+    """Why loopwatch carries its stop at PostToolBatch: the same `continue: false` is
+    ignored at PreToolUse (call 1, allowed) and PostToolUseFailure (call 1), and ends
+    the run at PostToolBatch (the third batch: three model turns, no fourth)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(HONOURED_PROBE)
+    with ScriptedAnthropic(scripts) as server:
+        machine = ClaudeRun(tmp_path, server, claude)
+        machine.extra_env["PROBE_DIR"] = str(tmp_path)
+        (machine.home / ".claude").mkdir(parents=True)
+        hooks = {event: [{"matcher": "*", "hooks": [{"type": "command", "command": f"{sys.executable} {probe}"}]}]
+                 for event in ("PreToolUse", "PostToolUseFailure", "PostToolBatch")}
+        (machine.home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+        run = machine.claude("SCENARIO:loop do the task")
+        turns = server.of("loop")
+    assert [t.answered for t in turns] == ["tool:Bash"] * 3
+    assert run.result["terminal_reason"] == "hook_stopped"
