@@ -390,6 +390,61 @@ class ClaudeRun:
                     pass
         return Finished(done.returncode, lines, done.stderr)
 
+    def interactive(self, prompt: str, done: Callable[[], bool], timeout: float = 180) -> str:
+        """Claude Code's interactive session (its terminal UI on a pseudo-terminal, as a
+        person would start it: `claude "PROMPT"`), until `done()` says the script is
+        over; then it is ended (SIGTERM, then SIGKILL). Onboarding, the API-key and
+        folder-trust questions are answered beforehand in `~/.claude.json`, as a user who
+        had answered them once. Returns what the screen showed (escape codes removed)."""
+        import pty
+        import select
+        import signal
+        import time
+
+        key = self.env()["ANTHROPIC_API_KEY"]
+        (self.home / ".claude.json").write_text(json.dumps({
+            "hasCompletedOnboarding": True, "theme": "dark", "bypassPermissionsModeAccepted": True,
+            "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
+            "projects": {str(self.work): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}},
+        }))
+        env = {**self.env(), "TERM": "xterm-256color"}
+        argv = [self.binary, prompt, "--dangerously-skip-permissions"]
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: become Claude Code
+            try:
+                os.chdir(self.work)
+                os.execve(self.binary, argv, env)
+            finally:
+                os._exit(127)
+        screen = bytearray()
+        began = time.monotonic()
+        finished_at = None
+        try:
+            while time.monotonic() - began < timeout:
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if ready:
+                    try:
+                        data = os.read(fd, 1 << 16)
+                    except OSError:
+                        break
+                    if not data:
+                        break
+                    screen += data
+                if finished_at is None and done():
+                    finished_at = time.monotonic()
+                if finished_at is not None and time.monotonic() - finished_at > 1.0:
+                    break  # a moment for the last hooks (Stop) to run
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.5)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07", "", screen.decode("utf-8", "replace"))
+
     def settings(self) -> dict:
         return json.loads((self.home / ".claude" / "settings.json").read_text())
 

@@ -225,3 +225,18 @@ def test_claude_code_honours_continue_false_only_at_post_tool_batch(tmp_path, cl
         turns = server.of("loop")
     assert [t.answered for t in turns] == ["tool:Bash"] * 3
     assert run.result["terminal_reason"] == "hook_stopped"
+
+
+def test_an_interactive_session_is_attended_and_blocks_every_repeat(tmp_path, claude, scripts):
+    with ScriptedAnthropic(scripts) as server:
+        machine = _machine(tmp_path, server, claude)  # no profile forced: found from the process
+        machine.interactive("SCENARIO:loop do the task", done=lambda: any(t.answered == "text" for t in server.of("loop")))
+        turns = server.of("loop")
+    assert len(turns) == 13 and turns[-1].answered == "text"  # the model gave up by itself
+    texts = [r["text"] for t in turns[1:] for r in t.results]
+    assert len(texts) == 12 and all(t.startswith("Exit code 2") for t in texts[:3])
+    assert all(t.startswith("loopwatch blocked this call") for t in texts[3:]), texts
+    assert any("going in circles" in text for text in turns[3].reminders)
+    row = machine.status()[""]
+    assert (row["profile"], row["profile_reason"]) == ("attended", "interactive")
+    assert row["actions"] == 3 and row["blocks"] == 9 and row["stops"] == 0 and not row["stopped"]
