@@ -97,6 +97,15 @@ def loop_script(times: int = 12) -> list[Step]:
     return steps + [Step(f"Done after {times} tool calls.")]
 
 
+def same_error_script(times: int = 12) -> list[Step]:
+    """A different command each time (`ls` of one missing folder after another), and
+    the same error back each time: no call repeats, so no call can be refused before
+    it runs; the stop comes after a call ran."""
+    steps = [Step(f"Trying folder {i}.", "Bash", {"command": f"ls /nonexistent-dir-xyz/sub{i}", "description": "List"})
+             for i in range(times)]
+    return steps + [Step(f"Done after {times} tool calls.")]
+
+
 def healthy_script(work: Path) -> list[Step]:
     """Different commands, then write a failing test, run it, read, fix, run it again."""
     test = str(work / "test_calc.py")

@@ -144,3 +144,17 @@ def test_the_hook_path_does_not_import_click_rich_or_orjson():
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": src}).stdout
     assert out.strip() == "[]"
+
+
+@needs_captures
+def test_the_stop_reason_from_a_session_file(tmp_path):
+    session = "16dd752b-aecc-4a37-b686-81c4cfa1c282"  # fix_loop's
+    folder = tmp_path / ".claude" / "projects" / "-tmp-work"
+    folder.mkdir(parents=True)
+    (folder / f"{session}.jsonl").write_bytes((STREAMS / "fix_loop.session.jsonl").read_bytes())
+    reason = host.transcript_stop_reason(session, {"HOME": str(tmp_path)})
+    assert reason is not None and reason.startswith(host.STOP_TEXT)
+    assert host.transcript_stop_reason(session, {"CLAUDE_CONFIG_DIR": str(tmp_path / "elsewhere")}) is None
+    assert host.transcript_stop_reason("../../etc/passwd", {"HOME": str(tmp_path)}) is None
+    (folder / "0000-other.jsonl").write_bytes((STREAMS / "loop1.session.jsonl").read_bytes())
+    assert host.transcript_stop_reason("0000-other", {"HOME": str(tmp_path)}) is None  # ended by itself

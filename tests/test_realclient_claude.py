@@ -24,6 +24,7 @@ from real_claude_support import (
     claude_binary,
     healthy_script,
     loop_script,
+    same_error_script,
     subagent_script,
     tool_results,
     tool_uses,
@@ -37,7 +38,8 @@ def claude() -> str:
 
 @pytest.fixture
 def scripts(tmp_path):
-    return {"loop": loop_script(12), "healthy": healthy_script(tmp_path / "work"), "subagent": subagent_script()}
+    return {"loop": loop_script(12), "healthy": healthy_script(tmp_path / "work"), "subagent": subagent_script(),
+            "sameerror": same_error_script(12)}
 
 
 def _machine(tmp_path, server, claude, profile=None) -> ClaudeRun:
@@ -240,3 +242,38 @@ def test_an_interactive_session_is_attended_and_blocks_every_repeat(tmp_path, cl
     row = machine.status()[""]
     assert (row["profile"], row["profile_reason"]) == ("attended", "interactive")
     assert row["actions"] == 3 and row["blocks"] == 9 and row["stops"] == 0 and not row["stopped"]
+
+
+def test_a_stop_decided_after_a_call_ran_ends_the_run_at_that_call(tmp_path, claude, scripts):
+    """The same error from a different command each time: nothing can be refused in
+    advance, so the stop is decided when a failed call's result comes in; the run
+    still ends right there, with no model turn after that call."""
+    with ScriptedAnthropic(scripts) as server:
+        machine = _machine(tmp_path, server, claude)
+        run = machine.claude("SCENARIO:sameerror list the folders")
+        turns = server.of("sameerror")
+    calls = tool_uses(run.lines)
+    results = tool_results(run.lines)
+    assert 4 <= len(calls) < 12  # cut short
+    assert len(turns) == len(calls)  # the stopping call was the last thing the model asked for
+    assert all(results[c["id"]]["text"].startswith("Exit code 2") for c in calls)  # every call ran; none refused
+    assert run.result["terminal_reason"] == "hook_stopped" and not run.result["permission_denials"]
+    row = machine.status()[""]
+    assert row["actions"] == len(calls) and row["stops"] == 1
+    assert [(d["event"], d["action"]) for d in row["decisions"]][-1] == ("PostToolUseFailure", "stop")
+
+
+def test_run_reports_a_hook_stop_the_stream_does_not_show(tmp_path, claude, scripts):
+    """The same run under `loopwatch run --mode warn` (its own monitor only warns): the
+    stream carries no loopwatch text, and `run` still reports the hook's stop as a
+    loop stop, from the session file Claude Code wrote."""
+    with ScriptedAnthropic(scripts) as server:
+        machine = _machine(tmp_path, server, claude)
+        record = tmp_path / "run.json"
+        run = machine.claude("SCENARIO:sameerror list the folders", wrap=lambda argv: [
+            sys.executable, "-m", "loopwatch", "run", "--mode", "warn", "--record", str(record), "--", *argv])
+    assert not any("loopwatch" in r["text"] for r in tool_results(run.lines).values())
+    assert run.result["terminal_reason"] == "hook_stopped"
+    assert run.code == 86, run.stderr
+    kept = json.loads(record.read_text())
+    assert kept["ended_by"] == "loop" and kept["exit_code"] == 0

@@ -25,6 +25,9 @@ tests/test_realclient_claude.py pin each of these):
   only: its parent gets the tool result and carries on. In stream-json a sub-agent's
   lines carry `parent_tool_use_id` (the Agent call's id); in its session file,
   `isSidechain` and `agentId`.
+- After a hook's stop the session file (`~/.claude/projects/<dir>/<session>.jsonl`)
+  ends with a `hook_stopped_continuation` attachment carrying the hook's
+  `stopReason`; the stream-json output has no such line.
 - `claude -p` runs hooks with `CLAUDE_CODE_ENTRYPOINT=sdk-cli`; a turn ends with Stop
   (SubagentStop for a sub-agent); the user's prompt is UserPromptSubmit (`prompt`,
   never read here).
@@ -36,6 +39,7 @@ at import.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -194,6 +198,44 @@ def hook_stop_reason(line: dict) -> str | None:
         return None
     reason = answer.get("stopReason")
     return reason if isinstance(reason, str) else ""
+
+
+_TRANSCRIPT_TAIL = 256 * 1024  # the stop is among a session file's last lines
+
+
+def transcript_stop_reason(session_id: str, env: Mapping[str, str]) -> str | None:
+    """Why a hook ended session `session_id`, from its session file
+    (`$CLAUDE_CONFIG_DIR` or `~/.claude`, `projects/*/<session_id>.jsonl`): the message
+    of its last `hook_stopped_continuation` attachment (a hook's `stopReason`). None
+    when there is no such file or line. For a stop that came after a call ran, which
+    the stream-json output does not show (no denial text, no hook answer without
+    `--include-hook-events`)."""
+    import glob
+    import json
+    import os
+
+    if not session_id or not all(c.isalnum() or c == "-" for c in session_id):
+        return None  # an id from the stream names a file: nothing but a uuid's letters
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
+    found = None
+    for path in glob.glob(os.path.join(glob.escape(base), "projects", "*", f"{session_id}.jsonl")):
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(path) - _TRANSCRIPT_TAIL))
+                tail = fh.read().splitlines()
+        except OSError:
+            continue
+        for raw in tail:
+            if b"hook_stopped_continuation" not in raw:
+                continue
+            try:
+                attachment = json.loads(raw).get("attachment")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(attachment, dict) and attachment.get("type") == "hook_stopped_continuation":
+                message = attachment.get("message")
+                found = message if isinstance(message, str) else ""
+    return found
 
 
 def stopped_by_hook(result_line: dict) -> bool:

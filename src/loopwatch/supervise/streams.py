@@ -26,6 +26,8 @@ its own gets the time its line was read.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 import orjson
@@ -88,12 +90,25 @@ class EventSource:
             data = self._release(choice)
         return self._adapter.feed(data, at)  # type: ignore[union-attr]
 
-    def stopped_by_hook(self) -> bool:
+    def stopped_by_hook(self, env: Mapping[str, str] | None = None) -> bool:
         """The agent's own loopwatch hook ended the run (Claude Code's stream-json:
         `terminal_reason: "hook_stopped"` after loopwatch's stop). The child then exits
-        by itself, with status 0: the supervisor reports it as the loop stop it is."""
+        by itself, with status 0: the supervisor reports it as the loop stop it is.
+
+        When the stream does not say whose stop it was (the stop came after a call ran:
+        no denial in the stream), the session file Claude Code wrote is asked (`env`:
+        the child's environment, for where that file is)."""
         parser = getattr(self._adapter, "parser", None)
-        return bool(getattr(parser, "loopwatch_stopped", False))
+        if parser is None or self.format != "claude-stream":
+            return False
+        if parser.loopwatch_stopped:
+            return True
+        if parser.terminal_reason != "hook_stopped" or not parser.session_id:
+            return False
+        from ..hosts import claude_code
+
+        reason = claude_code.transcript_stop_reason(parser.session_id, os.environ if env is None else env)
+        return reason is not None and reason.startswith(claude_code.STOP_TEXT)
 
     def finish(self, at: float) -> list[Any]:
         """The stream ended: decide if still undecided, and flush what is held."""
