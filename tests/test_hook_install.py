@@ -43,7 +43,7 @@ def entries(settings: dict, event: str) -> list[str]:
 
 
 @pytest.mark.parametrize("agent,original,events", [
-    ("claude-code", CLAUDE_SETTINGS, ["PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SubagentStop"]),
+    ("claude-code", CLAUDE_SETTINGS, ["PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "UserPromptSubmit", "Stop", "SubagentStop"]),
     ("codex", CODEX_HOOKS, ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]),
 ])
 def test_install_merges_is_idempotent_backs_up_and_uninstall_removes_only_ours(tmp_path, agent, original, events):

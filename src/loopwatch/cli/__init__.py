@@ -18,6 +18,7 @@ COMMANDS = {
     "install": ("loopwatch.cli.install:install", "Install the hook into Claude Code or Codex settings."),
     "uninstall": ("loopwatch.cli.install:uninstall", "Remove loopwatch's hook entries."),
     "status": ("loopwatch.cli.status:status", "What loopwatch sees in recent hooked sessions."),
+    "doctor": ("loopwatch.cli.doctor:doctor", "Check that the live guard is installed and works."),
     "hook": ("loopwatch.cli.hook_command:hook", "Hook entry point for Claude Code and Codex (reads stdin)."),
     "mcp-proxy": ("loopwatch.cli.mcp_proxy:mcp_proxy", "Serve an MCP server's tools, guarded against loops (stdio)."),
 }

@@ -28,15 +28,18 @@ from typing import Any
 
 import click
 
+from ..hosts import claude_code
+
 __all__ = ["install", "uninstall", "merge", "remove", "OURS"]
 
 #: Events hooked per agent. Claude Code's tool events take a matcher ("*": every
-#: tool); Codex matches every tool when the matcher is left out.
+#: tool); Codex matches every tool when the matcher is left out. Claude Code's list
+#: (with PostToolBatch, the only event whose stop it honours) is its host module's.
 EVENTS = {
-    "claude-code": ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SubagentStop"),
+    "claude-code": claude_code.HOOK_EVENTS,
     "codex": ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"),
 }
-_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch")
+_TOOL_EVENTS = claude_code.TOOL_EVENTS
 _TIMEOUT = 30  # seconds; the hook itself waits at most busy_timeout (10 s) for the database
 
 #: How an entry is recognised as loopwatch's own: its command runs `loopwatch hook`.

@@ -9,8 +9,13 @@
 
 Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
 its parent's. A call is counted once, by `tool_use_id`, whether it arrives by
-PostToolUse or PostToolBatch. Once a run is stopped, every later call of that agent
-is refused until the user writes again.
+PostToolUse or PostToolBatch. A call loopwatch denied never ran: its id is marked
+seen at the denial, so the PostToolBatch that reports it (with the denial text as
+its "result") does not count it as a completed call, and the denial is logged as a
+block. Once a run is stopped, every later call of that agent is refused until the
+user writes again; when a sub-agent was stopped, its parent is stopped at the
+PostToolUse of the call that ran it (`Call.spawned`), so that the parent's
+PostToolBatch ends the whole run (Claude Code ends only the sub-agent otherwise).
 
 Event times are wall-clock seconds (`time.time()`), the same clock in every hook
 process.
@@ -54,6 +59,7 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
     """Feed one event to its session's monitor and say what to answer."""
     at = time.time() if now is None else now
     outcome: dict[str, Any] = {}
+    child_stop = _stopped_child(payload, store)
 
     def make() -> SessionState:
         profile, why = detect_profile(payload.host, config)
@@ -65,11 +71,23 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
         return SessionState(monitor, payload.host, profile, why)
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
+        refused = payload.event == "PreToolUse" and state.stopped is not None
         verdict, tool = _feed(payload, state, at)
         if verdict.action is Action.STOP and state.stopped is None:
             state.stopped = verdict.description or "the run kept going in circles"  # no message: it quotes the call
         outcome["verdict"], outcome["stopped"] = verdict, state.stopped
-        return [(payload.event, verdict, tool)] if verdict.action is not Action.ALLOW else []
+        if payload.event == "PreToolUse" and (refused or verdict.action.rank >= Action.BLOCK.rank):
+            call_id = payload.calls[0].call_id
+            if call_id is not None and call_id not in state.seen:
+                state.seen.append(call_id)  # denied: it never ran, whatever reports it later
+        decisions = [(payload.event, verdict, tool)] if verdict.action is not Action.ALLOW else []
+        if refused:
+            decisions.append((payload.event, Verdict(Action.BLOCK, description=state.stopped), tool))
+        if child_stop is not None and state.stopped is None:
+            state.stopped = f"a sub-agent was stopped: {child_stop}"
+            outcome["stopped"] = state.stopped
+            decisions.append((payload.event, Verdict(Action.STOP, description=state.stopped), None))
+        return decisions
 
     def bad_state(exc: Exception) -> None:
         if log is not None:
@@ -83,6 +101,21 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
         # would not see the loop go on (observed with 0.171.0: 9 more model turns).
         return ALLOW_REPLY
     return reply(payload.host, payload.event, outcome["verdict"], outcome["stopped"])
+
+
+def _stopped_child(payload: Payload, store: Store) -> str | None:
+    """Why the sub-agent a main-agent call ran was stopped, if it was."""
+    if payload.agent or payload.event != "PostToolUse":
+        return None
+    for call in payload.calls:
+        if call.spawned:
+            try:
+                child = store.state(payload.session, call.spawned)
+            except Exception:  # noqa: BLE001 (a damaged or foreign state tells us nothing; never fail the call)
+                return None
+            if child is not None and child.stopped:
+                return child.stopped
+    return None
 
 
 def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Verdict, str | None]:

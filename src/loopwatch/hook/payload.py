@@ -18,7 +18,11 @@ codex-rs/hooks/schema/generated/):
 - PostToolBatch (Claude Code): one array of the batch's calls. The reference and
   the SDK disagree on its name and fields (`tool_calls` or `tool_results`; results
   as `tool_response`/`tool_result`, errors as `error`/`error_message`), so all
-  spellings are read;
+  spellings are read.
+
+How Claude Code reports a failure, an interruption or a sub-agent is
+`loopwatch.hosts.claude_code`'s to say (what the real CLI sends); this module only
+validates and trims.
 - UserPromptSubmit: `prompt` (never read); Stop/SubagentStop: nothing we need.
 
 Nothing here keeps a payload: the caller digests it and lets it go. Inputs and
@@ -34,7 +38,7 @@ from typing import Any, BinaryIO
 
 import json
 
-from ..hosts import codex
+from ..hosts import claude_code, codex
 
 __all__ = ["Call", "Payload", "PayloadError", "parse", "read_stdin", "trim", "EVENTS"]
 
@@ -61,12 +65,13 @@ class Call:
     dataclass: this module is imported on every hook call, and each dataclass costs
     about a millisecond to build."""
 
-    __slots__ = ("name", "input", "call_id", "result", "error", "interrupted")
+    __slots__ = ("name", "input", "call_id", "result", "error", "interrupted", "spawned")
 
     def __init__(self, name: str, input: Any, call_id: str | None = None, result: Any = None,
-                 error: bool = False, interrupted: bool = False) -> None:
+                 error: bool = False, interrupted: bool = False, spawned: str | None = None) -> None:
         self.name, self.input, self.call_id = name, input, call_id
         self.result, self.error, self.interrupted = result, error, interrupted
+        self.spawned = spawned  # the sub-agent this call ran (Claude Code's Agent tool), when known
 
 
 class Payload:
@@ -114,6 +119,8 @@ def parse(data: bytes, host: str = "auto", oversize: bool = False) -> Payload:
     if host == "auto":
         host = "codex" if "turn_id" in raw else "claude-code"
     agent = _text(raw, "agent_id") or ""
+    if host == "claude-code":
+        agent = claude_code.payload_agent(raw)
     cwd = _text(raw, "cwd")
     calls: tuple[Call, ...] = ()
     if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
@@ -157,13 +164,15 @@ def _text(raw: dict, key: str, required: bool = False) -> str | None:
     return value
 
 
-def _call(raw: dict, event: str, host: str = "claude-code") -> Call:
+def _call(raw: dict, event: str, host: str = "codex") -> Call:
     name = raw.get("tool_name")
     if not isinstance(name, str) or not name:
         raise PayloadError(f"{event}: missing tool_name")
     call_id = raw.get("tool_use_id")
     call_id = call_id if isinstance(call_id, str) else None
     tool_input = trim(raw.get("tool_input"))
+    if host == "claude-code":
+        return _claude_call(raw, event, name, call_id, tool_input)
     failure = raw.get("error", raw.get("error_message"))
     if event == "PostToolUseFailure" or (event == "PostToolBatch" and failure):
         return Call(name, tool_input, call_id, trim(failure), True, bool(raw.get("is_interrupt")))
@@ -171,11 +180,25 @@ def _call(raw: dict, event: str, host: str = "claude-code") -> Call:
         return Call(name, tool_input, call_id)
     result = raw.get("tool_response", raw.get("tool_result"))
     failed = _failed(result)
-    if host == "codex" and not failed and codex.is_shell(name) and codex.output_exit_code(result) is None:
+    if not failed and codex.is_shell(name) and codex.output_exit_code(result) is None:
         # Codex's PostToolUse gives the bare output, no exit code: the rollout has it.
         code = codex.rollout_exit_code(raw.get("transcript_path"), call_id)
         failed = code is not None and code != 0
     return Call(name, tool_input, call_id, trim(result), failed)
+
+
+def _claude_call(raw: dict, event: str, name: str, call_id: str | None, tool_input: Any) -> Call:
+    if event == "PreToolUse":
+        return Call(name, tool_input, call_id)
+    if event == "PostToolUseFailure":
+        result = raw.get("error", raw.get("error_message"))
+    else:
+        result = raw.get("tool_response", raw.get("tool_result"))
+        if event == "PostToolBatch" and (raw.get("error") or raw.get("error_message")):
+            result = raw.get("error", raw.get("error_message"))
+    spawned = claude_code.spawned_agent(name, raw.get("tool_response")) if event == "PostToolUse" else None
+    return Call(name, tool_input, call_id, trim(result), claude_code.call_failed(event, raw),
+                claude_code.interrupted(event, raw), spawned)
 
 
 def _failed(result: Any) -> bool:

@@ -6,7 +6,10 @@ schemas and parser in openai/codex codex-rs/hooks):
 - Claude Code PreToolUse denies a call with exit 0 and
   `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision":
   "deny", "permissionDecisionReason": ...}}`; the reason is shown to the model.
-  `{"continue": false, "stopReason": ...}` ends the run (any event).
+  `{"continue": false, "stopReason": ...}` is documented for every event, but the
+  real CLI (2.1.197) honours it only in a PostToolBatch answer, which is where a stop
+  takes effect (see `loopwatch.hosts.claude_code`); it is still sent with a
+  PreToolUse deny and after a call, where it is ignored and harmless.
 - Codex PreToolUse blocks on exit 2 with the reason on stderr, and only if stderr
   is not empty (an empty one is logged as a failed hook and the call runs). It
   rejects `continue: false` and `stopReason` on PreToolUse as invalid output (the

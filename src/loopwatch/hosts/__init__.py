@@ -1,1 +1,1 @@
-"""What loopwatch knows about each agent host (Claude Code, Codex): one module per host, standard library only."""
+"""What each agent CLI sends and writes, one module per host (standard library only): the only place that knows its shapes."""

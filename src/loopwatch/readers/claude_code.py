@@ -37,6 +37,13 @@ Events:
   `result` lines' `total_cost_usd` (stream-json) or of `costUSD` (old session files).
   Both are complete only once the events have been read.
 
+A call loopwatch's own hook denied (its tool_result is loopwatch's denial text) never
+ran: it is not emitted as a completed call. Counted in `StreamParser.denied`; a
+stream-json run that a hook ended (`terminal_reason: "hook_stopped"`) after loopwatch's
+stop is flagged `StreamParser.loopwatch_stopped` (how `loopwatch run` tells a loop stop
+from a run that ended by itself). The shapes behind these rules are
+`loopwatch.hosts.claude_code`'s.
+
 A call whose result never came (a cut file, a killed run) is emitted at the end with
 `result=None`. One file is one session; a second `init` in a stream (runs appended to
 one log) counts as a new user message.
@@ -52,6 +59,7 @@ from collections import OrderedDict
 from typing import Any, BinaryIO, Iterator
 
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from ..hosts import claude_code as host
 from ._common import iso_seconds
 from .base import ReadError, Session
 from .jsonio import JsonLines, blocks_text, head_objects, parsed_events, session_name, tokens_of
@@ -154,7 +162,10 @@ class StreamParser:
     that wants to stop a run before a repeated call executes.
 
     Running totals: `session_id`, `tokens`, `cost`, `outcome` (a `result` line's
-    subtype, e.g. `success`, `error_max_turns`), `meta` (model, cwd, version).
+    subtype, e.g. `success`, `error_max_turns`), `meta` (model, cwd, version),
+    `denied` (calls loopwatch's hook denied: not emitted), `terminal_reason` (the
+    `result` line's), `loopwatch_stopped` (a hook ended the run, and it was
+    loopwatch's stop).
     """
 
     def __init__(self, *, attempts: bool = False) -> None:
@@ -172,6 +183,11 @@ class StreamParser:
         self._sidechains = 0
         self._main: Any = _UNSET  # the agent whose text, turns and prompts are reported
         self._inits = 0
+        self.denied = 0
+        self.terminal_reason: str | None = None
+        self.loopwatch_stopped = False
+        self._stop_denied = False  # the latest denial was loopwatch's stop
+        self._hook_stops: list[str] = []  # loopwatch stopReasons seen in hook_response lines
 
     # -- public ---------------------------------------------------------------------------
 
@@ -274,10 +290,16 @@ class StreamParser:
             if call is None:
                 continue
             text = blocks_text(block.get("content"))
-            error = block.get("is_error") is True or (isinstance(text, str) and text.lstrip().startswith("<tool_use_error>"))
+            denial = host.loopwatch_denial(block, text)
+            if denial is not None:  # loopwatch refused it: it never ran
+                self.denied += 1
+                self._stop_denied = denial == "stop"
+                continue
+            error = host.result_failed(block, text)
             changed = () if error else _changed(call, structured)
             out.append(self._tool_call(block["tool_use_id"], call, text, error, changed, at))
-        if said and not results and primary and not obj.get("isMeta") and not obj.get("isCompactSummary"):
+        if primary and host.is_user_prompt(obj, said, bool(results)):
+            self._stop_denied = False
             out.append(UserMessage(at=at, source_ref=ref))
 
     def _system(self, obj: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
@@ -289,6 +311,10 @@ class StreamParser:
                     self.meta.setdefault(key, obj[key])
             if self._inits > 1:  # another run appended to the same log: a new prompt
                 out.append(UserMessage(at=at, source_ref=ref))
+        elif subtype == "hook_response":  # with --include-hook-events
+            reason = host.hook_stop_reason(obj)
+            if reason is not None:
+                self._hook_stops.append(reason)
         elif subtype in ("api_error", "api_retry"):
             error = obj.get("error")
             reason = error.get("message") if isinstance(error, dict) else obj.get("content")
@@ -300,19 +326,18 @@ class StreamParser:
             self.cost = (self.cost or 0.0) + cost
         if isinstance(obj.get("subtype"), str):
             self.outcome = obj["subtype"]
+        if isinstance(obj.get("terminal_reason"), str):
+            self.terminal_reason = obj["terminal_reason"]
+        self.loopwatch_stopped = host.stopped_by_loopwatch(obj, self._stop_denied, self._hook_stops)
         if self.tokens is None:  # no per-message usage: take the run's
             self.tokens = tokens_of(obj.get("usage"), *_USAGE)
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _agent_of(self, obj: dict) -> str | None:
-        parent_call = obj.get("parent_tool_use_id")
-        if isinstance(parent_call, str) and parent_call:
-            return parent_call  # stream-json: the Task call that spawned this sub-agent
-        if not obj.get("isSidechain"):
-            return None
-        if isinstance(obj.get("agentId"), str) and obj["agentId"]:
-            return obj["agentId"]
+        agent = host.line_agent(obj)
+        if agent is not None or not obj.get("isSidechain"):
+            return agent
         # an older session keeps its sidechains inline: follow each thread to its root
         uuid, parent = obj.get("uuid"), obj.get("parentUuid")
         agent = self._threads.get(parent) if isinstance(parent, str) else None

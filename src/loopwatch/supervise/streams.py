@@ -5,7 +5,9 @@ CLIs print structured JSON Lines on stdout instead, and give real events:
 
 - `claude-stream`: `claude -p --output-format stream-json --verbose`: `tool_use` and
   `tool_result` blocks joined by id make a `ToolCall`; each answered assistant message
-  is a `Turn`.
+  is a `Turn`. A run that loopwatch's own hook ended (`terminal_reason:
+  "hook_stopped"`, see `loopwatch.hosts.claude_code`) is told apart by
+  `EventSource.stopped_by_hook`.
 - `codex-json`: `codex exec --json`: `item.completed` items (`command_execution`,
   `file_change`, `mcp_tool_call`, `web_search`) make a `ToolCall` named by the item
   type; `agent_message` is model text; `turn.completed` is a `Turn`. Rollout lines are
@@ -24,6 +26,8 @@ its own gets the time its line was read.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 import orjson
@@ -85,6 +89,26 @@ class EventSource:
                 return []
             data = self._release(choice)
         return self._adapter.feed(data, at)  # type: ignore[union-attr]
+
+    def stopped_by_hook(self, env: Mapping[str, str] | None = None) -> bool:
+        """The agent's own loopwatch hook ended the run (Claude Code's stream-json:
+        `terminal_reason: "hook_stopped"` after loopwatch's stop). The child then exits
+        by itself, with status 0: the supervisor reports it as the loop stop it is.
+
+        When the stream does not say whose stop it was (the stop came after a call ran:
+        no denial in the stream), the session file Claude Code wrote is asked (`env`:
+        the child's environment, for where that file is)."""
+        parser = getattr(self._adapter, "parser", None)
+        if parser is None or self.format != "claude-stream":
+            return False
+        if parser.loopwatch_stopped:
+            return True
+        if parser.terminal_reason != "hook_stopped" or not parser.session_id:
+            return False
+        from ..hosts import claude_code
+
+        reason = claude_code.transcript_stop_reason(parser.session_id, os.environ if env is None else env)
+        return reason is not None and reason.startswith(claude_code.STOP_TEXT)
 
     def finish(self, at: float) -> list[Any]:
         """The stream ended: decide if still undecided, and flush what is held."""
@@ -185,13 +209,13 @@ class _Parsed(_JsonLines):
 
     def __init__(self, parser: Any) -> None:
         super().__init__()
-        self._parser = parser
+        self.parser = parser
 
     def on_object(self, obj: dict, at: float) -> Iterator[Any]:
-        return _stamped(self._parser.feed(obj), at)
+        return _stamped(self.parser.feed(obj), at)
 
     def finish(self, at: float) -> list[Any]:
-        return super().finish(at) + list(_stamped(self._parser.finish(), at))
+        return super().finish(at) + list(_stamped(self.parser.finish(), at))
 
 
 def _stamped(events: list[Any], at: float) -> Iterator[Any]:

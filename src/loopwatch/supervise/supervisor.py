@@ -40,6 +40,7 @@ __all__ = ["Limits", "Supervisor"]
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _TICK = 0.5  # longest wait between looks at the clock, seconds
 _DRAIN = 0.5  # after the group is gone, how long pipes held by escaped processes are read
+_HOOK_STOP = "loopwatch's hook in the agent ended it (terminal_reason hook_stopped); see `loopwatch status`"
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,12 @@ class Supervisor:
             self._drain(child)
             for event in self.source.finish(self.clock()):
                 self.monitor.observe(event)
+            if self._ended_by is None and self.source.stopped_by_hook():
+                # Claude Code ended itself at loopwatch's hook's stop: a loop stop, not a
+                # success, whatever its own exit status says.
+                self._ended_by = "loop"
+                self._stop = Verdict(Action.STOP, signal="hook", description=_HOOK_STOP)
+                self.say(f"the run was stopped: {_HOOK_STOP}")
         finally:
             self._restore_handlers(saved)
             if self._pump is not None:

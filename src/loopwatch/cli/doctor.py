@@ -1,0 +1,218 @@
+"""`loopwatch doctor`: is the live guard in place and working? What a user runs when
+"nothing happens".
+
+For each host (one check function per host, registered in `CHECKS`): is the hook
+installed, and for every event loopwatch needs; can it run (the installed command is
+run once, as the agent would run it, on a harmless payload, with a throwaway state
+folder); which version of the agent's CLI is on PATH. Each problem is one line saying
+what is wrong and what to do; the exit status is 0 when there is none, 1 otherwise
+(2 for bad usage).
+
+It only reads: settings are never changed, and the dry run writes only to its own
+temporary folder. It does not start the agent itself, so it cannot tell whether the
+agent honours what the hook answers (the real-client tests pin that).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import click
+
+from ..hosts import claude_code
+from .install import is_ours, settings_path
+
+__all__ = ["CHECKS", "Line", "check_claude_code", "doctor"]
+
+_DRY_RUN_TIMEOUT = 30.0  # seconds: the timeout `loopwatch install` gives the hook
+_VERSION_TIMEOUT = 20.0
+
+
+class Line(NamedTuple):
+    """One finding of a check: `ok` (all is well here), `problem` (one line: what is
+    wrong and what to do) or `info` (worth knowing, not wrong)."""
+
+    status: str
+    text: str
+
+
+def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
+    """Claude Code: the hook in its settings files (user, project, local), runnable,
+    and `claude --version`."""
+    lines: list[Line] = []
+    files = [settings_path("claude-code", "user")] + [cwd / p for p in (".claude/settings.json", ".claude/settings.local.json")]
+    found: dict[str, list[str]] = {}  # event -> the loopwatch commands hooked on it
+    where: list[Path] = []
+    for path in files:
+        if not path.exists():
+            continue
+        try:
+            settings = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except (OSError, ValueError) as exc:
+            lines.append(Line("problem", f"{path}: unreadable ({exc}); Claude Code ignores a broken settings file"))
+            continue
+        if not isinstance(settings, dict):
+            lines.append(Line("problem", f"{path}: not a JSON object"))
+            continue
+        if settings.get("disableAllHooks") is True:
+            lines.append(Line("problem", f"{path}: \"disableAllHooks\": true turns every hook off, loopwatch's too"))
+        commands = _ours(settings)
+        if commands:
+            where.append(path)
+        for event, cmds in commands.items():
+            found.setdefault(event, []).extend(cmds)
+    if not found:
+        lines.append(Line("problem", "the hook is not installed: run `loopwatch install claude-code`"))
+    else:
+        missing = [e for e in claude_code.HOOK_EVENTS if e not in found]
+        if missing:
+            lines.append(Line("problem", f"the hook is not installed for {', '.join(missing)} "
+                                         "(an older install): run `loopwatch install claude-code` again"))
+        else:
+            lines.append(Line("ok", f"hook installed for {len(claude_code.HOOK_EVENTS)} events in "
+                                    f"{', '.join(str(p) for p in where)}"))
+        twice = [e for e, cmds in found.items() if len(cmds) > 1]
+        if twice:
+            lines.append(Line("info", f"loopwatch is hooked more than once on {', '.join(twice)} "
+                                      "(user and project settings both?): each call is then counted by each"))
+        command = found.get("PostToolUse", next(iter(found.values())))[0]
+        lines.append(_dry_run(command, env, cwd))
+    if env.get("LOOPWATCH_MODE", "").strip().lower() == "off":
+        lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
+    lines.append(_version(env))
+    return lines
+
+
+def check_codex(env: Mapping[str, str], cwd: Path) -> list[Line]:
+    """Codex: installed, trusted (Codex's own word), runnable, `codex --version`; the
+    checks themselves are in `doctor_codex`."""
+    from .doctor_codex import check_codex as run_checks
+
+    return [Line("ok" if ok else "problem", text.removeprefix("codex: "))
+            for ok, text in run_checks(env, cwd=str(cwd))]
+
+
+CHECKS: dict[str, Callable[[Mapping[str, str], Path], list[Line]]] = {
+    "claude-code": check_claude_code,
+    "codex": check_codex,
+}
+
+
+def _set_up(host: str, env: Mapping[str, str]) -> bool:
+    """Is there anything of this host here: its CLI on PATH, or its settings folder?
+    A bare `loopwatch doctor` checks only those, so a Claude-only user is not told
+    that Codex is missing."""
+    binary = {"claude-code": "claude", "codex": "codex"}[host]
+    if shutil.which(binary, path=env.get("PATH")):
+        return True
+    if host == "codex":
+        from ..hosts import codex
+
+        return Path(codex.codex_home(env)).is_dir()
+    return (Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", "~")).expanduser() / ".claude")).is_dir()
+
+
+def _ours(settings: dict) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hook in inner if isinstance(inner, list) else []:
+                if is_ours(hook):
+                    out.setdefault(event, []).append(hook["command"])
+    return out
+
+
+def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
+    """Run the installed command as Claude Code does (through the shell, payload on
+    stdin) on a harmless PostToolUse, with a throwaway state folder."""
+    with tempfile.TemporaryDirectory(prefix="loopwatch-doctor-") as folder:
+        payload = {
+            "session_id": "loopwatch-doctor", "transcript_path": os.path.join(folder, "t.jsonl"),
+            "cwd": str(cwd), "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "true", "description": "loopwatch doctor"}, "tool_use_id": "toolu_doctor",
+            "tool_response": {"stdout": "", "stderr": "", "interrupted": False, "isImage": False,
+                              "noOutputExpected": True},
+        }
+        run_env = {**env, "LOOPWATCH_STATE_DIR": folder}
+        began = time.perf_counter()
+        try:
+            done = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True,
+                                  env=run_env, cwd=cwd, timeout=_DRY_RUN_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            return Line("problem", f"the hook command did not answer within {_DRY_RUN_TIMEOUT:.0f}s: {command}")
+        took = (time.perf_counter() - began) * 1000
+        why = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        if done.returncode != 0:
+            return Line("problem", f"the hook command fails (exit {done.returncode}{': ' + why if why else ''}); "
+                                   f"reinstall with `loopwatch install claude-code`: {command}")
+        if done.stdout.strip():
+            try:
+                json.loads(done.stdout)
+            except ValueError:
+                return Line("problem", f"the hook command prints something that is not JSON: {done.stdout[:100]!r}")
+        log = Path(folder) / "hook.log"
+        if log.exists():
+            last = (log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or [""])[-1]
+            return Line("problem", f"the hook ran but could not check the call: {last[:200]}")
+        if not (Path(folder) / "state.db").exists():
+            return Line("problem", "the hook command ran but loopwatch did nothing (LOOPWATCH_MODE=off in its environment?)")
+        return Line("ok", f"hook runs: a dry-run call answered in {took:.0f} ms")
+
+
+def _version(env: Mapping[str, str]) -> Line:
+    binary = shutil.which("claude", path=env.get("PATH"))
+    if binary is None:
+        return Line("info", "`claude` is not on PATH: its version is unknown")
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, text=True, env=dict(env),
+                              timeout=_VERSION_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Line("problem", f"`{binary} --version` did not answer: {exc}")
+    text = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+    if done.returncode != 0 or not text:
+        return Line("problem", f"`{binary} --version` failed (exit {done.returncode})")
+    return Line("info", f"Claude Code {text.split()[0]} ({binary})")
+
+
+@click.command()
+@click.argument("hosts", nargs=-1, type=click.Choice(sorted(CHECKS)))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line: host, status, text.")
+def doctor(hosts: tuple[str, ...], as_json: bool) -> None:
+    """Check that loopwatch's live guard is installed and works (all hosts, or HOSTS).
+
+    \b
+    loopwatch doctor               # every host that is set up here
+    loopwatch doctor claude-code
+    loopwatch doctor codex
+
+    For each host: whether the hook is installed for every event it needs, whether the
+    installed command runs (one dry-run call on a harmless payload, in a throwaway
+    state folder), and the agent CLI's version. Exit status 0 when all is well, 1 when
+    there is a problem (each one is a line saying what to do). Changes nothing.
+    """
+    env = dict(os.environ)
+    cwd = Path.cwd()
+    problems = 0
+    for host in hosts or tuple(CHECKS):
+        lines = CHECKS[host](env, cwd) if hosts or _set_up(host, env) else [
+            Line("info", "not set up here (no CLI on PATH, no settings folder): skipped")]
+        for line in lines:
+            problems += line.status == "problem"
+            if as_json:
+                click.echo(json.dumps({"host": host, "status": line.status, "text": line.text}))
+            else:
+                click.echo(f"{host}: {line.status}: {line.text}")
+    if problems:
+        raise SystemExit(1)
