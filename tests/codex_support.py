@@ -292,7 +292,28 @@ class CodexHome:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             os.close(master)
+            self.reap()
         return drawn
+
+    def reap(self) -> None:
+        """End what the Codex TUI left running: it starts a managed `app-server` daemon in
+        a session of its own (outside the process group killed above), from a copy of
+        itself under this test's HOME. Found by its executable's path."""
+        import signal
+
+        home = str(self.home)
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                exe = os.readlink(entry / "exe")
+            except OSError:
+                continue
+            if exe.startswith(home + os.sep):
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except OSError:
+                    pass
 
     def rollouts(self) -> list[Path]:
         return sorted((self.codex_home / "sessions").rglob("rollout-*.jsonl"))
