@@ -69,8 +69,7 @@ def cast_events(path: Path) -> list:
     """The cast as monitor events: through the cast reader when there is one (the
     shared path), else each `o` event as an `Output` at its time."""
     try:
-        from loopwatch.readers import read
-        from loopwatch.readers import FORMATS
+        from loopwatch.readers import FORMATS, read
 
         if "asciicast" in FORMATS:
             return [e for session in read(str(path), "asciicast") for e in session.events]
@@ -146,7 +145,7 @@ def run_cast(path: str) -> dict:
         proc = subprocess.run(
             [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--",
              sys.executable, "-c", _PLAYER, path],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp, timeout=600,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp, timeout=600, check=False,
         )
         loop = json.loads(record.read_text())["loop"] if record.exists() else {}
     verdict = (loop or {}).get("verdict") or {}

@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python bench/terminal.py [--casts DIR] [--repeat N]
 
-Feeds the `o` events of every cast in DIR (default ../shared/consoles/openhands-tb,
+Feeds the `o` events of the casts in DIR, in name order up to --mb of output (default ../shared/consoles/openhands-tb,
 `*.whole.cast` included: they hold the install phase's progress displays) to:
   lines      `loopwatch.lines.LineCutter.lines`, what the monitor runs on Output;
   pyte       `pyte.Screen` + `pyte.Stream` at the cast's size, the bare emulation only
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from loopwatch.lines import LineCutter
+from loopwatch.lines import LineCutter  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 if not SHARED.exists():
@@ -72,11 +72,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--casts", type=Path, default=SHARED / "consoles" / "openhands-tb")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--mb", type=float, default=2.0, help="output to take, in MB (default 2: pyte is slow)")
     args = parser.parse_args()
     if not args.casts.exists():
         print("no recordings found; nothing to measure")
         return
-    casts = load(args.casts)
+    casts, taken = [], 0
+    for cast in load(args.casts):  # the same casts for every contender
+        if taken >= args.mb * 1e6:
+            break
+        casts.append(cast)
+        taken += sum(len(t.encode()) for t in cast[2])
     size = sum(len(t.encode()) for _, _, out in casts for t in out)
     print(f"{len(casts)} casts, {size / 1e6:.1f} MB of output")
     rows = [("lines", best(lambda: run_lines(casts), args.repeat)),

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _run_helpers import agent, loopwatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +18,6 @@ from loopwatch.cli.paths import is_transcript_name
 from loopwatch.console import Console
 from loopwatch.events import Output, UserMessage
 from loopwatch.readers import ReadError, detect, read
-
-from _run_helpers import agent, loopwatch
 
 CASTS = Path(os.environ.get("LOOPWATCH_CONSOLES") or Path(__file__).resolve().parents[1].parent / "shared" / "consoles") / "openhands-tb"
 needs_casts = pytest.mark.skipif(not (CASTS / "MANIFEST.tsv").exists(), reason="needs ../shared/consoles")

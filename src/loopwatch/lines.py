@@ -83,7 +83,7 @@ class _Screen:
     last rows showed (exact digests). `partial`: text of the row the cursor is on that
     an escape cut but did not end (`ESC[K` at its end, `ESC[nC`)."""
 
-    __slots__ = ("row", "bottom", "top", "shown", "partial")
+    __slots__ = ("bottom", "partial", "row", "shown", "top")
 
     def __init__(self) -> None:
         self.row = 0
@@ -129,8 +129,7 @@ class LineCutter:
                 # The row is done: judged as a redraw if the cursor had come back up to it.
                 self._finish(screen, part, out, screen.row < screen.bottom)
                 screen.row += 1
-                if screen.row > screen.bottom:
-                    screen.bottom = screen.row
+                screen.bottom = max(screen.bottom, screen.row)
             elif token == "\r":
                 self._finish(screen, part, out, True)
             else:

@@ -13,7 +13,9 @@ Streamed line by line; a line that is not an event is skipped and counted. Versi
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Iterator
+import math
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -39,7 +41,7 @@ def sniff(path: str, head: bytes) -> bool:
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     try:
-        fh: BinaryIO = stream if stream is not None else open(path, "rb")
+        fh: BinaryIO = stream if stream is not None else open(path, "rb")  # noqa: SIM115 (closed by _events)
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
     try:
@@ -82,7 +84,7 @@ def _events(fh: BinaryIO, session: Session, close: bool) -> Iterator[Any]:
                 session.skipped.append(f"line {number}: not an [seconds, kind, text] event")
                 continue
             at, kind, text = float(event[0]), event[1], event[2]
-            if at != at or at in (float("inf"), float("-inf")):
+            if not math.isfinite(at):
                 session.skipped.append(f"line {number}: time is not a number")
                 continue
             ref = f"line {number}"
@@ -97,4 +99,4 @@ def _events(fh: BinaryIO, session: Session, close: bool) -> Iterator[Any]:
 
 def _session_name(path: str) -> str:
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    return name[: -len(".cast")] if name.endswith(".cast") else name
+    return name.removesuffix(".cast")

@@ -96,8 +96,7 @@ class RepeatedLines(Signal):
         exact_copies = self._exact.push(line.exact)[1]
         if copies > self.most:
             self.most, self.most_period = copies, period
-        if exact_copies > self.most_exact:
-            self.most_exact = exact_copies
+        self.most_exact = max(self.most_exact, exact_copies)
         if copies < 2:
             self._key = None
             return None
