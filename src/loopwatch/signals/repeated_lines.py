@@ -76,7 +76,11 @@ class RepeatedLines(Signal):
     def __init__(self, params: Params) -> None:
         super().__init__(params)
         self._tail = TailCycles(params.max_period)
-        self._exact = TailCycles(params.max_period)
+        # The exact digests of the last lines, and how many in a row equalled the one a
+        # period before (the period of the masked streak): exact copies in O(1).
+        self._exacts: deque[bytes] = deque(maxlen=params.max_period)
+        self._exact_run = 0
+        self._exact_period = 0
         self._retry: deque[bool] = deque(maxlen=params.max_period)
         self._failure: deque[bool] = deque(maxlen=params.max_period)
         self._times: deque[float] = deque(maxlen=params.max_period * params.repeats + params.max_period)
@@ -93,7 +97,15 @@ class RepeatedLines(Signal):
         self._retry.append(line.retry)
         self._failure.append(line.failure)
         period, copies, length = self._tail.push(line.key)
-        exact_copies = self._exact.push(line.exact)[1]
+        exacts = self._exacts
+        if period and period == self._exact_period and exacts[-period] == line.exact:
+            self._exact_run += 1
+        elif period and len(exacts) >= period and exacts[-period] == line.exact:
+            self._exact_run, self._exact_period = 1, period
+        else:
+            self._exact_run, self._exact_period = 0, period
+        exacts.append(line.exact)
+        exact_copies = (self._exact_run + period) // period if period else 1
         if copies > self.most:
             self.most, self.most_period = copies, period
         self.most_exact = max(self.most_exact, exact_copies)
@@ -137,7 +149,8 @@ class RepeatedLines(Signal):
 
     def reset(self) -> None:
         self._tail.clear()
-        self._exact.clear()
+        self._exacts.clear()
+        self._exact_run = self._exact_period = 0
         self._retry.clear()
         self._failure.clear()
         self._key = None
