@@ -145,3 +145,46 @@ def test_a_real_cast_played_through_run_passes_byte_for_byte_and_is_not_ended(tm
         fh.readline()
         expected = "".join(e[2] for e in map(json.loads, fh) if e[1] == "o").encode("utf-8", "surrogatepass")
     assert ran.stdout == expected
+
+
+# -- calibrate: a profile that lets an agent's masked repeats end its runs -------------
+
+def _access_log_cast(tmp_path: Path, name: str, copies: int) -> str:
+    events = [[i * 10.0, "o", f"19:30:{i:02d} - agent:INFO: POST /execute_action from 127.0.0.1:{46000 + i} 200 OK\r\n"]
+              for i in range(copies)]
+    return write_cast(tmp_path, events, name=name)
+
+
+def _cli(*args: str, cwd: Path):
+    import subprocess
+    import sys
+
+    from _run_helpers import env_for
+
+    return subprocess.run([sys.executable, "-m", "loopwatch", *args], cwd=cwd, env=env_for(cwd),
+                          capture_output=True, check=False)
+
+
+def test_calibrate_writes_a_private_profile_from_the_solved_runs_only(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _access_log_cast(runs, "a.cast", 10)
+    _access_log_cast(runs, "b.cast", 12)
+    _access_log_cast(runs, "failed.cast", 40)  # not resolved: not a measure of healthy
+    (runs / "MANIFEST.tsv").write_text("file\tresolved\na.cast\tyes\nb.cast\tyes\nfailed.cast\tno\n")
+    profile = tmp_path / "agent-profile.toml"  # not loopwatch.toml: scan would find it by itself
+    done = _cli("calibrate", str(runs), "--outcomes", str(runs / "MANIFEST.tsv"), "--write-profile", str(profile),
+                "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert oct(profile.stat().st_mode & 0o777) == "0o600"
+    from loopwatch import load_config
+
+    params = load_config(profile, env={}).signals["repeated_lines"]
+    assert params.masked_can_stop and params.repeats == 13  # one above the 12 of the solved runs
+    # the default only warns on the failed run's 40 copies; the profile stops it
+    assert _cli("scan", str(runs / "failed.cast"), cwd=tmp_path).returncode == 0
+    assert _cli("scan", "--config", str(profile), str(runs / "failed.cast"), cwd=tmp_path).returncode == 1
+    assert _cli("scan", "--config", str(profile), str(runs / "b.cast"), cwd=tmp_path).returncode == 0
+    # never overwritten
+    again = _cli("calibrate", str(runs), "--write-profile", str(profile), "--no-progress", cwd=tmp_path)
+    assert again.returncode == 2 and b"exists" in again.stderr
