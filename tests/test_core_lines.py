@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopwatch.fingerprint import digest, normalize
 from loopwatch.lines import LineCutter
@@ -200,3 +202,20 @@ def test_lines_carry_exact_digests_and_what_they_say():
     assert a.key == b.key and a.exact != b.exact and a.retry and not a.failure
     (c,) = LineCutter().lines("E   AssertionError: expected 3, got 2\n")
     assert c.failure and not c.retry
+
+
+_PIECES = ["word ", "line 12 ", "retrying ", "Error: x ", "⠙ ", "45% ", "\n", "\r", "\r\n", "\x1b[2K", "\x1b[1A",
+           "\x1b[1B", "\x1b[K", "\x1b[3C", "\x1b[H", "\x1b[2;1H", "\x1b[2J", "\x1bM", "\x1b[31m", "\x1b[0m"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_how_output_is_split_into_reads_never_changes_the_lines(pieces, cuts):
+    text = "".join(pieces)
+    whole = LineCutter().lines(text)
+    cutter, got, start = LineCutter(), [], 0
+    for cut_at in sorted(set(c for c in cuts if c < len(text))):
+        got += cutter.lines(text[start:cut_at])
+        start = cut_at
+    got += cutter.lines(text[start:])
+    assert got == whole
