@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loopwatch.fingerprint import digest, normalize
@@ -209,12 +209,17 @@ _PIECES = ["word ", "line 12 ", "retrying ", "Error: x ", "⠙ ", "45% ", "\n", 
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.lists(st.integers(min_value=0, max_value=400), max_size=6))
-def test_how_output_is_split_into_reads_never_changes_the_lines(pieces, cuts):
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+       st.lists(st.integers(min_value=0, max_value=400), max_size=3))
+@example(["word ", "\r", "line 12 ", "\n"], [2], [])  # a read ending in a CR
+@example(["word ", "\x1b[1A", "word ", "\n"], [], [6])  # a read ending inside an escape
+def test_how_output_is_split_into_reads_never_changes_the_lines(pieces, boundaries, anywhere):
     text = "".join(pieces)
     whole = LineCutter().lines(text)
+    # reads end between pieces (after a CR, inside nothing) and anywhere (inside an escape)
+    cuts = {len("".join(pieces[:k])) for k in boundaries} | set(anywhere)
     cutter, got, start = LineCutter(), [], 0
-    for cut_at in sorted(set(c for c in cuts if c < len(text))):
+    for cut_at in sorted(c for c in cuts if 0 < c < len(text)):
         got += cutter.lines(text[start:cut_at])
         start = cut_at
     got += cutter.lines(text[start:])
