@@ -131,6 +131,7 @@ def test_no_recorded_run_that_solved_its_task_is_stopped():
 
 
 @needs_casts
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc (as the other run tests)")
 def test_a_real_cast_played_through_run_passes_byte_for_byte_and_is_not_ended(tmp_path):
     """One of the solved runs `run` used to end (its access log), played live."""
     name = "crack-7z-hash.easy.1-of-1.openhands-sonnet.cast"
