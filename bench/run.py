@@ -8,7 +8,11 @@ then times, in this one run:
   run          `loopwatch run -- cat FILE > /dev/null`       (everything)
 and prints MB/s, lines/s and each figure as a ratio to `cat`.
 
-    PYTHONPATH=src python bench/run.py [--mb 50]
+With `--against SRC` (another checkout's `src`, e.g. of main), `run` is also timed with
+that code, alternating with this one (best of `--repeat` each), so a change is judged
+against its baseline under the same load on a shared machine.
+
+    PYTHONPATH=src python bench/run.py [--mb 50] [--against ../main/src --repeat 3]
 """
 
 from __future__ import annotations
@@ -78,8 +82,8 @@ def bench_monitor(path: Path) -> None:
             at += 0.001
 
 
-def bench_run(path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+def bench_run(path: Path, src: Path = ROOT / "src") -> None:
+    env = {**os.environ, "PYTHONPATH": str(src)}
     env.pop("LOOPWATCH_MODE", None)
     with open(os.devnull, "wb") as null:
         proc = subprocess.run([sys.executable, "-m", "loopwatch", "run", "--", "cat", str(path)],
@@ -91,6 +95,8 @@ def bench_run(path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50.0, help="size of the output, in MB (default 50)")
+    parser.add_argument("--against", type=Path, help="another source tree to time `run` with, alternating")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of `run` with each tree (best is kept)")
     args = parser.parse_args()
     size = int(args.mb * 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,11 +106,21 @@ def main() -> None:
         print(f"output: {real / 1e6:.1f} MB, {lines:,} lines")
         rows = [(name, min(timed(lambda: fn(path)) for _ in range(repeat)))
                 for name, fn, repeat in (("cat", bench_cat, 3), ("pump", bench_pump, 3),
-                                         ("monitor", bench_monitor, 1), ("run", bench_run, 1))]
+                                         ("monitor", bench_monitor, 1))]
+        ours, theirs = [], []
+        for _ in range(args.repeat):
+            ours.append(timed(lambda: bench_run(path)))
+            if args.against is not None:
+                theirs.append(timed(lambda: bench_run(path, args.against)))
+        rows.append(("run", min(ours)))
+        if theirs:
+            rows.append(("run@base", min(theirs)))
     base = rows[0][1]
     print(f"{'':8s} {'seconds':>8s} {'MB/s':>9s} {'lines/s':>11s} {'x cat':>8s}")
     for name, seconds in rows:
         print(f"{name:8s} {seconds:8.3f} {real / 1e6 / seconds:9.1f} {lines / seconds:11,.0f} {seconds / base:8.1f}")
+    if args.against is not None:
+        print(f"run / run@base: {rows[-2][1] / rows[-1][1]:.2f} (throughput {rows[-1][1] / rows[-2][1]:.0%} of the baseline's)")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from loopwatch.fingerprint import digest, normalize
 from loopwatch.lines import LineCutter
@@ -156,3 +158,69 @@ def test_the_pending_passage_is_bounded():
     for _ in range(100):
         cutter.feed("y" * 1000)
     assert len(cutter._pending) <= 1024
+
+
+# -- terminal semantics: what a redraw is ------------------------------------------------
+
+UV_FRAME = ("\x1b[1A\r\x1b[2K\x1b[1B\r\x1b[2K\x1b[1A   \x1b[36m\x1b[1mUpdating\x1b[0m https://github.com/org/repo.git "
+            "(\x1b[2ma6301075ecb4\x1b[0m)\r\n\x1b[37m{glyph}\x1b[0m \x1b[2mResolving dependencies...\x1b[0m")
+
+
+def test_a_display_redrawn_in_place_with_cursor_moves_is_one_line():
+    """uv's shape, from a Terminal-Bench recording: up one row, erase, down, erase, up,
+    draw the same row again, then a spinner row; every 0.2 s for a minute."""
+    first = "\r\x1b[2K   Updating https://github.com/org/repo.git (a6301075ecb4)\r\n\x1b[37m⠋\x1b[0m Resolving dependencies..."
+    frames = [first] + [UV_FRAME.format(glyph=g) for g in "⠙⠹⠸⠼⠴⠦⠧⠇⠏" * 30]
+    assert len(cut(*frames)) == 1
+
+
+def test_a_row_drawn_over_with_something_new_counts():
+    assert cut("build one\n", "\x1b[1Abuild two\n") == [d("build one"), d("build two")]
+
+
+def test_erased_frames_are_redraws_and_progress_frames_are_skipped():
+    bar = "".join(f"\x1b[2K\r\x1b[35m━━━━━━╸━━━\x1b[0m {k}/60 packages" for k in range(60))
+    assert cut(bar) == []
+    assert cut(bar + "\x1b[2K\rInstalled 60 packages\n") == [d("Installed 60 packages")]
+
+
+def test_a_full_screen_program_redrawing_the_same_screen_shows_it_once():
+    screen = "\x1b[H\x1b[1;1HTop of the app\r\n\x1b[2;1Hstatus: waiting for input\r\n"
+    assert cut(*([screen] * 20)) == [d("Top of the app"), d("status: waiting for input")]
+
+
+def test_a_cleared_screen_starts_afresh():
+    assert cut("hello there\n", "\x1b[H\x1b[2J", "hello there\n") == [d("hello there")] * 2
+
+
+def test_erase_to_end_of_line_and_forward_moves_keep_the_row():
+    assert cut("Get:1 http://deb\x1b[K.debian.org\x1b[3Cbookworm\n") == [d("Get:1 http://deb.debian.org bookworm")]
+
+
+def test_lines_carry_exact_digests_and_what_they_say():
+    (a,), (b,) = LineCutter().lines("retrying in 3s (attempt 3)\n"), LineCutter().lines("retrying in 4s (attempt 4)\n")
+    assert a.key == b.key and a.exact != b.exact and a.retry and not a.failure
+    (c,) = LineCutter().lines("E   AssertionError: expected 3, got 2\n")
+    assert c.failure and not c.retry
+
+
+_PIECES = ["word ", "line 12 ", "retrying ", "Error: x ", "⠙ ", "45% ", "\n", "\r", "\r\n", "\x1b[2K", "\x1b[1A",
+           "\x1b[1B", "\x1b[K", "\x1b[3C", "\x1b[H", "\x1b[2;1H", "\x1b[2J", "\x1bM", "\x1b[31m", "\x1b[0m"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+       st.lists(st.integers(min_value=0, max_value=400), max_size=3))
+@example(["word ", "\r", "line 12 ", "\n"], [2], [])  # a read ending in a CR
+@example(["word ", "\x1b[1A", "word ", "\n"], [], [6])  # a read ending inside an escape
+def test_how_output_is_split_into_reads_never_changes_the_lines(pieces, boundaries, anywhere):
+    text = "".join(pieces)
+    whole = LineCutter().lines(text)
+    # reads end between pieces (after a CR, inside nothing) and anywhere (inside an escape)
+    cuts = {len("".join(pieces[:k])) for k in boundaries} | set(anywhere)
+    cutter, got, start = LineCutter(), [], 0
+    for cut_at in sorted(c for c in cuts if 0 < c < len(text)):
+        got += cutter.lines(text[start:cut_at])
+        start = cut_at
+    got += cutter.lines(text[start:])
+    assert got == whole

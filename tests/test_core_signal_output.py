@@ -136,3 +136,61 @@ def test_a_numbered_checklist_is_not_chanting():
     m = only("chanting", {"repeats": 4})
     feed(m, [ModelText("Status:\n" + "".join(f"{i}. Done\n" for i in range(1, 9)))])
     assert "chanting" not in m.strongest
+
+
+# -- what a raw console can prove --------------------------------------------------------
+
+ACCESS_LOG = ("\x1b[92m{t} - openhands:INFO\x1b[0m: local_runtime.py:340 - [runtime 77bbf874-e8b1] Server: "
+              "INFO:     127.0.0.1:{port} - \"POST /execute_action HTTP/1.1\" 200 OK\n")
+
+
+def test_a_log_template_alike_only_once_numbers_are_masked_never_stops():
+    """OpenHands' runtime access log, one line per action (the shape that stopped 95
+    of 110 solved Terminal-Bench runs): suspicion, so a nudge, never a stop."""
+    m = only("repeated_lines", {"repeats": 8})
+    lines = [Output(ACCESS_LOG.format(t=f"19:30:{i:02d}", port=46000 + i * 7), at=i * 10.0) for i in range(60)]
+    verdicts = feed(m, lines)
+    assert Action.NUDGE in {v.action for v in verdicts}
+    assert Action.STOP not in {v.action for v in verdicts}
+    assert "alike once numbers are masked" in m.strongest["repeated_lines"].description
+
+
+def test_a_calibrated_profile_lets_masked_repeats_stop():
+    m = only("repeated_lines", {"repeats": 8, "masked_can_stop": True})
+    lines = [Output(ACCESS_LOG.format(t=f"19:30:{i:02d}", port=46000 + i * 7), at=i * 10.0) for i in range(60)]
+    assert Action.STOP in {v.action for v in feed(m, lines)}
+
+
+def test_an_exact_repeat_over_time_stops_but_one_burst_of_it_does_not():
+    over_time = only("repeated_lines", {"repeats": 8})
+    verdicts = feed(over_time, [Output("Could not resolve host: api.example.com\n", at=i * 2.0) for i in range(20)])
+    assert Action.STOP in {v.action for v in verdicts}
+    # a maze's rows in an assertion diff: one command's output, all at once
+    burst = only("repeated_lines", {"repeats": 8})
+    verdicts = feed(burst, [Output("E         ##################\n" * 40, at=3.0)])
+    assert Action.STOP not in {v.action for v in verdicts}
+    assert "in one burst" in burst.strongest["repeated_lines"].description
+
+
+def test_a_retry_message_stops_even_in_a_burst():
+    m = only("repeated_lines", {"repeats": 8})
+    lines = [Output(f"Request failed (attempt {i}), retrying in 0.{i % 10}s\n", at=i * 0.005) for i in range(20)]
+    assert Action.STOP in {v.action for v in feed(m, lines)}
+
+
+def test_a_failing_cycle_over_time_stops_but_a_listing_of_failures_does_not():
+    cycle = only("repeated_lines", {"repeats": 8})
+    rounds = [Output(f"[step {i}] running tests/test_parser.py\nE   AssertionError: expected {i}\n", at=i * 3.0) for i in range(20)]
+    assert Action.STOP in {v.action for v in feed(cycle, rounds)}
+    # one line per failed test, numbers masked: a pytest summary, not a loop
+    listing = only("repeated_lines", {"repeats": 8})
+    rows = [Output(f"FAILED tests/test_cases.py::test_case_{i} - AssertionError\n", at=i * 3.0) for i in range(20)]
+    assert Action.STOP not in {v.action for v in feed(listing, rows)}
+
+
+def test_min_span_must_be_seconds():
+    from loopwatch import ConfigError
+
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ConfigError, match="min_span"):
+            only("repeated_lines", {"min_span": bad})

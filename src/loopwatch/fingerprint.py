@@ -39,6 +39,7 @@ __all__ = [
     "normalize",
     "mask_hex_ids",
     "normalize_line",
+    "strip_escapes",
     "text_of",
 ]
 
@@ -181,6 +182,11 @@ def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
     if progress:
         text += " \x01" + " ".join(progress)
     return text
+
+
+def strip_escapes(text: str) -> str:
+    """Text without its terminal escapes (colours, cursor moves, titles)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def normalize_line(line: str) -> str:

@@ -223,7 +223,7 @@ class Monitor:
 
     def _output(self, output: Output, at: float) -> Verdict:
         verdict = ALLOW
-        for line in self._lines.feed(output.data, output.stream):
+        for line in self._lines.lines(output.data, output.stream):
             verdict = _stronger(verdict, self._feed("on_line", at, (line, at, self.actions), output))
         return verdict
 

@@ -30,12 +30,19 @@ _COLUMNS = (
               help="Labels (as for `evaluate`): adds, per signal and threshold, the recall and false stops it gives.")
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False),
               help="Folder the label paths are relative to (default: the labels file's folder).")
+@click.option("--outcomes", "outcomes_path", type=click.Path(exists=True, dir_okay=False),
+              help="A manifest of outcomes (tab-separated, with `file` and `resolved` columns, as next to "
+                   "Terminal-Bench recordings): with --write-profile, only sessions with resolved = yes count as healthy.")
+@click.option("--write-profile", "profile_out", type=click.Path(dir_okay=False), metavar="PATH",
+              help="Write a loopwatch.toml for this agent: console repeats alike once numbers are masked may end "
+                   "its runs, above the most its healthy sessions showed.")
 @click.option("--windows", default="12,20,30", show_default=True, help="Churn windows (calls) for the distinct-calls table.")
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | None, windows: str, config_path: str | None,
+def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | None, outcomes_path: str | None,
+              profile_out: str | None, windows: str, config_path: str | None,
               profile: str | None, mode: str | None, as_json: bool, jobs: int, no_progress: bool) -> None:
     """Show the figures a person needs to choose thresholds.
 
@@ -51,10 +58,18 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | Non
     stops it would give on the labelled sessions, and the most aggressive setting with
     zero false stops.
 
+    With --write-profile, a configuration for the agent these recordings are of. A raw
+    console (`loopwatch run` on plain output, terminal recordings) only warns about
+    lines that repeat once their numbers are masked (log templates, tables): nothing
+    says they are a loop. Measured on healthy runs of one agent (all the sessions
+    given, or those --outcomes marks resolved), the profile lets such repeats end a
+    run from one copy more than the most any healthy session printed in a row.
+
     \b
     Example:
       loopwatch calibrate runs/
       loopwatch calibrate --labels ../shared/corpus/labels.tsv --json
+      loopwatch calibrate casts/ --outcomes casts/MANIFEST.tsv --write-profile loopwatch.toml
     """
     config = make_config(config_path, profile or "unattended", mode)
     try:
@@ -72,6 +87,14 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | Non
         corpus = corpus or os.path.dirname(os.path.abspath(labels_path))
     if not paths and labels is None:
         raise click.UsageError("give files or folders to calibrate on, or --labels")
+    outcomes = None
+    if outcomes_path is not None:
+        try:
+            outcomes = load_outcomes(outcomes_path)
+        except (OSError, ValueError) as exc:
+            raise click.UsageError(f"--outcomes: {exc}") from None
+    if profile_out is not None and os.path.exists(profile_out):
+        raise click.UsageError(f"--write-profile: {profile_out} exists; remove it or name another file")
     if paths:
         items = [(t.path, t.label) for t in expand(paths) if not t.problem and t.path != "-"]
     else:
@@ -79,10 +102,16 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | Non
     report: dict[str, Any] = {"sessions": _sessions(items, config, sizes, jobs, no_progress)}
     if labels is not None:
         report["thresholds"] = _sweep(labels, corpus, config, jobs, no_progress)
+    if profile_out is not None:
+        report["profile"] = _write_profile(profile_out, report["sessions"], outcomes)
     if as_json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         _print(report, sizes)
+        if "profile" in report:
+            written = report["profile"]
+            click.echo(f"wrote {written['path']}: masked console repeats may end a run from {written['repeats']} copies "
+                       f"in a row ({written['healthy_sessions']} healthy sessions, at most {written['lines_most']})")
 
 
 def _sessions(items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool) -> list[dict]:
@@ -106,6 +135,47 @@ def _sessions(items: list[tuple[str, str]], config: Any, sizes: list[int], jobs:
                         row["churn_fewest_distinct"][str(sizes[k - 1])] = (result.calibration or {}).get("churn_fewest_distinct")
                 bar.advance()
     return list(rows.values())
+
+
+def load_outcomes(path: str) -> dict[str, str]:
+    """A manifest's outcomes: file name -> `resolved` (yes, no, unknown). Tab-separated
+    with a header naming `file` and `resolved`."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = csv.DictReader(fh, delimiter="\t")
+        if not rows.fieldnames or "file" not in rows.fieldnames or "resolved" not in rows.fieldnames:
+            raise ValueError(f"{path}: expected a tab-separated header with `file` and `resolved` columns")
+        return {os.path.basename(row["file"] or ""): (row["resolved"] or "").strip().lower() for row in rows}
+
+
+def _write_profile(path: str, sessions: list[dict], outcomes: dict[str, str] | None) -> dict[str, Any]:
+    """Write the profile (see the command's help); return what it says, for the report."""
+    healthy = [row for row in sessions if not row["error"]
+               and (outcomes is None or outcomes.get(os.path.basename(row["path"])) == "yes")]
+    if not healthy:
+        raise click.UsageError("--write-profile: no healthy session to measure (none read, or none resolved = yes)")
+    most = max(int(row["calibration"].get("lines_most") or 0) for row in healthy)
+    # One copy more than any healthy run showed, and never below the default.
+    from ..signals.repeated_lines import Params
+
+    repeats = max(most + 1, Params().repeats)
+    text = (
+        f"# Written by `loopwatch calibrate` from {len(healthy)} healthy sessions"
+        f"{' (resolved = yes in the outcomes)' if outcomes is not None else ''}.\n"
+        f"# The most copies in a row of an output line cycle, numbers masked, in any of them: {most}.\n"
+        "# Such repeats may end a run from one copy more.\n"
+        "[signals.repeated_lines]\n"
+        f"repeats = {repeats}\n"
+        "masked_can_stop = true\n"
+    )
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise click.UsageError(f"--write-profile: cannot write {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return {"path": path, "healthy_sessions": len(healthy), "lines_most": most, "repeats": repeats}
 
 
 def _sweep(labels: list, corpus: str, config: Any, jobs: int, no_progress: bool) -> dict[str, Any]:

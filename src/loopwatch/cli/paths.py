@@ -4,7 +4,8 @@ An argument is a file, a folder (walked recursively), a glob (expanded here, so 
 quoted `'runs/**/*.traj'` works too) or `-` (standard input). A folder walk keeps
 only files that look like transcripts and leaves out the harness's side files:
 
-- kept: `*.jsonl`, `*.ndjson`, `*.json`, `*.traj` (so `*.traj.json`), `agent.log`;
+- kept: `*.jsonl`, `*.ndjson`, `*.json`, `*.traj` (so `*.traj.json`), `*.cast`
+  (asciinema recordings), `agent.log`;
 - left out: `results.json`, `result.json`, `results_summary.json`, `config.json`,
   `package.json`, `package-lock.json`, `tsconfig.json` (outcomes and settings, not
   sessions), and `steps.json` next to an `agent.log` (Terminal-Bench: derived from
@@ -25,7 +26,7 @@ from typing import Iterable
 
 __all__ = ["Target", "expand", "is_transcript_name"]
 
-TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj")
+TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj", ".cast")
 TRANSCRIPT_NAMES = frozenset({"agent.log"})
 SIDE_FILES = frozenset({
     "results.json", "result.json", "results_summary.json", "config.json",

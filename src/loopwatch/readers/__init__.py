@@ -17,6 +17,7 @@ __all__ = ["FORMATS", "ReadError", "Session", "detect", "read", "reader"]
 
 #: format name -> module, in the order formats are sniffed (most specific first).
 FORMATS: dict[str, str] = {
+    "asciicast": "loopwatch.readers.asciicast",
     "swe-agent": "loopwatch.readers.swe_agent",
     "mini-swe-agent": "loopwatch.readers.mini_swe_agent",
     "atif": "loopwatch.readers.atif",

@@ -37,7 +37,7 @@ def sniff(path: str, head: bytes) -> bool:
     start = head.lstrip()[:1]
     if start in (b"{", b"["):
         return False
-    return path.endswith((".log", ".txt", ".cast")) and b"\x00" not in head
+    return path.endswith((".log", ".txt")) and b"\x00" not in head
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..finding import Finding
+from ..lines import Line
 from ..step import Step
 
 __all__ = ["Signal"]
@@ -47,8 +48,8 @@ class Signal:
         """One sentence-like passage of a streamed response, digested."""
         return None
 
-    def on_line(self, line: bytes, at: float, index: int) -> Finding | None:
-        """One normalized output line, digested."""
+    def on_line(self, line: Line, at: float, index: int) -> Finding | None:
+        """One output line, digested (numbers masked, and as shown)."""
         return None
 
     def on_retry(self, at: float, index: int) -> Finding | None:

@@ -5,15 +5,33 @@ For agents with no structured events (a CLI's stdout and stderr): each countable
 repeated `repeats` times in a row is a loop: the same retry message forever, a
 three-line traceback with a moving counter. Progress bars, pytest dots and blank lines
 never count.
+
+What a raw console can prove. A line that repeats only once its numbers are masked is
+suspicion, not proof: it is how log templates, tables and data look. On the
+Terminal-Bench recordings of OpenHands (`bench/consoles.py`), 95 of the 110 runs that
+solved their task were stopped on such lines, nearly always the runtime's access log
+(`HH:MM:SS - openhands:INFO: ... "POST /execute_action HTTP/1.1" 200 OK`, one per
+action). Even lines repeated exactly are data when they come in one burst: on the
+mini-swe-agent console logs, a maze's rows in an assertion diff, `> hit wall` /
+`> moved` answers to one batch of moves, a wrapped base64 blob, in runs that solved
+their task. So a streak is proof, and may end the run, only when
+- one of its lines is a retry message (`retrying in 5s`, `attempt 3`): the output
+  says itself that it is going round; or
+- it spans at least `min_span` seconds and either repeated exactly (numbers and
+  all) or is a cycle of two lines or more with a failure in it (`AssertionError:`,
+  `FAILED`): the same failing step, again and again, over time.
+Anything else warns and nudges, never stops (`can_stop` False), unless
+`masked_can_stop` is set: a profile written by `loopwatch calibrate` for an agent
+whose healthy runs were measured.
 """
 
 from __future__ import annotations
 
 from collections import deque
-
 from typing import NamedTuple
 
 from ..finding import Finding
+from ..lines import Line
 from ..periodic import TailCycles
 from .base import Signal
 from .common import count_problem
@@ -27,6 +45,14 @@ class Params(NamedTuple):
     repeats: int = 8
     #: Longest cycle of lines looked for.
     max_period: int = 5
+    #: May a cycle alike only once numbers are masked end the run? False: healthy
+    #: runs print such cycles all the time (log templates, tables; see the module
+    #: docstring), so it warns and nudges only. A calibrated profile may turn it on.
+    masked_can_stop: bool = False
+    #: Seconds an exact or failing streak must span to be proof. An agent's round
+    #: takes a model call (seconds; 8 rounds well over 5 s), while one command's
+    #: output comes in a burst (the exact repeats of the console logs above).
+    min_span: float = 5.0
 
     @property
     def enabled(self) -> bool:
@@ -37,6 +63,8 @@ class Params(NamedTuple):
             return problem
         if not 1 <= self.max_period <= 16:
             return "max_period: must be between 1 and 16"
+        if not self.min_span >= 0:  # NaN too
+            return "min_span: seconds must be >= 0"
         return None
 
 
@@ -48,43 +76,84 @@ class RepeatedLines(Signal):
     def __init__(self, params: Params) -> None:
         super().__init__(params)
         self._tail = TailCycles(params.max_period)
+        # The exact digests of the last lines, and how many in a row equalled the one a
+        # period before (the period of the masked streak): exact copies in O(1).
+        self._exacts: deque[bytes] = deque(maxlen=params.max_period)
+        self._exact_run = 0
+        self._exact_period = 0
+        self._retry: deque[bool] = deque(maxlen=params.max_period)
+        self._failure: deque[bool] = deque(maxlen=params.max_period)
         self._times: deque[float] = deque(maxlen=params.max_period * params.repeats + params.max_period)
         self._lines = 0
         self._key: int | None = None
+        self._started_at = 0.0
         self.most = 0
         self.most_period = 0
+        self.most_exact = 0
 
-    def on_line(self, line: bytes, at: float, index: int) -> Finding | None:
+    def on_line(self, line: Line, at: float, index: int) -> Finding | None:
         self._lines += 1
         self._times.append(at)
-        period, copies, length = self._tail.push(line)
+        self._retry.append(line.retry)
+        self._failure.append(line.failure)
+        period, copies, length = self._tail.push(line.key)
+        exacts = self._exacts
+        if period and period == self._exact_period and exacts[-period] == line.exact:
+            self._exact_run += 1
+        elif period and len(exacts) >= period and exacts[-period] == line.exact:
+            self._exact_run, self._exact_period = 1, period
+        else:
+            self._exact_run, self._exact_period = 0, period
+        exacts.append(line.exact)
+        exact_copies = (self._exact_run + period) // period if period else 1
         if copies > self.most:
             self.most, self.most_period = copies, period
+        self.most_exact = max(self.most_exact, exact_copies)
         if copies < 2:
             self._key = None
             return None
-        started_at = self._times[-min(length, len(self._times))]
-        if self._key is None:
+        if self._key is None:  # a new streak: its start is still in the window
             self._key = self._lines - length + 1
+            self._started_at = self._times[-min(length, len(self._times))]
+        started_at = self._started_at
         what = "the same output line" if period == 1 else f"the same {period}-line output cycle"
+        proof, how = self._grade(period, copies, exact_copies, at - started_at)
         return Finding(
             signal=self.name,
             severity=copies / self.params.repeats,
             key=self._key,
-            description=f"{what} repeated {copies} times in a row",
+            description=f"{what} repeated {copies} times in a row{how}",
             repeats=copies,
             period=period,
             started_at=started_at,
             at=at,
             started_index=index,
             index=index,
+            can_stop=proof,
             can_block=False,
             hint="the output is repeating itself; stop retrying and look at why",
         )
 
+    def _grade(self, period: int, copies: int, exact_copies: int, span: float) -> tuple[bool, str]:
+        """Is this streak proof (may it end a run)? And how to say what it is."""
+        params = self.params
+        if any(list(self._retry)[-period:]):
+            return True, " (a retry message)"
+        counted = min(copies, params.repeats)
+        exact = exact_copies >= counted
+        failing = period > 1 and any(list(self._failure)[-period:])
+        if (exact or failing) and span >= params.min_span:
+            return True, "" if exact else " (a failing cycle)"
+        how = " (in one burst)" if exact or failing else " (alike once numbers are masked)"
+        return params.masked_can_stop, how
+
     def reset(self) -> None:
         self._tail.clear()
+        self._exacts.clear()
+        self._exact_run = self._exact_period = 0
+        self._retry.clear()
+        self._failure.clear()
         self._key = None
 
     def calibration(self) -> dict:
-        return {"lines_most": self.most, "lines_period": self.most_period}
+        return {"lines_most": self.most, "lines_period": self.most_period, "lines_exact_most": self.most_exact}

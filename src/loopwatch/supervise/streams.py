@@ -1,6 +1,8 @@
 """What the child prints, as monitor events.
 
-Plain output goes to the monitor as `Output` (the `repeated_lines` signal). Two agent
+Plain output goes to the monitor as `Output` (the `repeated_lines` signal), through
+`loopwatch.console.Console`: the path the asciicast reader takes for recordings, so a
+live run and its recording are judged alike. Two agent
 CLIs print structured JSON Lines on stdout instead, and give real events:
 
 - `claude-stream`: `claude -p --output-format stream-json --verbose`: `tool_use` and
@@ -32,6 +34,7 @@ from typing import Any, Iterator
 
 import orjson
 
+from ..console import Console
 from ..events import Output
 
 __all__ = ["FORMATS", "EventSource", "detect"]
@@ -74,6 +77,7 @@ class EventSource:
         if format not in FORMATS:
             raise ValueError(f"unknown events format {format!r} (known: {', '.join(FORMATS)})")
         self.format: str | None = None
+        self._console = Console()
         self._adapter: _Adapter | None = None
         self._held = bytearray()
         if format != "auto":
@@ -81,7 +85,7 @@ class EventSource:
 
     def feed(self, data: bytes, stream: str, at: float) -> list[Any]:
         if stream != "stdout":
-            return [Output(data, stream, at)]
+            return self._console.output(data, at, stream)
         if self._adapter is None:
             self._held += data
             choice = self._guess(final=False)
@@ -119,7 +123,7 @@ class EventSource:
 
     def _choose(self, format: str) -> None:
         self.format = format
-        self._adapter = _ADAPTERS[format]()
+        self._adapter = _Lines(self._console) if format == "lines" else _ADAPTERS[format]()
 
     def _release(self, format: str) -> bytes:
         self._choose(format)
@@ -150,8 +154,11 @@ class _Adapter:
 
 
 class _Lines(_Adapter):
+    def __init__(self, console: Console) -> None:
+        self._console = console
+
     def feed(self, data: bytes, at: float) -> list[Any]:
-        return [Output(data, "stdout", at)] if data else []
+        return self._console.output(data, at)
 
 
 class _JsonLines(_Adapter):
@@ -236,7 +243,6 @@ def _codex_json() -> _Parsed:
 
 
 _ADAPTERS: dict[str, Any] = {
-    "lines": _Lines,
     "claude-stream": _claude_stream,
     "codex-json": _codex_json,
 }

@@ -1,0 +1,98 @@
+"""Terminal semantics: the hand-written line cutter against a terminal emulator (pyte).
+
+    PYTHONPATH=src python bench/terminal.py [--casts DIR] [--repeat N]
+
+Feeds the `o` events of the casts in DIR, in name order up to --mb of output (default ../shared/consoles/openhands-tb,
+`*.whole.cast` included: they hold the install phase's progress displays) to:
+  lines      `loopwatch.lines.LineCutter.lines`, what the monitor runs on Output;
+  pyte       `pyte.Screen` + `pyte.Stream` at the cast's size, the bare emulation only
+             (no line extraction yet: the floor of any pyte-based cutter);
+  pyte+hist  `pyte.HistoryScreen` (lines scrolled off the top kept), closer to what a
+             cutter needs;
+and prints seconds, MB/s and each as a ratio to `lines`, best of N runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from loopwatch.lines import LineCutter  # noqa: E402
+
+SHARED = ROOT.parent / "shared"
+if not SHARED.exists():
+    SHARED = Path("/work/shared")
+
+
+def load(folder: Path) -> list[tuple[int, int, list[str]]]:
+    casts = []
+    for path in sorted(folder.glob("*.cast")):
+        with open(path, encoding="utf-8") as fh:
+            header = json.loads(fh.readline())
+            out = [e[2] for e in map(json.loads, fh) if e[1] == "o"]
+        casts.append((int(header.get("width", 80)), int(header.get("height", 24)), out))
+    return casts
+
+
+def run_lines(casts) -> int:
+    n = 0
+    for _, height, out in casts:
+        cutter = LineCutter(height)
+        for text in out:
+            n += len(cutter.lines(text))
+    return n
+
+
+def run_pyte(casts, history: bool) -> None:
+    import pyte
+
+    for width, height, out in casts:
+        screen = pyte.HistoryScreen(width, height, history=1000) if history else pyte.Screen(width, height)
+        stream = pyte.Stream(screen)
+        for text in out:
+            stream.feed(text)
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--casts", type=Path, default=SHARED / "consoles" / "openhands-tb")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--mb", type=float, default=2.0, help="output to take, in MB (default 2: pyte is slow)")
+    args = parser.parse_args()
+    if not args.casts.exists():
+        print("no recordings found; nothing to measure")
+        return
+    casts, taken = [], 0
+    for cast in load(args.casts):  # the same casts for every contender
+        if taken >= args.mb * 1e6:
+            break
+        casts.append(cast)
+        taken += sum(len(t.encode()) for t in cast[2])
+    size = sum(len(t.encode()) for _, _, out in casts for t in out)
+    print(f"{len(casts)} casts, {size / 1e6:.1f} MB of output")
+    rows = [("lines", best(lambda: run_lines(casts), args.repeat)),
+            ("pyte", best(lambda: run_pyte(casts, False), args.repeat)),
+            ("pyte+hist", best(lambda: run_pyte(casts, True), args.repeat))]
+    base = rows[0][1]
+    print(f"{'':10s} {'seconds':>8s} {'MB/s':>8s} {'x lines':>8s}")
+    for name, seconds in rows:
+        print(f"{name:10s} {seconds:8.2f} {size / 1e6 / seconds:8.2f} {seconds / base:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
