@@ -58,15 +58,23 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--record", "record_path", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
               help="Write a JSON record of the run here (command, times, how it ended, "
                    "the loop record and calibration figures). Without it, one summary line on stderr.")
+@click.option("--transcript", default="auto", show_default=True, metavar="auto|off|PATH",
+              help="Follow the transcript the agent writes and judge its tool calls: auto finds "
+                   "the one of `claude` (~/.claude/projects/) or `codex` (~/.codex/sessions/) "
+                   "when the command runs one; PATH names a Claude Code session file or a Codex "
+                   "rollout (it may appear later). While it is followed, a loop seen only on "
+                   "the console is a warning.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(events: str, idle: float | None, max_runtime: float | None, mode: str | None,
-        config_path: str | None, grace: float, record_path: str | None, command: tuple[str, ...]) -> None:
+        config_path: str | None, grace: float, record_path: str | None, transcript: str,
+        command: tuple[str, ...]) -> None:
     """Run COMMAND and end it when it goes in circles.
 
     The command runs in a process group of its own, with stdin, stdout and stderr
-    passed through unchanged. What it prints is watched for a line or a cycle of
-    lines repeated over and over (plain output), or for repeated tool calls (Claude
-    Code and Codex JSON streams). In enforce mode a loop ends the run: SIGTERM to the
+    passed through unchanged. When it is `claude` or `codex`, the transcript it
+    writes is followed and its tool calls are judged (--transcript). Otherwise what
+    it prints is watched for a line or a cycle of lines repeated over and over (plain
+    output), or for repeated tool calls (Claude Code and Codex JSON streams). In enforce mode a loop ends the run: SIGTERM to the
     whole group, SIGKILL after --grace; nothing is left running. Ctrl-C is passed on to
     the command. loopwatch's own lines go to stderr, starting `loopwatch: `.
 
@@ -87,7 +95,9 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
 
     sys.stdout.flush()
     sys.stderr.flush()
-    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events)
+    if transcript not in ("auto", "off") and os.path.isdir(transcript):
+        raise click.BadParameter(f"{transcript} is a folder; name the transcript file", param_hint="--transcript")
+    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events, transcript=transcript)
     try:
         outcome = supervisor.run()
     except OSError as exc:

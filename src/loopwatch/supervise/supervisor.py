@@ -2,7 +2,8 @@
 
 One thread. Each turn of the loop waits for output (or a signal, or the next
 deadline), writes it through, feeds it to the monitor as events, and acts on the
-verdict; then it checks the limits. On a stop (enforce mode), an idle or runtime
+verdict; it reads what the agent added to its transcript, if it keeps one
+(`transcript`); then it checks the limits. On a stop (enforce mode), an idle or runtime
 limit, or a second Ctrl-C, the whole process group gets SIGTERM, then SIGKILL after
 the grace period. When the child has exited, any process it left in its group is
 ended the same way, so nothing outlives the run.
@@ -10,6 +11,14 @@ ended the same way, so nothing outlives the run.
 What it deliberately does not do: reach the model. A nudge has nowhere to go in a
 process with no hook point, so it is printed for the person instead; the next
 continuation of the streak is a stop (unattended profile).
+
+Evidence: when the agent keeps a transcript loopwatch can follow, its tool calls and
+results are judged by a monitor of their own, which may end the run; the console's
+lines are still watched, but while the transcript is followed or looked for, a loop
+seen only in them is a warning (the console of a working agent repeats itself:
+spinners, logs, tables). A structured stdout stream (`claude -p --output-format
+stream-json`) is tool calls, not lines: it may end the run either way. Without a
+transcript to look for, the console is the evidence, as it always was.
 """
 
 from __future__ import annotations
@@ -22,12 +31,14 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from ..config import Config
+from ..events import Output
 from ..monitor import Monitor
 from ..verdict import Action, Verdict
 from .group import ChildGroup
 from .pump import Pump
 from .record import Outcome
 from .streams import EventSource
+from .transcript import Follower
 
 __all__ = ["Limits", "Supervisor"]
 
@@ -66,6 +77,7 @@ class Supervisor:
         stdout: int = 1,
         stderr: int = 2,
         clock: Callable[[], float] = time.monotonic,
+        transcript: str = "off",
     ) -> None:
         self.argv = list(argv)
         self.config = config
@@ -73,7 +85,11 @@ class Supervisor:
         self.source = EventSource(events)
         self.stdout, self.stderr = stdout, stderr
         self.clock = clock
-        self.monitor = Monitor(config, on_warning=self._warned)
+        self.monitor = Monitor(config, on_warning=self._warned)  # the console's
+        self.transcript = Follower(transcript, self.argv)
+        self.transcript_monitor: Monitor | None = None  # once a transcript is followed
+        self._console_unheeded: set[str] = set()  # console stops passed over, by signal
+        self._problem_told = False
         self._pump: Pump | None = None
         self._signals: list[int] = []
         self._ended_by: str | None = None
@@ -92,6 +108,7 @@ class Supervisor:
         saved = self._install_handlers(wake_w)
         child: ChildGroup | None = None
         try:
+            self.transcript.start()
             child = ChildGroup(self.argv, self.limits.grace)
             self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
             self._watch(child, t0)
@@ -99,6 +116,8 @@ class Supervisor:
             self._drain(child)
             for event in self.source.finish(self.clock()):
                 self.monitor.observe(event)
+            for event in self.transcript.finish():
+                self._judge(child, event, self.clock())
         finally:
             self._restore_handlers(saved)
             if self._pump is not None:
@@ -115,12 +134,13 @@ class Supervisor:
             ended_by=self._ended_by or "exit",
             returncode=child.returncode,
             events_format=self.source.format or "lines",
-            monitor=self.monitor,
+            monitor=self.transcript_monitor or self.monitor,
             limits=self.limits.as_dict(),
             stop=self._stop,
             signals_sent=child.signals_sent,
             leftovers=leftovers,
             output_bytes=dict(self._pump.counts),
+            evidence=self._evidence(),
         )
 
     def say(self, text: str) -> None:
@@ -150,7 +170,9 @@ class Supervisor:
                 elif limits.idle is not None and now - last_output >= limits.idle:
                     self._end(child, now, "idle")
             child.tick(now)
-            deadlines = [now + _TICK, child.deadline()]
+            if self.transcript.due(now) and self._read_transcript(child, now):
+                last_output = now  # the agent is at work: it is writing its transcript
+            deadlines = [now + _TICK, child.deadline(), self.transcript.deadline()]
             if self._ended_by is None:
                 if self.limits.max_runtime is not None:
                     deadlines.append(t0 + self.limits.max_runtime)
@@ -168,16 +190,57 @@ class Supervisor:
     def _observe(self, child: ChildGroup, data: bytes, stream: str, at: float) -> None:
         for event in self.source.feed(data, stream, at):
             verdict = self.monitor.observe(event)
-            if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
-                continue  # warnings were printed by the monitor's callback
-            if verdict.action is Action.STOP:
-                # Output still in the pipes after the child exited: it ended by itself.
-                if self._ended_by is None and child.returncode is None:
-                    self._stop = verdict
-                    self.say(f"stopping the run: {verdict.description}")
-                    self._end(child, at, "loop")
-            else:  # a nudge or a block: no way to reach the model, tell the person
-                self.say(f"{verdict.action.value} (not delivered, no hook into the agent): {verdict.description}")
+            if verdict.action.rank > Action.WARN.rank and type(event) is Output and self.transcript.wanted:
+                self._unheeded(verdict)  # the console's lines, while there is a transcript
+            else:
+                self._act(child, verdict, at)
+
+    def _read_transcript(self, child: ChildGroup, now: float) -> bool:
+        """Judge what the agent added to its transcript; True if it added anything."""
+        lines = self.transcript.lines
+        for event in self.transcript.poll(now):
+            self._judge(child, event, now)
+        if self.transcript.problem is not None and not self._problem_told:
+            self._problem_told = True
+            self.say(f"cannot follow the transcript: {self.transcript.problem}; watching the console")
+        return self.transcript.lines > lines
+
+    def _judge(self, child: ChildGroup, event: object, at: float) -> None:
+        """One event from the transcript, to the monitor that may end the run."""
+        if self.transcript_monitor is None:
+            self.transcript_monitor = Monitor(self.config, on_warning=self._warned)
+        self._act(child, self.transcript_monitor.observe(event), at)
+
+    def _unheeded(self, verdict: Verdict) -> None:
+        """A loop seen in the console's lines while the agent's transcript is the
+        evidence (followed, or looked for): a warning, said once a signal."""
+        signal_name = verdict.signal or verdict.action.value
+        if signal_name not in self._console_unheeded:
+            self._console_unheeded.add(signal_name)
+            whose = "the transcript shows the tool calls" if self.transcript.following else "waiting for the agent's transcript"
+            self.say(f"warning (console only; {whose}): {verdict.description}")
+
+    def _act(self, child: ChildGroup, verdict: Verdict, at: float) -> None:
+        if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
+            return  # warnings were printed by the monitor's callback
+        if verdict.action is Action.STOP:
+            # Output still in the pipes after the child exited: it ended by itself.
+            if self._ended_by is None and child.returncode is None:
+                self._stop = verdict
+                self.say(f"stopping the run: {verdict.description}")
+                self._end(child, at, "loop")
+        else:  # a nudge or a block: no way to reach the model, tell the person
+            self.say(f"{verdict.action.value} (not delivered, no hook into the agent): {verdict.description}")
+
+    def _evidence(self) -> dict[str, object]:
+        """For the record: which evidence judged the run, and the transcript's figures."""
+        evidence: dict[str, object] = {"source": "transcript" if self.transcript_monitor is not None else "console"}
+        followed = self.transcript.record()
+        if followed is not None:
+            evidence["transcript"] = followed
+        if self.transcript_monitor is not None:
+            evidence["console"] = {"loop": self.monitor.record(), "unheeded": sorted(self._console_unheeded)}
+        return evidence
 
     def _end(self, child: ChildGroup, now: float, why: str) -> None:
         if self._ended_by is None:
