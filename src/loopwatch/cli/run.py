@@ -64,10 +64,14 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
                    "when the command runs one; PATH names a Claude Code session file or a Codex "
                    "rollout (it may appear later). While it is followed, a loop seen only on "
                    "the console is a warning.")
+@click.option("--pty", "use_pty", is_flag=True,
+              help="Run the command on a pseudo-terminal, as in a terminal of its own: for "
+                   "interactive agent CLIs. Its window size follows yours; your keys reach it "
+                   "as typed (Ctrl-C included); its stdout and stderr come as one stream.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(events: str, idle: float | None, max_runtime: float | None, mode: str | None,
         config_path: str | None, grace: float, record_path: str | None, transcript: str,
-        command: tuple[str, ...]) -> None:
+        use_pty: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND and end it when it goes in circles.
 
     The command runs in a process group of its own, with stdin, stdout and stderr
@@ -81,7 +85,8 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
     Put `--` before the command so that its options stay its own.
 
     Output goes through pipes, not a terminal: some tools print no colours when not
-    writing to a terminal (many accept --color=always or FORCE_COLOR=1).
+    writing to a terminal (many accept --color=always or FORCE_COLOR=1), and
+    interactive ones want a terminal: give them one with --pty.
     """
     if record_path is not None:
         folder = os.path.dirname(os.path.abspath(record_path))
@@ -97,7 +102,7 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):
         raise click.BadParameter(f"{transcript} is a folder; name the transcript file", param_hint="--transcript")
-    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events, transcript=transcript)
+    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty)
     try:
         outcome = supervisor.run()
     except OSError as exc:

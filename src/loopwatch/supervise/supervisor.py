@@ -35,6 +35,7 @@ from ..events import Output
 from ..monitor import Monitor
 from ..verdict import Action, Verdict
 from .group import ChildGroup
+from .pty import Terminal
 from .pump import Pump
 from .record import Outcome
 from .streams import EventSource
@@ -78,6 +79,7 @@ class Supervisor:
         stderr: int = 2,
         clock: Callable[[], float] = time.monotonic,
         transcript: str = "off",
+        pty: bool = False,
     ) -> None:
         self.argv = list(argv)
         self.config = config
@@ -90,6 +92,8 @@ class Supervisor:
         self.transcript_monitor: Monitor | None = None  # once a transcript is followed
         self._console_unheeded: set[str] = set()  # console stops passed over, by signal
         self._problem_told = False
+        self.pty = pty
+        self._terminal: Terminal | None = None
         self._pump: Pump | None = None
         self._signals: list[int] = []
         self._ended_by: str | None = None
@@ -109,8 +113,15 @@ class Supervisor:
         child: ChildGroup | None = None
         try:
             self.transcript.start()
-            child = ChildGroup(self.argv, self.limits.grace)
-            self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
+            if self.pty:
+                self._terminal = Terminal(0, self.stdout, self.stderr)
+                child = ChildGroup(self.argv, self.limits.grace, terminal=self._terminal)
+                self._terminal.started()
+                sources = {self._terminal.master: ("stdout", self.stdout)}
+            else:
+                child = ChildGroup(self.argv, self.limits.grace)
+                sources = {child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}
+            self._pump = Pump(sources, wakeup=wake_r)
             self._watch(child, t0)
             leftovers = self._end_leftovers(child)
             self._drain(child)
@@ -119,6 +130,8 @@ class Supervisor:
             for event in self.transcript.finish():
                 self._judge(child, event, self.clock())
         finally:
+            if self._terminal is not None:
+                self._terminal.close()  # our terminal as it was, on every way out
             self._restore_handlers(saved)
             if self._pump is not None:
                 self._pump.close()
@@ -146,8 +159,11 @@ class Supervisor:
     def say(self, text: str) -> None:
         """One line of ours on stderr, `loopwatch: ` first, always at a line start."""
         pump = self._pump
-        head = b"" if pump is None or pump.at_line_start(self.stderr) else b"\n"
-        line = head + b"loopwatch: " + text.encode("utf-8", "replace") + b"\n"
+        # under --pty the child writes to stdout only, and both are often one terminal
+        at_start = pump is None or (pump.at_line_start(self.stderr) and (self._terminal is None or pump.at_line_start(self.stdout)))
+        line = (b"" if at_start else b"\n") + b"loopwatch: " + text.encode("utf-8", "replace") + b"\n"
+        if self._terminal is not None and self._terminal.raw:
+            line = line.replace(b"\n", b"\r\n")  # our terminal is raw: no newline translation
         if pump is not None:
             pump.write(self.stderr, line)
         else:

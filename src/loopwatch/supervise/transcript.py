@@ -153,11 +153,9 @@ class _Lines(_JsonLines):
 
 
 def _parser(format: str) -> Any:
-    if format == "claude-code":
-        from ..readers.claude_code import StreamParser
-    else:
-        from ..readers.codex import StreamParser
-    return StreamParser()
+    from ..readers import claude_code, codex
+
+    return claude_code.StreamParser() if format == "claude-code" else codex.StreamParser()
 
 
 class Follower:
