@@ -4,11 +4,18 @@ Writes a file of varied text lines (default 50 MB, ~80 bytes a line, never a loo
 then times, in this one run:
   cat          `cat FILE > /dev/null`                        (the baseline)
   pump         the supervisor's I/O alone: child group + selector pump, no monitor
+  pump --pty   the same through a pseudo-terminal
   monitor      the core alone: Monitor.observe(Output(...)) over the same bytes, in-process
   run          `loopwatch run -- cat FILE > /dev/null`       (everything)
+  run --pty    the same, the child on a pseudo-terminal
 and prints MB/s, lines/s and each figure as a ratio to `cat`.
 
-    PYTHONPATH=src python bench/run.py [--mb 50]
+With `--against SRC` (another checkout's `src`, e.g. the last release exported with
+`git archive`), `run` and `run --pty` are timed with that code too, in the same run,
+and printed as a ratio to it (`run --pty` against that code's plain `run` when it has
+no --pty): the throughput target is a ratio to a baseline measured alongside.
+
+    PYTHONPATH=src python bench/run.py [--mb 50] [--repeat 3] [--against /tmp/base/src]
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from loopwatch import Monitor, Output  # noqa: E402
 from loopwatch.supervise.group import ChildGroup  # noqa: E402
+from loopwatch.supervise.pty import Terminal
 from loopwatch.supervise.pump import Pump  # noqa: E402
 
 WORDS = ("build test parser module request token update import error value config cache "
@@ -69,6 +78,21 @@ def bench_pump(path: Path) -> None:
     os.close(null)
 
 
+def bench_pump_pty(path: Path) -> None:
+    terminal = Terminal(stdin=os.open(os.devnull, os.O_RDONLY), stdout=-1, stderr=-1)
+    child = ChildGroup(["cat", str(path)], terminal=terminal)
+    terminal.started()
+    null = os.open(os.devnull, os.O_WRONLY)
+    pump = Pump({terminal.master: ("stdout", null)})
+    while pump.open:
+        pump.wait(0.5)
+    child.process.wait()
+    pump.close()
+    terminal.close()
+    os.close(terminal.stdin)
+    os.close(null)
+
+
 def bench_monitor(path: Path) -> None:
     monitor = Monitor()
     with open(path, "rb") as fh:
@@ -78,19 +102,26 @@ def bench_monitor(path: Path) -> None:
             at += 0.001
 
 
-def bench_run(path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+def bench_run(path: Path, src: Path = ROOT / "src", pty: bool = False) -> None:
+    env = {**os.environ, "PYTHONPATH": str(src)}
     env.pop("LOOPWATCH_MODE", None)
+    options = ["--pty"] if pty else []
     with open(os.devnull, "wb") as null:
-        proc = subprocess.run([sys.executable, "-m", "loopwatch", "run", "--", "cat", str(path)],
-                              stdout=null, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.run([sys.executable, "-m", "loopwatch", "run", *options, "--", "cat", str(path)],
+                              stdin=subprocess.DEVNULL, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"loopwatch run failed ({proc.returncode}): {proc.stderr.decode()}")
+
+
+def has_pty(src: Path) -> bool:
+    return (src / "loopwatch" / "supervise" / "pty.py").exists()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50.0, help="size of the output, in MB (default 50)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each `run` figure; the best is kept (default 1)")
+    parser.add_argument("--against", type=Path, metavar="SRC", help="another checkout's src to time `run` with, as the baseline")
     args = parser.parse_args()
     size = int(args.mb * 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,13 +129,29 @@ def main() -> None:
         lines = make_file(path, size)
         real = path.stat().st_size
         print(f"output: {real / 1e6:.1f} MB, {lines:,} lines")
-        rows = [(name, min(timed(lambda: fn(path)) for _ in range(repeat)))
-                for name, fn, repeat in (("cat", bench_cat, 3), ("pump", bench_pump, 3),
-                                         ("monitor", bench_monitor, 1), ("run", bench_run, 1))]
-    base = rows[0][1]
-    print(f"{'':8s} {'seconds':>8s} {'MB/s':>9s} {'lines/s':>11s} {'x cat':>8s}")
-    for name, seconds in rows:
-        print(f"{name:8s} {seconds:8.3f} {real / 1e6 / seconds:9.1f} {lines / seconds:11,.0f} {seconds / base:8.1f}")
+        plans = [("cat", partial(bench_cat, path), 3), ("pump", partial(bench_pump, path), 3),
+                 ("pump --pty", partial(bench_pump_pty, path), 3), ("monitor", partial(bench_monitor, path), 1)]
+        runs = [("run", partial(bench_run, path)), ("run --pty", partial(bench_run, path, pty=True))]
+        if args.against is not None:
+            against = args.against.resolve()
+            runs += [("base run", partial(bench_run, path, against)),
+                     ("base run --pty", partial(bench_run, path, against, has_pty(against)))]
+        plans += [(name, fn, args.repeat) for name, fn in runs]
+        # the `run` figures interleaved, so a machine busy for a while weighs on all alike
+        best: dict[str, float] = {}
+        for name, fn, repeat in plans[:4]:
+            best[name] = min(timed(fn) for _ in range(repeat))
+        for _ in range(args.repeat):
+            for name, fn, _repeat in plans[4:]:
+                best[name] = min(best.get(name, float("inf")), timed(fn))
+    base = best["cat"]
+    print(f"{'':15s} {'seconds':>8s} {'MB/s':>9s} {'lines/s':>11s} {'x cat':>8s}")
+    for name, seconds in best.items():
+        print(f"{name:15s} {seconds:8.3f} {real / 1e6 / seconds:9.1f} {lines / seconds:11,.0f} {seconds / base:8.1f}")
+    if args.against is not None:
+        for name in ("run", "run --pty"):
+            print(f"{name} throughput vs the baseline's {'run --pty' if name == 'run --pty' and has_pty(args.against) else 'run'}: "
+                  f"{best['base ' + name] / best[name]:.2f}x")
 
 
 if __name__ == "__main__":

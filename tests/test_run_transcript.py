@@ -28,12 +28,17 @@ needs_shared = pytest.mark.skipif(not CLAUDE.is_dir() or not CODEX.is_dir(), rea
 
 def stand_in(tmp_path: Path, name: str, format: str, recorded: Path, delay: float = 0.02, console: str = "quiet") -> list[str]:
     """An executable called `name` (as the real CLI is) running the writer agent."""
+    return [named(tmp_path, name, "writes_transcript"), format, str(recorded), str(delay), console]
+
+
+def named(tmp_path: Path, name: str, script: str) -> str:
+    """An executable called `name` that runs the test agent `script`."""
     folder = tmp_path / "bin"
     folder.mkdir(exist_ok=True)
     exe = folder / name
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {AGENTS / 'writes_transcript.py'} \"$@\"\n")
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {AGENTS / (script + '.py')} \"$@\"\n")
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    return [str(exe), format, str(recorded), str(delay), console]
+    return str(exe)
 
 
 @pytest.fixture
@@ -114,6 +119,17 @@ def test_followed_live_it_ends_as_scan_says(home, recorded):
     ran = loopwatch(home, stand_in(home, name, format, recorded, delay=0.01))
     assert ran.status == (86 if stops_when_scanned(recorded) else 0), ran.stderr
     assert ran.record["evidence"]["source"] == "transcript"
+
+
+@needs_shared
+def test_a_structured_stdout_stream_still_ends_the_run_while_a_transcript_is_awaited(home):
+    """`claude -p --output-format stream-json` prints tool calls: those are evidence,
+    not console lines, whether or not its session file is found."""
+    recorded = CLAUDE / "loop1.stream.jsonl"
+    ran = loopwatch(home, [named(home, "claude", "prints_recording"), str(recorded), "0.02"])
+    assert ran.status == 86, ran.stderr
+    assert ran.record["events_format"] == "claude-stream"
+    assert ran.record["evidence"] == {"source": "stream"}
 
 
 @needs_shared
@@ -200,13 +216,13 @@ def test_follower_gives_the_readers_events_however_the_file_is_cut(tmp_path, pie
     day = datetime.now()
     folder = Path(env["CODEX_HOME"], "sessions", day.strftime("%Y"), day.strftime("%m"), day.strftime("%d"))
     folder.mkdir(parents=True)
-    # another session's rollout, elsewhere: never taken
-    (folder / "rollout-other.jsonl").write_bytes(first + b"\n" + rest)
     events = []
     with open(folder / "rollout-mine.jsonl", "wb") as out:
         for i in range(0, len(data), piece):
             out.write(data[i:i + piece])
             out.flush()
+            if i == 0:  # another session's rollout, begun later, elsewhere: never taken
+                (folder / "rollout-other.jsonl").write_bytes(first + b"\n" + rest)
             events += follower.poll(float(i))
     events += follower.finish()
     assert follower.path is not None and follower.path.name == "rollout-mine.jsonl"

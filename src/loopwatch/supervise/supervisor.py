@@ -250,7 +250,13 @@ class Supervisor:
 
     def _evidence(self) -> dict[str, object]:
         """For the record: which evidence judged the run, and the transcript's figures."""
-        evidence: dict[str, object] = {"source": "transcript" if self.transcript_monitor is not None else "console"}
+        if self.transcript_monitor is not None:
+            source = "transcript"
+        elif self.source.format in ("claude-stream", "codex-json"):
+            source = "stream"  # tool calls printed on stdout
+        else:
+            source = "console"
+        evidence: dict[str, object] = {"source": source}
         followed = self.transcript.record()
         if followed is not None:
             evidence["transcript"] = followed
