@@ -104,8 +104,9 @@ def test_a_loop_on_a_terminal_is_stopped_and_the_terminal_restored(tmp_path):
     assert status == 86
     assert run.after == run.modes
     assert b"loopwatch: stopping the run" in run.seen
-    # raw mode: our own lines end in CR LF, as the agent's do
-    assert b"\nloopwatch: " not in run.seen.replace(b"\r\nloopwatch: ", b"")
+    # raw mode: our own lines end in CR LF, as the agent's do (a bare LF would stair-step)
+    ours = [part.split(b"\n", 1)[0] for part in run.seen.split(b"loopwatch: ")[1:]]
+    assert ours and all(line.endswith(b"\r") for line in ours), ours
     pids = [int(x) for x in (tmp_path / "pids").read_text().split()]
     from _run_helpers import alive
     assert pids and not any(alive(p) for p in pids)

@@ -122,6 +122,18 @@ def test_followed_live_it_ends_as_scan_says(home, recorded):
 
 
 @needs_shared
+def test_an_agent_writing_its_transcript_is_not_idle(home):
+    recorded = home / "first-lines.jsonl"  # the first lines of a real session, as they were
+    recorded.write_bytes(b"".join((CLAUDE / "healthy1.session.jsonl").read_bytes().splitlines(True)[:8]))
+    command = stand_in(home, "claude", "claude-code", recorded, delay=0.3)
+    ran = loopwatch(home, command, "--idle", "1.5")
+    assert ran.status == 0, ran.stderr
+    assert ran.record["evidence"]["transcript"]["lines"] == 8
+    # the control: watched on its (silent) console only, the same run is idle
+    assert loopwatch(home, command, "--idle", "1.5", "--transcript", "off").status == 87
+
+
+@needs_shared
 def test_a_structured_stdout_stream_still_ends_the_run_while_a_transcript_is_awaited(home):
     """`claude -p --output-format stream-json` prints tool calls: those are evidence,
     not console lines, whether or not its session file is found."""

@@ -45,7 +45,8 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
                    "`claude -p --output-format stream-json` / `codex exec --json`. "
                    "auto: recognized from the first lines.")
 @click.option("--idle", type=float, metavar="SECONDS", callback=_seconds,
-              help="End the run when the command prints nothing for this long.")
+              help="End the run when the command prints nothing (and adds nothing to the "
+                   "transcript followed) for this long.")
 @click.option("--max-runtime", type=float, metavar="SECONDS", callback=_seconds,
               help="End the run when it has lasted this long.")
 @click.option("--mode", type=click.Choice(["warn", "enforce"]),
