@@ -165,8 +165,8 @@ def test_a_transcript_given_by_path_may_appear_later(home):
 
 def test_a_file_that_is_no_transcript_is_said_and_the_console_judges(tmp_path):
     path = tmp_path / "notes.txt"
-    path.write_text("hello\nworld\n")
-    ran = loopwatch(tmp_path, [sys.executable, "-c", "import time; time.sleep(0.8)"], "--transcript", str(path))
+    writes = f"import time; open({str(path)!r}, 'w').write('hello\\nworld\\n'); time.sleep(0.8)"
+    ran = loopwatch(tmp_path, [sys.executable, "-c", writes], "--transcript", str(path))
     assert ran.status == 0
     assert any("cannot follow the transcript" in line for line in ran.ours), ran.ours
     assert ran.record["evidence"]["source"] == "console"
@@ -258,6 +258,25 @@ def test_follower_takes_only_a_file_begun_after_the_start_or_grown(tmp_path):
     follower.poll(1.0)
     assert follower.path == old and follower._tail.offset > 0  # resumed: read from where it was
     assert follower.lines == 1
+
+
+@needs_shared
+def test_a_given_file_is_followed_from_where_it_was_when_the_run_began(tmp_path):
+    lines = (CLAUDE / "loop1.session.jsonl").read_bytes().splitlines(True)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join(lines[:40]))  # an earlier run's, loop included
+    follower = Follower(str(path), ["my-harness"], cwd=str(tmp_path), env={})
+    follower.start()
+    with open(path, "ab") as fh:
+        fh.writelines(lines[40:])
+    events = follower.poll(0.0) + follower.finish()
+    assert follower.format == "claude-code"
+    assert follower.lines == len(lines) - 40 and follower.events == len(events)
+    # only what was added, referred to by its line in the whole file, as scan does
+    scanned = [(type(e).__name__, e.source_ref) for e in next(read(str(CLAUDE / "loop1.session.jsonl"))).events]
+    got = [(type(e).__name__, e.source_ref) for e in events]
+    assert got and set(got) <= set(scanned)
+    assert all(int(ref.split()[1]) > 40 for _, ref in got if ref)
 
 
 def test_nothing_is_followed_for_an_unknown_agent_or_when_off(tmp_path):

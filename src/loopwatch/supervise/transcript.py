@@ -12,7 +12,8 @@ conventions and reads it as it grows:
   given with `-C`/`--cd`).
 
 The agent is named by the command (`claude`, `codex`, maybe after a launcher), or
-the file is given (`--transcript PATH`, its format recognized from its first line).
+the file is given (`--transcript PATH`: what is added to it from the start of the
+run, its format recognized from its first complete line).
 Only a file that appears after the child started, or an older one that grows after
 (`--resume`), is taken; the first one wins, and is followed to the end of the run.
 
@@ -132,13 +133,15 @@ class Tail:
 
 
 class _Lines(_JsonLines):
-    """The transcript's lines to a reader's parser, each with its `line N` reference.
-    A line that is not a JSON object is passed over (a transcript has nothing else)."""
+    """The transcript's lines to a reader's parser, each with its `line N` reference
+    (numbered in the whole file, as `scan` numbers them, when reading starts after
+    `skipped` lines). A line that is not a JSON object is passed over."""
 
-    def __init__(self, parser: Any) -> None:
+    def __init__(self, parser: Any, skipped: int = 0) -> None:
         super().__init__()
         self.parser = parser
-        self.lines = 0
+        self.skipped = skipped
+        self.lines = 0  # read here
 
     def _line(self, line: bytes, at: float) -> Iterator[Any]:
         self.lines += 1
@@ -146,7 +149,7 @@ class _Lines(_JsonLines):
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
             return iter(())
-        return _stamped(self.parser.feed(obj, f"line {self.lines}"), at)
+        return _stamped(self.parser.feed(obj, f"line {self.skipped + self.lines}"), at)
 
     def finish(self, at: float) -> list[Any]:
         return super().finish(at) + list(_stamped(self.parser.finish(), at))
@@ -207,7 +210,11 @@ class Follower:
         if self.spec not in ("auto", "off"):
             path = Path(os.path.join(self.cwd, self.spec))
             self.path = path
-            self._tail = Tail(path)
+            try:  # what it held before the run is another run's
+                offset = path.stat().st_size
+            except OSError:
+                offset = 0
+            self._tail = Tail(path, offset)
         elif self.wanted:
             self._before = {p: size for p, size in self._candidates()}
 
@@ -285,7 +292,9 @@ class Follower:
                     self._tail.close()
                 return False
         self.format = format
-        self._lines = _Lines(_parser(format))
+        assert self.path is not None and self._tail is not None
+        began = self._tail.offset - len(head)  # where reading began: 0, or the size at the start
+        self._lines = _Lines(_parser(format), _count_lines(self.path, began) if began else 0)
         return True
 
     def _candidates(self) -> Iterator[tuple[Path, int]]:
@@ -353,3 +362,19 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def _count_lines(path: Path, upto: int) -> int:
+    """Lines in the first `upto` bytes of a file (where following it began)."""
+    count = 0
+    try:
+        with open(path, "rb") as fh:
+            while upto > 0:
+                block = fh.read(min(upto, 1 << 20))
+                if not block:
+                    break
+                count += block.count(b"\n")
+                upto -= len(block)
+    except OSError:
+        pass
+    return count
