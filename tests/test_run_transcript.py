@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from _run_helpers import AGENTS, assert_nothing_left, env_for, loopwatch
 
 from loopwatch import ToolCall
@@ -287,3 +289,31 @@ def test_nothing_is_followed_for_an_unknown_agent_or_when_off(tmp_path):
 
 def test_env_for_keeps_home(home):
     assert env_for(home)["HOME"] == os.environ["HOME"]
+
+
+@needs_shared
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.integers(min_value=0, max_value=60_000), max_size=30), noise=st.binary(max_size=40))
+def test_any_cutting_and_a_broken_line_give_the_readers_events(tmp_path, cuts, noise):
+    """However the writes fall, and with a line that is no JSON among them, the
+    follower gives what the reader gives for the same bytes."""
+    lines = (CLAUDE / "loop2.session.jsonl").read_bytes().splitlines(True)
+    data = b"".join(lines[:5]) + noise.replace(b"\n", b"") + b"\n" + b"".join(lines[5:])
+    folder = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    path = folder / "t.jsonl"
+    path.write_bytes(data)
+    wanted = [(type(e).__name__, e.source_ref, getattr(e, "name", None)) for e in next(read(str(path), "claude-code")).events]
+    path.write_bytes(b"")
+    follower = Follower(str(path), ["my-harness"], cwd=str(folder), env={})
+    follower.start()
+    events = []
+    with open(path, "ab") as out:
+        start = 0
+        for cut in sorted({c % len(data) for c in cuts}) + [len(data)]:
+            out.write(data[start:cut])
+            out.flush()
+            start = max(start, cut)
+            events += follower.poll(0.0)
+    events += follower.finish()
+    assert [(type(e).__name__, e.source_ref, getattr(e, "name", None)) for e in events] == wanted

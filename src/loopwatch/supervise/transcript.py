@@ -51,6 +51,7 @@ _READ_MAX = 4 << 20
 #: Command words that name an agent (`npx @openai/codex` ends in `codex` too).
 AGENTS = {"claude": "claude-code", "claude-code": "claude-code", "codex": "codex"}
 _FOLLOWED = ("claude-code", "codex")  # formats with an incremental parser
+_HEAD_LINES = 50  # lines a given file may take to show its format (the readers peek as far)
 #: Programs that start another one named after them: the agent may be that one.
 _LAUNCHERS = frozenset({"env", "npx", "bunx", "pnpx", "node", "bun", "nice", "nohup", "stdbuf", "timeout", "exec", "sudo", "time"})
 _NOT_WORD = re.compile(r"[^a-zA-Z0-9]")
@@ -269,23 +270,26 @@ class Follower:
             return []
         if self._lines is None:
             self._head += data
-            if b"\n" not in self._head:
-                return []  # the first line is not complete yet
+            if b"\n" not in self._head or not self._recognize(self._head):
+                return []  # no complete line yet, or not enough to tell the format
             data, self._head = self._head, b""
-            if not self._recognize(data):
-                return []
             assert self._lines is not None
         events = self._lines.feed(data, self.wall())
         self.events += len(events)
         return events
 
     def _recognize(self, head: bytes) -> bool:
+        """Is the format known now? A given file is told by its first lines, as `scan`
+        tells it: a session may open with lines no reader claims (Claude Code's
+        `queue-operation`), so up to `_HEAD_LINES` lines or 64 KiB are waited for."""
         format = self._expected
         if format is None:
-            from ..readers import detect
+            from ..readers import HEAD_SIZE, detect
 
-            format = detect(str(self.path), head)
+            format = detect(str(self.path), head[:HEAD_SIZE])
             if format not in _FOLLOWED:
+                if format is None and head.count(b"\n") < _HEAD_LINES and len(head) < HEAD_SIZE:
+                    return False  # undecided: wait for more lines
                 self.problem = (f"{self.path}: a {format} transcript cannot be followed as it is written"
                                 if format else f"{self.path}: not a Claude Code session or Codex rollout")
                 if self._tail is not None:
