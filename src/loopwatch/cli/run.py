@@ -27,6 +27,7 @@ Examples:
   loopwatch run -- aider --yes --message "fix the tests"
   loopwatch run --idle 600 --record run.json -- claude -p "fix it" --output-format stream-json --verbose
   loopwatch run --mode warn -- codex exec --json "fix the tests"
+  loopwatch run --pty -- claude "fix the failing tests"
 """
 
 
@@ -63,8 +64,8 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Follow the transcript the agent writes and judge its tool calls: auto finds "
                    "the one of `claude` (~/.claude/projects/) or `codex` (~/.codex/sessions/) "
                    "when the command runs one; PATH names a Claude Code session file or a Codex "
-                   "rollout (it may appear later). While it is followed, a loop seen only on "
-                   "the console is a warning.")
+                   "rollout (what the run adds to it; it may appear later). While it is "
+                   "followed or looked for, a loop seen only in the console's lines is a warning.")
 @click.option("--pty", "use_pty", is_flag=True,
               help="Run the command on a pseudo-terminal, as in a terminal of its own: for "
                    "interactive agent CLIs. Its window size follows yours; your keys reach it "
@@ -85,9 +86,9 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
 
     Put `--` before the command so that its options stay its own.
 
-    Output goes through pipes, not a terminal: some tools print no colours when not
-    writing to a terminal (many accept --color=always or FORCE_COLOR=1), and
-    interactive ones want a terminal: give them one with --pty.
+    Without --pty, output goes through pipes, not a terminal: some tools print no
+    colours then (many accept --color=always or FORCE_COLOR=1), and interactive ones
+    want a terminal: give them one with --pty.
     """
     if record_path is not None:
         folder = os.path.dirname(os.path.abspath(record_path))

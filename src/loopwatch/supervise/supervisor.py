@@ -66,7 +66,10 @@ class Supervisor:
     """Runs `argv` under a monitor built from `config`. `run()` returns the `Outcome`.
 
     `events` is one of `streams.FORMATS`. Output is written through to `stdout` and
-    `stderr` (file descriptors); loopwatch's own lines go to `stderr`, prefixed."""
+    `stderr` (file descriptors); loopwatch's own lines go to `stderr`, prefixed.
+    `transcript`: `off` (the default here; the CLI's is `auto`), `auto` or a path,
+    see `transcript.Follower`. `pty`: run the child on a pseudo-terminal (`pty.Terminal`;
+    our stdin, fd 0, is forwarded to it)."""
 
     def __init__(
         self,
