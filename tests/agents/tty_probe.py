@@ -37,9 +37,6 @@ try:
     os.close(fd)
 except OSError:
     ctty = foreground = False
-say(json.dumps({"isatty": [os.isatty(n) for n in (0, 1, 2)], "ctty": ctty, "foreground": foreground}) + "\n")
-say(size() + "\n")
-signal.signal(signal.SIGWINCH, lambda *_: say(size() + "\n"))
 
 
 def interrupted(*_):
@@ -47,7 +44,11 @@ def interrupted(*_):
     sys.exit(130)
 
 
+# handlers first: the test acts once it has read what is printed below
 signal.signal(signal.SIGINT, interrupted)
+signal.signal(signal.SIGWINCH, lambda *_: say(size() + "\n"))
+say(json.dumps({"isatty": [os.isatty(n) for n in (0, 1, 2)], "ctty": ctty, "foreground": foreground}) + "\n")
+say(size() + "\n")
 for line in sys.stdin:
     say(f"got: {line.strip()}\n")
     if line.strip() == "bye":
