@@ -4,15 +4,18 @@ Writes a file of varied text lines (default 50 MB, ~80 bytes a line, never a loo
 then times, in this one run:
   cat          `cat FILE > /dev/null`                        (the baseline)
   pump         the supervisor's I/O alone: child group + selector pump, no monitor
+  pump --pty   the same through a pseudo-terminal
   monitor      the core alone: Monitor.observe(Output(...)) over the same bytes, in-process
   run          `loopwatch run -- cat FILE > /dev/null`       (everything)
+  run --pty    the same, the child on a pseudo-terminal
 and prints MB/s, lines/s and each figure as a ratio to `cat`.
 
-With `--against SRC` (another checkout's `src`, e.g. of main), `run` is also timed with
-that code, alternating with this one (best of `--repeat` each), so a change is judged
-against its baseline under the same load on a shared machine.
+With `--against SRC` (another checkout's `src`, e.g. the last release exported with
+`git archive`), `run` and `run --pty` are timed with that code too, in the same run,
+and printed as a ratio to it (`run --pty` against that code's plain `run` when it has
+no --pty): the throughput target is a ratio to a baseline measured alongside.
 
-    PYTHONPATH=src python bench/run.py [--mb 50] [--against ../main/src --repeat 3]
+    PYTHONPATH=src python bench/run.py [--mb 50] [--repeat 3] [--against /tmp/base/src]
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from loopwatch import Monitor, Output  # noqa: E402
 from loopwatch.supervise.group import ChildGroup  # noqa: E402
+from loopwatch.supervise.pty import Terminal
 from loopwatch.supervise.pump import Pump  # noqa: E402
 
 WORDS = ("build test parser module request token update import error value config cache "
@@ -50,10 +56,15 @@ def make_file(path: Path, size: int) -> int:
     return lines
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
+def timed(fn) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (ours and our children's, user + system) of one call.
+    On a shared machine the CPU figure is the steadier: waiting for a core is not work."""
+    def cpu() -> float:
+        mine, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return mine.ru_utime + mine.ru_stime + kids.ru_utime + kids.ru_stime
+    start, start_cpu = time.perf_counter(), cpu()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu() - start_cpu
 
 
 def bench_cat(path: Path) -> None:
@@ -73,6 +84,21 @@ def bench_pump(path: Path) -> None:
     os.close(null)
 
 
+def bench_pump_pty(path: Path) -> None:
+    terminal = Terminal(stdin=os.open(os.devnull, os.O_RDONLY), stdout=-1, stderr=-1)
+    child = ChildGroup(["cat", str(path)], terminal=terminal)
+    terminal.started()
+    null = os.open(os.devnull, os.O_WRONLY)
+    pump = Pump({terminal.master: ("stdout", null)})
+    while pump.open:
+        pump.wait(0.5)
+    child.process.wait()
+    pump.close()
+    terminal.close()
+    os.close(terminal.stdin)
+    os.close(null)
+
+
 def bench_monitor(path: Path) -> None:
     monitor = Monitor()
     with open(path, "rb") as fh:
@@ -82,21 +108,26 @@ def bench_monitor(path: Path) -> None:
             at += 0.001
 
 
-def bench_run(path: Path, src: Path = ROOT / "src") -> None:
+def bench_run(path: Path, src: Path = ROOT / "src", pty: bool = False) -> None:
     env = {**os.environ, "PYTHONPATH": str(src)}
     env.pop("LOOPWATCH_MODE", None)
+    options = ["--pty"] if pty else []
     with open(os.devnull, "wb") as null:
-        proc = subprocess.run([sys.executable, "-m", "loopwatch", "run", "--", "cat", str(path)],
-                              stdout=null, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.run([sys.executable, "-m", "loopwatch", "run", *options, "--", "cat", str(path)],
+                              stdin=subprocess.DEVNULL, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"loopwatch run failed ({proc.returncode}): {proc.stderr.decode()}")
+
+
+def has_pty(src: Path) -> bool:
+    return (src / "loopwatch" / "supervise" / "pty.py").exists()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50.0, help="size of the output, in MB (default 50)")
-    parser.add_argument("--against", type=Path, help="another source tree to time `run` with, alternating")
-    parser.add_argument("--repeat", type=int, default=1, help="runs of `run` with each tree (best is kept)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each `run` figure; the best is kept (default 1)")
+    parser.add_argument("--against", type=Path, metavar="SRC", help="another checkout's src to time `run` with, as the baseline")
     args = parser.parse_args()
     size = int(args.mb * 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,23 +135,37 @@ def main() -> None:
         lines = make_file(path, size)
         real = path.stat().st_size
         print(f"output: {real / 1e6:.1f} MB, {lines:,} lines")
-        rows = [(name, min(timed(lambda: fn(path)) for _ in range(repeat)))
-                for name, fn, repeat in (("cat", bench_cat, 3), ("pump", bench_pump, 3),
-                                         ("monitor", bench_monitor, 1))]
-        ours, theirs = [], []
+        plans = [("cat", partial(bench_cat, path), 3), ("pump", partial(bench_pump, path), 3),
+                 ("pump --pty", partial(bench_pump_pty, path), 3), ("monitor", partial(bench_monitor, path), 1)]
+        runs = [("run", partial(bench_run, path)), ("run --pty", partial(bench_run, path, pty=True))]
+        if args.against is not None:
+            against = args.against.resolve()
+            runs += [("base run", partial(bench_run, path, against)),
+                     ("base run --pty", partial(bench_run, path, against, has_pty(against)))]
+        plans += [(name, fn, args.repeat) for name, fn in runs]
+        # the `run` figures interleaved, so a machine busy for a while weighs on all alike
+        best: dict[str, list[float]] = {}
+
+        def keep(name: str, figures: tuple[float, float]) -> None:
+            old = best.get(name, [float("inf"), float("inf")])
+            best[name] = [min(old[0], figures[0]), min(old[1], figures[1])]
+
+        for name, fn, repeat in plans[:4]:
+            for _ in range(repeat):
+                keep(name, timed(fn))
         for _ in range(args.repeat):
-            ours.append(timed(lambda: bench_run(path)))
-            if args.against is not None:
-                theirs.append(timed(lambda: bench_run(path, args.against)))
-        rows.append(("run", min(ours)))
-        if theirs:
-            rows.append(("run@base", min(theirs)))
-    base = rows[0][1]
-    print(f"{'':8s} {'seconds':>8s} {'MB/s':>9s} {'lines/s':>11s} {'x cat':>8s}")
-    for name, seconds in rows:
-        print(f"{name:8s} {seconds:8.3f} {real / 1e6 / seconds:9.1f} {lines / seconds:11,.0f} {seconds / base:8.1f}")
+            for name, fn, _repeat in plans[4:]:
+                keep(name, timed(fn))
+    base = best["cat"][0]
+    print(f"{'':15s} {'seconds':>8s} {'MB/s':>9s} {'lines/s':>11s} {'x cat':>8s} {'CPU s':>8s} {'MB/CPU s':>9s}")
+    for name, (seconds, cpu) in best.items():
+        print(f"{name:15s} {seconds:8.3f} {real / 1e6 / seconds:9.1f} {lines / seconds:11,.0f} {seconds / base:8.1f}"
+              f" {cpu:8.3f} {real / 1e6 / max(cpu, 1e-9):9.1f}")
     if args.against is not None:
-        print(f"run / run@base: {rows[-2][1] / rows[-1][1]:.2f} (throughput {rows[-1][1] / rows[-2][1]:.0%} of the baseline's)")
+        for name in ("run", "run --pty"):
+            versus = "run --pty" if name == "run --pty" and has_pty(args.against) else "run"
+            wall, cpu = (best["base " + name][i] / best[name][i] for i in (0, 1))
+            print(f"{name} throughput vs the baseline's {versus}: {wall:.2f}x wall clock, {cpu:.2f}x CPU")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ Examples:
   loopwatch run -- aider --yes --message "fix the tests"
   loopwatch run --idle 600 --record run.json -- claude -p "fix it" --output-format stream-json --verbose
   loopwatch run --mode warn -- codex exec --json "fix the tests"
+  loopwatch run --pty -- claude "fix the failing tests"
 """
 
 
@@ -45,7 +46,8 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
                    "`claude -p --output-format stream-json` / `codex exec --json`. "
                    "auto: recognized from the first lines.")
 @click.option("--idle", type=float, metavar="SECONDS", callback=_seconds,
-              help="End the run when the command prints nothing for this long.")
+              help="End the run when the command prints nothing (and adds nothing to the "
+                   "transcript followed) for this long.")
 @click.option("--max-runtime", type=float, metavar="SECONDS", callback=_seconds,
               help="End the run when it has lasted this long.")
 @click.option("--mode", type=click.Choice(["warn", "enforce"]),
@@ -58,22 +60,35 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--record", "record_path", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
               help="Write a JSON record of the run here (command, times, how it ended, "
                    "the loop record and calibration figures). Without it, one summary line on stderr.")
+@click.option("--transcript", default="auto", show_default=True, metavar="auto|off|PATH",
+              help="Follow the transcript the agent writes and judge its tool calls: auto finds "
+                   "the one of `claude` (~/.claude/projects/) or `codex` (~/.codex/sessions/) "
+                   "when the command runs one; PATH names a Claude Code session file or a Codex "
+                   "rollout (what the run adds to it; it may appear later). While it is "
+                   "followed or looked for, a loop seen only in the console's lines is a warning.")
+@click.option("--pty", "use_pty", is_flag=True,
+              help="Run the command on a pseudo-terminal, as in a terminal of its own: for "
+                   "interactive agent CLIs. Its window size follows yours; your keys reach it "
+                   "as typed (Ctrl-C included); its stdout and stderr come as one stream.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(events: str, idle: float | None, max_runtime: float | None, mode: str | None,
-        config_path: str | None, grace: float, record_path: str | None, command: tuple[str, ...]) -> None:
+        config_path: str | None, grace: float, record_path: str | None, transcript: str,
+        use_pty: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND and end it when it goes in circles.
 
     The command runs in a process group of its own, with stdin, stdout and stderr
-    passed through unchanged. What it prints is watched for a line or a cycle of
-    lines repeated over and over (plain output), or for repeated tool calls (Claude
-    Code and Codex JSON streams). In enforce mode a loop ends the run: SIGTERM to the
+    passed through unchanged. When it is `claude` or `codex`, the transcript it
+    writes is followed and its tool calls are judged (--transcript). Otherwise what
+    it prints is watched for a line or a cycle of lines repeated over and over (plain
+    output), or for repeated tool calls (Claude Code and Codex JSON streams). In enforce mode a loop ends the run: SIGTERM to the
     whole group, SIGKILL after --grace; nothing is left running. Ctrl-C is passed on to
     the command. loopwatch's own lines go to stderr, starting `loopwatch: `.
 
     Put `--` before the command so that its options stay its own.
 
-    Output goes through pipes, not a terminal: some tools print no colours when not
-    writing to a terminal (many accept --color=always or FORCE_COLOR=1).
+    Without --pty, output goes through pipes, not a terminal: some tools print no
+    colours then (many accept --color=always or FORCE_COLOR=1), and interactive ones
+    want a terminal: give them one with --pty.
     """
     if record_path is not None:
         folder = os.path.dirname(os.path.abspath(record_path))
@@ -87,7 +102,9 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
 
     sys.stdout.flush()
     sys.stderr.flush()
-    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events)
+    if transcript not in ("auto", "off") and os.path.isdir(transcript):
+        raise click.BadParameter(f"{transcript} is a folder; name the transcript file", param_hint="--transcript")
+    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty)
     try:
         outcome = supervisor.run()
     except OSError as exc:

@@ -38,8 +38,9 @@ Events:
   Both are complete only once the events have been read.
 
 A call loopwatch's own hook denied (its tool_result is loopwatch's denial text) never
-ran: it is not emitted as a completed call. Counted in `StreamParser.denied`; a
-stream-json run that a hook ended (`terminal_reason: "hook_stopped"`) after loopwatch's
+ran: it is not emitted as a completed call, but as the `Attempt` it was (so a replay's
+pre-dispatch guard judges the model's asking again, as the live hook did). Counted in
+`StreamParser.denied`; a stream-json run that a hook ended (`terminal_reason: "hook_stopped"`) after loopwatch's
 stop is flagged `StreamParser.loopwatch_stopped` (how `loopwatch run` tells a loop stop
 from a run that ended by itself). The shapes behind these rules are
 `loopwatch.hosts.claude_code`'s.
@@ -294,6 +295,9 @@ class StreamParser:
             if denial is not None:  # loopwatch refused it: it never ran
                 self.denied += 1
                 self._stop_denied = denial == "stop"
+                if not self.attempts:  # the model asked for it again: a replay's guard judges that
+                    out.append(Attempt(call.name, call.input, at=at, call_id=block["tool_use_id"],
+                                       agent=call.agent, source_ref=call.ref))
                 continue
             error = host.result_failed(block, text)
             changed = () if error else _changed(call, structured)

@@ -8,7 +8,9 @@
 
 Modules: `group` (the child's process group), `pump` (moving output through),
 `streams` (output -> monitor events, with claude/codex structured streams),
-`supervisor` (the loop), `record` (the outcome, its record and exit status).
+`transcript` (following the transcript the agent writes), `pty` (the child on a
+pseudo-terminal), `supervisor` (the loop), `record` (the outcome, its record and
+exit status).
 POSIX only.
 """
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .pty import Terminal
 
 __all__ = ["ChildGroup"]
 
@@ -27,17 +30,26 @@ class ChildGroup:
     Times are the caller's monotonic seconds; nothing here reads a clock.
     """
 
-    def __init__(self, argv: Sequence[str], grace: float = 5.0, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, argv: Sequence[str], grace: float = 5.0, env: Mapping[str, str] | None = None,
+                 terminal: Terminal | None = None) -> None:
         # Raises FileNotFoundError / PermissionError when the command cannot start.
-        self.process = subprocess.Popen(
-            list(argv),
-            env=None if env is None else dict(env),
-            stdin=None,  # inherited: the agent reads our stdin directly
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            bufsize=0,
-            start_new_session=True,
-        )
+        if terminal is None:
+            self.process = subprocess.Popen(
+                list(argv),
+                env=None if env is None else dict(env),
+                stdin=None,  # inherited: the agent reads our stdin directly
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                start_new_session=True,
+            )
+        else:  # --pty: all three on the terminal, which becomes its controlling one
+            # preexec_fn is unsafe once threads run; none does yet (the pty's stdin
+            # thread starts after), and only it can take a controlling terminal.
+            self.process = subprocess.Popen(
+                list(argv), env=None if env is None else dict(env), stdin=terminal.slave, stdout=terminal.slave, stderr=terminal.slave,
+                bufsize=0, start_new_session=True, preexec_fn=terminal.in_child,  # noqa: PLW1509
+            )
         self.pid = self.process.pid
         self.grace = grace
         self.returncode: int | None = None

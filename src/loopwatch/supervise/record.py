@@ -49,6 +49,10 @@ class Outcome:
     signals_sent: list[str] = field(default_factory=list)
     leftovers: bool = False  # processes of the group outlived the child and were ended
     output_bytes: dict[str, int] = field(default_factory=dict)
+    #: which evidence judged the run (`source`: transcript, stream (tool calls on
+    #: stdout) or console (lines)), and the figures
+    #: of the transcript followed and of the console watched beside it
+    evidence: dict[str, Any] = field(default_factory=lambda: {"source": "console"})
 
     @property
     def exit_code(self) -> int | None:
@@ -88,6 +92,7 @@ class Outcome:
             "events_format": self.events_format,
             "limits": self.limits,
             "output_bytes": self.output_bytes,
+            "evidence": self.evidence,
             "loop": self.monitor.record(),  # includes "calibration"
         }
 

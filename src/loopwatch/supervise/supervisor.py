@@ -2,7 +2,8 @@
 
 One thread. Each turn of the loop waits for output (or a signal, or the next
 deadline), writes it through, feeds it to the monitor as events, and acts on the
-verdict; then it checks the limits. On a stop (enforce mode), an idle or runtime
+verdict; it reads what the agent added to its transcript, if it keeps one
+(`transcript`); then it checks the limits. On a stop (enforce mode), an idle or runtime
 limit, or a second Ctrl-C, the whole process group gets SIGTERM, then SIGKILL after
 the grace period. When the child has exited, any process it left in its group is
 ended the same way, so nothing outlives the run.
@@ -10,6 +11,14 @@ ended the same way, so nothing outlives the run.
 What it deliberately does not do: reach the model. A nudge has nowhere to go in a
 process with no hook point, so it is printed for the person instead; the next
 continuation of the streak is a stop (unattended profile).
+
+Evidence: when the agent keeps a transcript loopwatch can follow, its tool calls and
+results are judged by a monitor of their own, which may end the run; the console's
+lines are still watched, but while the transcript is followed or looked for, a loop
+seen only in them is a warning (the console of a working agent repeats itself:
+spinners, logs, tables). A structured stdout stream (`claude -p --output-format
+stream-json`) is tool calls, not lines: it may end the run either way. Without a
+transcript to look for, the console is the evidence, as it always was.
 """
 
 from __future__ import annotations
@@ -22,13 +31,16 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from ..config import Config
+from ..events import Output
 from ..hosts import codex
 from ..monitor import Monitor
 from ..verdict import Action, Verdict
 from .group import ChildGroup
+from .pty import Terminal
 from .pump import Pump
 from .record import Outcome
 from .streams import EventSource
+from .transcript import Follower
 
 #: Set for the supervised command: a loopwatch hook inside it (Codex's) then leaves the
 #: stop to `run`, which can end the run where the hook can only block a call (the
@@ -61,7 +73,10 @@ class Supervisor:
     """Runs `argv` under a monitor built from `config`. `run()` returns the `Outcome`.
 
     `events` is one of `streams.FORMATS`. Output is written through to `stdout` and
-    `stderr` (file descriptors); loopwatch's own lines go to `stderr`, prefixed."""
+    `stderr` (file descriptors); loopwatch's own lines go to `stderr`, prefixed.
+    `transcript`: `off` (the default here; the CLI's is `auto`), `auto` or a path,
+    see `transcript.Follower`. `pty`: run the child on a pseudo-terminal (`pty.Terminal`;
+    our stdin, fd 0, is forwarded to it)."""
 
     def __init__(
         self,
@@ -73,6 +88,8 @@ class Supervisor:
         stdout: int = 1,
         stderr: int = 2,
         clock: Callable[[], float] = time.monotonic,
+        transcript: str = "off",
+        pty: bool = False,
     ) -> None:
         self.argv = list(argv)
         self.config = config
@@ -84,7 +101,13 @@ class Supervisor:
             # exec_command, command_execution, Bash: one shell tool for per-tool rules
             config = config._replace(tools=codex.shared_tool_rules(config.tools))
             self.config = config
-        self.monitor = Monitor(config, on_warning=self._warned)
+        self.monitor = Monitor(config, on_warning=self._warned)  # the console's
+        self.transcript = Follower(transcript, self.argv)
+        self.transcript_monitor: Monitor | None = None  # once a transcript is followed
+        self._console_unheeded: set[str] = set()  # console stops passed over, by signal
+        self._problem_told = False
+        self.pty = pty
+        self._terminal: Terminal | None = None
         self._pump: Pump | None = None
         self._signals: list[int] = []
         self._ended_by: str | None = None
@@ -103,13 +126,24 @@ class Supervisor:
         saved = self._install_handlers(wake_w)
         child: ChildGroup | None = None
         try:
-            child = ChildGroup(self.argv, self.limits.grace, env={**os.environ, SUPERVISED: "1"})
-            self._pump = Pump({child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}, wakeup=wake_r)
+            self.transcript.start()
+            env = {**os.environ, SUPERVISED: "1"}
+            if self.pty:
+                self._terminal = Terminal(0, self.stdout, self.stderr)
+                child = ChildGroup(self.argv, self.limits.grace, env=env, terminal=self._terminal)
+                self._terminal.started()
+                sources = {self._terminal.master: ("stdout", self.stdout)}
+            else:
+                child = ChildGroup(self.argv, self.limits.grace, env=env)
+                sources = {child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}
+            self._pump = Pump(sources, wakeup=wake_r)
             self._watch(child, t0)
             leftovers = self._end_leftovers(child)
             self._drain(child)
             for event in self.source.finish(self.clock()):
                 self.monitor.observe(event)
+            for event in self.transcript.finish():
+                self._judge(child, event, self.clock())
             if self._ended_by is None and self.source.stopped_by_hook():
                 # Claude Code ended itself at loopwatch's hook's stop: a loop stop, not a
                 # success, whatever its own exit status says.
@@ -117,6 +151,8 @@ class Supervisor:
                 self._stop = Verdict(Action.STOP, signal="hook", description=_HOOK_STOP)
                 self.say(f"the run was stopped: {_HOOK_STOP}")
         finally:
+            if self._terminal is not None:
+                self._terminal.close()  # our terminal as it was, on every way out
             self._restore_handlers(saved)
             if self._pump is not None:
                 self._pump.close()
@@ -132,19 +168,23 @@ class Supervisor:
             ended_by=self._ended_by or "exit",
             returncode=child.returncode,
             events_format=self.source.format or "lines",
-            monitor=self.monitor,
+            monitor=self.transcript_monitor or self.monitor,
             limits=self.limits.as_dict(),
             stop=self._stop,
             signals_sent=child.signals_sent,
             leftovers=leftovers,
             output_bytes=dict(self._pump.counts),
+            evidence=self._evidence(),
         )
 
     def say(self, text: str) -> None:
         """One line of ours on stderr, `loopwatch: ` first, always at a line start."""
         pump = self._pump
-        head = b"" if pump is None or pump.at_line_start(self.stderr) else b"\n"
-        line = head + b"loopwatch: " + text.encode("utf-8", "replace") + b"\n"
+        # under --pty the child writes to stdout only, and both are often one terminal
+        at_start = pump is None or (pump.at_line_start(self.stderr) and (self._terminal is None or pump.at_line_start(self.stdout)))
+        line = (b"" if at_start else b"\n") + b"loopwatch: " + text.encode("utf-8", "replace") + b"\n"
+        if self._terminal is not None and self._terminal.raw:
+            line = line.replace(b"\n", b"\r\n")  # our terminal is raw: no newline translation
         if pump is not None:
             pump.write(self.stderr, line)
         else:
@@ -167,7 +207,9 @@ class Supervisor:
                 elif limits.idle is not None and now - last_output >= limits.idle:
                     self._end(child, now, "idle")
             child.tick(now)
-            deadlines = [now + _TICK, child.deadline()]
+            if self.transcript.due(now) and self._read_transcript(child, now):
+                last_output = now  # the agent is at work: it is writing its transcript
+            deadlines = [now + _TICK, child.deadline(), self.transcript.deadline()]
             if self._ended_by is None:
                 if self.limits.max_runtime is not None:
                     deadlines.append(t0 + self.limits.max_runtime)
@@ -185,16 +227,63 @@ class Supervisor:
     def _observe(self, child: ChildGroup, data: bytes, stream: str, at: float) -> None:
         for event in self.source.feed(data, stream, at):
             verdict = self.monitor.observe(event)
-            if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
-                continue  # warnings were printed by the monitor's callback
-            if verdict.action is Action.STOP:
-                # Output still in the pipes after the child exited: it ended by itself.
-                if self._ended_by is None and child.returncode is None:
-                    self._stop = verdict
-                    self.say(f"stopping the run: {verdict.description}")
-                    self._end(child, at, "loop")
-            else:  # a nudge or a block: no way to reach the model, tell the person
-                self.say(f"{verdict.action.value} (not delivered, no hook into the agent): {verdict.description}")
+            if verdict.action.rank > Action.WARN.rank and type(event) is Output and self.transcript.wanted:
+                self._unheeded(verdict)  # the console's lines, while there is a transcript
+            else:
+                self._act(child, verdict, at)
+
+    def _read_transcript(self, child: ChildGroup, now: float) -> bool:
+        """Judge what the agent added to its transcript; True if it added anything."""
+        lines = self.transcript.lines
+        for event in self.transcript.poll(now):
+            self._judge(child, event, now)
+        if self.transcript.problem is not None and not self._problem_told:
+            self._problem_told = True
+            self.say(f"cannot follow the transcript: {self.transcript.problem}; watching the console")
+        return self.transcript.lines > lines
+
+    def _judge(self, child: ChildGroup, event: object, at: float) -> None:
+        """One event from the transcript, to the monitor that may end the run."""
+        if self.transcript_monitor is None:
+            self.transcript_monitor = Monitor(self.config, on_warning=self._warned)
+        self._act(child, self.transcript_monitor.observe(event), at)
+
+    def _unheeded(self, verdict: Verdict) -> None:
+        """A loop seen in the console's lines while the agent's transcript is the
+        evidence (followed, or looked for): a warning, said once a signal."""
+        signal_name = verdict.signal or verdict.action.value
+        if signal_name not in self._console_unheeded:
+            self._console_unheeded.add(signal_name)
+            whose = "the transcript shows the tool calls" if self.transcript.following else "waiting for the agent's transcript"
+            self.say(f"warning (console only; {whose}): {verdict.description}")
+
+    def _act(self, child: ChildGroup, verdict: Verdict, at: float) -> None:
+        if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
+            return  # warnings were printed by the monitor's callback
+        if verdict.action is Action.STOP:
+            # Output still in the pipes after the child exited: it ended by itself.
+            if self._ended_by is None and child.returncode is None:
+                self._stop = verdict
+                self.say(f"stopping the run: {verdict.description}")
+                self._end(child, at, "loop")
+        else:  # a nudge or a block: no way to reach the model, tell the person
+            self.say(f"{verdict.action.value} (not delivered, no hook into the agent): {verdict.description}")
+
+    def _evidence(self) -> dict[str, object]:
+        """For the record: which evidence judged the run, and the transcript's figures."""
+        if self.transcript_monitor is not None:
+            source = "transcript"
+        elif self.source.format in ("claude-stream", "codex-json"):
+            source = "stream"  # tool calls printed on stdout
+        else:
+            source = "console"
+        evidence: dict[str, object] = {"source": source}
+        followed = self.transcript.record()
+        if followed is not None:
+            evidence["transcript"] = followed
+        if self.transcript_monitor is not None:
+            evidence["console"] = {"loop": self.monitor.record(), "unheeded": sorted(self._console_unheeded)}
+        return evidence
 
     def _end(self, child: ChildGroup, now: float, why: str) -> None:
         if self._ended_by is None:
