@@ -70,7 +70,9 @@ _ITEM_TYPES = _CALLS | _OUTPUTS | {"message", "reasoning", "web_search_call"}
 #: user messages Codex writes itself: context, not the user speaking
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>")
 _EXIT = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)\s*$", re.MULTILINE)
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
+# The name runs to the line's last non-space (`\S(?:.*\S)?`, not a lazy `.+?\s*$`, which
+# rescans the trailing blanks at every character: quadratic on a line of spaces).
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S(?:.*\S)?)\s*$|^\*\*\* Move to: (\S(?:.*\S)?)\s*$", re.MULTILINE)
 _PEEK = 50
 _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTILINE)
 _HEADER_LINES = 8  # an exit-code header is within the first lines of an output

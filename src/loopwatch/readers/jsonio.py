@@ -181,7 +181,10 @@ def head_objects(head: bytes, limit: int = 50) -> list[dict]:
     return found
 
 
-_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:]')
+# A string's closing quote is optional: a string cut by the head's end (or never closed)
+# is one token to the end. With the quote required, every escaped `"` of an unclosed
+# string restarted the scan to the end (quadratic on `\"\"\"...`).
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}:]')
 
 
 def keys_at(head: bytes, depth: int, limit: int = 200) -> list[str]:
