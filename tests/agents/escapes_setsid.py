@@ -10,6 +10,13 @@ import time
 
 from _agent import note_pid, say
 
+
+
+def _word(n: int) -> str:
+    """A different word for every n, in letters (digits would be masked as counters)."""
+    return "".join(chr(97 + int(d)) for d in str(n * 7919 % 1000003))
+
+
 note_pid()
 how = sys.argv[1] if len(sys.argv) > 1 else "exit"
 same = sys.argv[2:] == ["same"]
@@ -22,7 +29,7 @@ if pid == 0:
     while time.monotonic() < deadline:
         n += 1
         try:
-            say("daemon: still here\n" if same else f"daemon: processed item {n * 7919 % 100003:x} of the queue\n")
+            say("daemon: still here\n" if same else f"daemon: processed item {_word(n)} of the queue\n")
         except BrokenPipeError:
             os._exit(0)
         time.sleep(0.02)
