@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
 from .config import Config
 from .events import ToolCall, Turn
 from .monitor import Monitor
-from .readers import ReadError, Session, read
+from .readers import ReadError, Session, open_stdin, read
 from .record import finding_record, verdict_record
 
 __all__ = ["SessionResult", "replay", "replay_file", "replay_files", "default_jobs"]
@@ -150,13 +153,14 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
 
 
 def replay_file(path: str, config: Config, format: str | None = None, *, label: str | None = None) -> list[SessionResult]:
-    """Every session in one file, replayed. `label` is the path reported in results
-    (default: `path`), e.g. `-` for stdin copied to a temporary file. Never raises for
-    bad input: an unreadable file is one result with `error` set."""
+    """Every session in one file, replayed; `-` is standard input, read as it comes.
+    `label` is the path reported in results (default: `path`). Never raises for bad
+    input: an unreadable file is one result with `error` set."""
     label = path if label is None else label
     results: list[SessionResult] = []
     try:
-        for session in read(path, format):
+        stream = open_stdin() if path == "-" else None
+        for session in read(path, format, stream):
             results.append(replay(session, config, label))
     except ReadError as exc:
         message = str(exc)
@@ -183,7 +187,12 @@ def replay_files(
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, yielding each file's results in the
     order given, as soon as they are ready. `jobs` processes (default: one per core);
-    1, or very few files, replays in this process."""
+    1, or very few files, replays in this process. Standard input (`-`) is always read
+    in this process.
+
+    A worker that dies (the OOM killer, a signal) breaks its pool: the files it and
+    the other workers had in hand are reported as errors, and the rest are replayed
+    in a fresh pool; the scan never waits for a result that cannot come."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if jobs == 1 or len(items) < 4:
         for path, label in items:
@@ -192,20 +201,64 @@ def replay_files(
     # Largest files first, so no core is left with a big one at the end (sizes vary
     # by 1000x); small chunks for the same reason. Results are yielded in the order
     # given, each as soon as it and all before it are done.
-    order = sorted(range(len(items)), key=lambda i: _size(items[i][0]), reverse=True)
+    order = sorted((i for i in range(len(items)) if items[i][0] != "-"), key=lambda i: _size(items[i][0]), reverse=True)
     chunksize = max(1, min(8, len(items) // (jobs * 16)))
+    chunks = deque(order[k:k + chunksize] for k in range(0, len(order), chunksize))
+    workers = min(jobs, len(order)) or 1
+    done: dict[int, list[SessionResult]] = {}
+    following = 0
+
+    def ready() -> Iterator[list[SessionResult]]:
+        nonlocal following
+        while following < len(items):
+            if following in done:
+                yield done.pop(following)
+            elif items[following][0] == "-":
+                yield replay_file("-", config, format, label=items[following][1])
+            else:
+                return
+            following += 1
+
     # fork is cheapest (no re-import) where it exists; callers start no thread
     # before the pool (scan's progress bar has no refresh thread for this reason).
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    done: dict[int, list[SessionResult]] = {}
-    following = 0
-    with context.Pool(min(jobs, len(items)), initializer=_init_worker, initargs=(config, format)) as pool:
-        for index, results in pool.imap_unordered(_worker, ((i, items[i]) for i in order), chunksize):
-            done[index] = results
-            while following in done:
-                yield done.pop(following)
-                following += 1
+    while chunks:
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(config, format))
+        in_hand: dict[Future, list[int]] = {}
+        broken = False
+        try:
+            while chunks or in_hand:
+                while chunks and len(in_hand) < 2 * workers:
+                    chunk = chunks.popleft()
+                    in_hand[pool.submit(_worker, [(i, items[i]) for i in chunk])] = chunk
+                finished, _ = wait(in_hand, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    chunk = in_hand.pop(future)
+                    try:
+                        for index, results in future.result():
+                            done[index] = results
+                    except BrokenProcessPool:
+                        broken = True
+                        _lost(chunk, items, format, done)
+                if broken:  # every file still in hand went down with the pool
+                    for chunk in in_hand.values():
+                        _lost(chunk, items, format, done)
+                    in_hand.clear()
+                    break
+                yield from ready()
+        finally:
+            pool.shutdown(wait=not broken, cancel_futures=True)
+        yield from ready()
+    yield from ready()
+
+
+_LOST = "a worker process died while reading it (killed by a signal, or out of memory?)"
+
+
+def _lost(chunk: list[int], items: Sequence[tuple[str, str]], format: str | None, done: dict[int, list[SessionResult]]) -> None:
+    for index in chunk:
+        done[index] = [SessionResult(path=items[index][1], format=format, error=_LOST)]
 
 
 def _size(path: str) -> int:
@@ -223,11 +276,10 @@ def _init_worker(config: Config, format: str | None) -> None:
     _worker_config = (config, format)
 
 
-def _worker(job: tuple[int, tuple[str, str]]) -> tuple[int, list[SessionResult]]:
+def _worker(jobs: list[tuple[int, tuple[str, str]]]) -> list[tuple[int, list[SessionResult]]]:
     assert _worker_config is not None
     config, format = _worker_config
-    index, (path, label) = job
-    return index, replay_file(path, config, format, label=label)
+    return [(index, replay_file(path, config, format, label=label)) for index, (path, label) in jobs]
 
 
 def _with_start(record: dict[str, Any], refs: list[str | None]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ __all__ = [
     "decode_arguments",
     "head_objects",
     "keys_at",
+    "number_of",
     "session_name",
     "tokens_of",
 ]
@@ -112,6 +113,18 @@ def tokens_of(usage: Any, *fields: str) -> int | None:
             total += value
             found = True
     return total if found else None
+
+
+def number_of(record: Any, name: str) -> float | None:
+    """A numeric field (a cost, a time) as a float, or None when absent or of another
+    type: one wrong-typed field is dropped, never the session."""
+    value = record.get(name) if isinstance(record, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:  # an integer past any float
+            return None
+    return None
 
 
 def decode_arguments(raw: Any) -> Any:
