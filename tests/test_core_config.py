@@ -308,9 +308,11 @@ def test_every_command_answers_a_broken_config_with_one_line_and_2(tmp_path, con
     name = "pyproject.toml" if content.startswith((b"tool", b"[tool]")) else "loopwatch.toml"
     (tmp_path / name).write_bytes(content)
     (tmp_path / "s.jsonl").write_text('{"type": "tool", "name": "Bash", "input": {"command": "ls"}, "result": ""}\n')
+    (tmp_path / "labels.tsv").write_text("local_path\tlabel\tonset_step\tend_step\ns.jsonl\tno\t\t\n")
     args = {"run": ["run", "--", "true"], "scan": ["scan", "s.jsonl"],
-            "evaluate": ["evaluate", "s.jsonl"], "calibrate": ["calibrate", "s.jsonl"]}[command]
+            "evaluate": ["evaluate", "--labels", "labels.tsv"], "calibrate": ["calibrate", "s.jsonl"]}[command]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     ran = subprocess.run([sys.executable, "-m", "loopwatch", *args], cwd=tmp_path, env=env, capture_output=True, timeout=60)
     assert ran.returncode == 2, ran.stderr
     assert b"Traceback" not in ran.stderr
+    assert b"toml" in ran.stderr  # the error names the file, not a usage problem

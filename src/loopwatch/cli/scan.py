@@ -92,7 +92,8 @@ def _check_format(name: str) -> None:
 def _json_line(result: SessionResult) -> bytes:
     """One record as a JSON line. orjson refuses integers past 64 bits (a file's token
     totals can be anything): such a record goes through the standard library, which
-    writes them exactly, so no file's record can end the scan."""
+    writes them exactly (and escapes a lone surrogate orjson refuses too), so no
+    file's record can end the scan."""
     import orjson
 
     record = result.as_json()
@@ -101,4 +102,4 @@ def _json_line(result: SessionResult) -> bytes:
     except TypeError:
         import json
 
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass") + b"\n"
+        return json.dumps(record, separators=(",", ":"), default=str).encode() + b"\n"  # ASCII: lone surrogates escaped
