@@ -36,7 +36,7 @@ def run(*args, input=None):
 def test_refs_map_every_counted_action_to_its_source(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text(jsonl([{"type": "user"}, {"type": "text", "text": "hm"}] + looping_events()[1:]))
-    (result,) = replay_file(str(path), Config.make())
+    (result,) = replay_file(str(path), Config.make(), keep_refs=True)
     assert result.refs == [f"line {n}" for n in range(3, 9)]
     verdict = result.verdict
     assert result.refs[verdict["at_action"] - 1] == verdict["source_ref"]
@@ -46,7 +46,7 @@ def test_refs_map_every_counted_action_to_its_source(tmp_path):
 def test_exempt_tools_are_not_counted_in_refs(tmp_path):
     config = Config.make(tools={"TodoWrite": {"role": "exempt"}})
     events = [ToolCall("TodoWrite", {"n": 1}, source_ref="a"), ToolCall("Bash", {"c": 1}, source_ref="b")]
-    result = replay(Session("events", "s", events), config)
+    result = replay(Session("events", "s", events), config, keep_refs=True)
     assert result.actions == 1 and result.refs == ["b"]
 
 
@@ -207,7 +207,10 @@ def test_a_few_real_trajectories_scan_without_errors():
     results = [r for rs in replay_files(items, Config.make(), jobs=1) for r in rs]
     assert len(results) == len(files)
     assert all(r.error is None and r.actions > 0 and r.format for r in results), [(r.path, r.error) for r in results]
-    assert all(len(r.refs) == r.actions for r in results)
+    kept = [replay_file(p, Config.make(), keep_refs=True)[0] for p, _ in items]
+    assert all(len(r.refs) == r.actions for r in kept)
+    # without keep_refs the started refs are the same, from the bounded window
+    assert [r.verdict for r in results] == [r.verdict for r in kept]
 
 
 # -- a regression the healthy example caught ------------------------------------------

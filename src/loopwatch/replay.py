@@ -33,6 +33,12 @@ from .record import finding_record, verdict_record
 __all__ = ["SessionResult", "replay", "replay_file", "replay_files", "default_jobs"]
 
 _MAX_SKIPPED = 100  # skipped-line messages kept per session; the rest are counted
+# Source refs of the latest counted actions kept while replaying, to name where a
+# pattern began (`started_ref`) when it is reported. A streak is reported soon after it
+# starts (the default thresholds are a few calls; a churn window is 20 calls), so 4,096
+# cover any configuration seen; keeping one ref per action instead held 36 MiB at 300k
+# events and 67 MiB at 1.2M. A start further back is reported without its ref.
+_REFS_KEPT = 4096
 
 
 @dataclass
@@ -45,7 +51,7 @@ class SessionResult:
     stopped there would have ended); `interventions_after_stop` counts the rest.
     `refs[i]` is the `source_ref` of counted tool call `i + 1` (the numbering of `at_action` and
     `started_action`; exempt tools are not counted), so callers can map actions to
-    steps. `saved` is None without a stop, else `{"actions", "tokens", "cost",
+    steps; kept only when asked for (`keep_refs`), as it grows with the session. `saved` is None without a stop, else `{"actions", "tokens", "cost",
     "estimated"}`: tokens and cost are summed from the events after the stop where
     they carry figures, else prorated by actions from the session's totals
     (`estimated: true`), else None. `not_transcript` is True when the file was read
@@ -96,12 +102,15 @@ class SessionResult:
         }
 
 
-def replay(session: Session, config: Config, path: str = "") -> SessionResult:
+def replay(session: Session, config: Config, path: str = "", *, keep_refs: bool = False) -> SessionResult:
     """Feed one session to a fresh monitor and collect the result. Exceptions raised
     by the reader while its events are consumed are caught: the result keeps what was
-    replayed and says what went wrong in `error`."""
+    replayed and says what went wrong in `error`. Memory does not grow with the
+    session: only the latest refs are kept (all of them with `keep_refs`)."""
     monitor = Monitor(config)
-    refs: list[str | None] = []
+    recent: deque[str | None] = deque(maxlen=None if keep_refs else _REFS_KEPT)
+    started: dict[int, str | None] = {}  # started action -> its ref, noted when reported
+    noted = 0  # interventions whose start has been noted
     after_tokens = after_cost = None  # figures carried by events after the stop
     error = None
     try:
@@ -109,8 +118,13 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
             stopped = monitor.stop is not None
             before = monitor.actions
             monitor.observe(event)
-            if monitor.actions != before:
-                refs.append(event.source_ref)
+            if monitor.actions != before and (keep_refs or not stopped):  # nothing after the stop is reported
+                recent.append(event.source_ref)
+            if not stopped and len(monitor.interventions) != noted:
+                for verdict in monitor.interventions[noted:]:
+                    index = verdict.finding.started_index if verdict.finding is not None else 0
+                    started.setdefault(index, _recent_ref(recent, monitor.actions, index))
+                noted = len(monitor.interventions)
             if stopped and type(event) in (ToolCall, Turn):
                 if event.tokens is not None:
                     after_tokens = (after_tokens or 0) + event.tokens
@@ -132,7 +146,7 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
         outcome=session.outcome,
         skipped=_capped(session.skipped),
         error=error,
-        refs=refs,
+        refs=list(recent) if keep_refs else [],
     )
     if error is None and monitor.events == 0 and session.skipped:
         result.error = f"no readable events ({len(session.skipped)} lines skipped)"
@@ -142,17 +156,18 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
     if monitor.stop is not None:
         end = next((i for i, v in enumerate(kept) if v is monitor.stop), len(kept) - 1)
         kept = kept[: end + 1]
-    result.interventions = [_with_start(verdict_record(v, origin), refs) for v in kept]
+    result.interventions = [_with_start(verdict_record(v, origin), started) for v in kept]
     result.interventions_after_stop = monitor.interventions_total - len(kept)
     result.findings = [finding_record(f, origin) for f in monitor.strongest.values()]
     result.calibration = monitor.calibration()
     if monitor.stop is not None:
-        result.verdict = _with_start(verdict_record(monitor.stop, origin), refs)
+        result.verdict = _with_start(verdict_record(monitor.stop, origin), started)
         result.saved = _saved(result, monitor.stop.index, after_tokens, after_cost)
     return result
 
 
-def replay_file(path: str, config: Config, format: str | None = None, *, label: str | None = None) -> list[SessionResult]:
+def replay_file(path: str, config: Config, format: str | None = None, *, label: str | None = None,
+                keep_refs: bool = False) -> list[SessionResult]:
     """Every session in one file, replayed; `-` is standard input, read as it comes.
     `label` is the path reported in results (default: `path`). Never raises for bad
     input: an unreadable file is one result with `error` set."""
@@ -161,7 +176,7 @@ def replay_file(path: str, config: Config, format: str | None = None, *, label: 
     try:
         stream = open_stdin() if path == "-" else None
         for session in read(path, format, stream):
-            results.append(replay(session, config, label))
+            results.append(replay(session, config, label, keep_refs=keep_refs))
     except ReadError as exc:
         message = str(exc)
         results.append(SessionResult(path=label, format=format, error=message, not_transcript=message.startswith("unknown format")))
@@ -282,14 +297,17 @@ def _worker(jobs: list[tuple[int, tuple[str, str]]]) -> list[tuple[int, list[Ses
     return [(index, replay_file(path, config, format, label=label)) for index, (path, label) in jobs]
 
 
-def _with_start(record: dict[str, Any], refs: list[str | None]) -> dict[str, Any]:
-    started = record.get("started_action")
-    record["started_ref"] = _ref(refs, started) if started else None
+def _with_start(record: dict[str, Any], started: dict[int, str | None]) -> dict[str, Any]:
+    action = record.get("started_action")
+    record["started_ref"] = started.get(action) if action else None
     return record
 
 
-def _ref(refs: list[str | None], action: int) -> str | None:
-    return refs[action - 1] if 0 < action <= len(refs) else None
+def _recent_ref(recent: deque[str | None], actions: int, action: int) -> str | None:
+    """The ref of counted action `action`, when it is among the `recent` ones (the
+    last of which is action `actions`)."""
+    offset = actions - action
+    return recent[len(recent) - 1 - offset] if 0 <= offset < len(recent) else None
 
 
 def _saved(result: SessionResult, at_action: int, tokens: int | None, cost: float | None) -> dict[str, Any]:

@@ -72,7 +72,8 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
                 for result in kept:
                     out.write(_json_line(result))
                 out.flush()
-            rows.extend(r for r in kept if r.verdict is not None or first_block(r))
+            if not as_json:  # the table's rows; JSON lines are written as they come
+                rows.extend(r for r in kept if r.verdict is not None or first_block(r))
             progress.advance()
     if not as_json:
         print_table(rows, totals)

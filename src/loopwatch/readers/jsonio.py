@@ -85,17 +85,19 @@ class JsonLines:
         loads, skipped = orjson.loads, self.skipped
         for number, raw in enumerate(fh, 1):
             self.lines = number
-            line = raw.strip()
-            if not line:
+            # No `strip()`: it copies the line (orjson takes the whitespace), and a
+            # line can be hundreds of MB.
+            if not raw or raw.isspace():
                 continue
-            if number == 1 and line.startswith(_BOM):
-                line = line[len(_BOM):]
+            if number == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            cut = not raw.endswith(b"\n")
             try:
-                value = loads(line)
+                value = loads(raw)
             except orjson.JSONDecodeError:
-                cut = "" if raw.endswith(b"\n") else " (cut off)"
-                skipped.append(f"line {number}: not JSON{cut}")
+                skipped.append(f"line {number}: not JSON{' (cut off)' if cut else ''}")
                 continue
+            raw = b""  # not held while the caller works on the object
             if not isinstance(value, dict):
                 skipped.append(f"line {number}: not a JSON object")
                 continue
