@@ -147,11 +147,23 @@ def test_stdin_closed_is_one_line_and_2():
     assert b"standard input is closed" in ran.stderr and b"Traceback" not in ran.stderr
 
 
-def test_stdin_is_streamed_not_copied_to_a_temporary_file(tmp_path):
-    """With no writable temporary folder the old copy failed; a stream needs none."""
-    ran = scan("-", "--json", input=jsonl(looping_events()).encode(), env=env(TMPDIR=str(tmp_path / "missing")))
-    assert ran.returncode == 1, ran.stderr
-    (record,) = records(ran)
+def test_stdin_is_streamed_not_copied_to_a_temporary_file(monkeypatch):
+    """No temporary file or folder is made (a SIGTERM left 2.4 GB of copied stdin)."""
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from loopwatch.cli import cli
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("scan - made a temporary file")
+
+    for name in ("mkdtemp", "mkstemp", "NamedTemporaryFile", "TemporaryFile", "TemporaryDirectory"):
+        monkeypatch.setattr(tempfile, name, refuse)
+    ran = CliRunner().invoke(cli, ["scan", "--no-progress", "--json", "-"], input=jsonl(looping_events()))
+    assert ran.exception is None or isinstance(ran.exception, SystemExit), repr(ran.exception)
+    assert ran.exit_code == 1
+    (record,) = [json.loads(line) for line in ran.stdout.splitlines()]
     assert record["path"] == "-" and record["verdict"]["action"] == "stop"
 
 
