@@ -225,3 +225,15 @@ def test_a_poll_whose_progress_moves_is_waiting_but_a_stuck_one_is_a_loop():
     assert moving.verdict is None and moving.interventions == []
     stuck = replay(Session("events", "s", poll([40] * 9)), Config.make())
     assert stuck.verdict is not None
+
+
+def test_a_long_session_keeps_no_ref_per_action_and_still_names_where_the_loop_began():
+    """10,000 distinct calls, then a loop: the started ref comes from the bounded window."""
+    events = [ToolCall("Bash", {"command": f"cat f{i}"}, result=f"r{i}", source_ref=f"line {i + 1}") for i in range(10_000)]
+    events += [ToolCall("Bash", {"command": "pytest"}, result="E fail", error=True, source_ref=f"line {10_001 + i}") for i in range(6)]
+    result = replay(Session("events", "s", events), Config.make())
+    assert result.refs == []  # not kept unless asked for
+    verdict = result.verdict
+    assert verdict["started_action"] == 10_001 and verdict["started_ref"] == "line 10001"
+    full = replay(Session("events", "s", events), Config.make(), keep_refs=True)
+    assert len(full.refs) == full.actions and full.verdict == verdict
