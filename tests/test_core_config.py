@@ -220,3 +220,99 @@ def test_invalid_toml_is_refused(tmp_path):
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "nope.toml", env={})
+
+
+# -- one rule for every numeric setting, and files that are not what they should be ----
+
+_PROBES = (-1, 0, 1, 2, 3, 15, 16, 17, 10**6, 10**6 + 1, 2**63 - 1, float("nan"), float("inf"), -float("inf"))
+
+
+def _numeric_params():
+    for name, cls in SIGNALS.items():
+        defaults = cls.Params()
+        for field in cls.Params._fields:
+            kind = type(getattr(defaults, field))
+            if kind in (int, float):
+                yield name, field, kind
+
+
+@pytest.mark.parametrize("signal,key,kind", list(_numeric_params()))
+def test_every_numeric_setting_is_refused_clearly_or_works(signal, key, kind):
+    """Every value is either refused with a ConfigError naming the key, or gives a
+    monitor that runs; a message that says `between A and B` means what it says."""
+    import math
+    import re
+
+    for value in _PROBES:
+        if kind is int and isinstance(value, float):
+            continue
+        try:
+            monitor = Monitor(env={}, signals={signal: {key: value}})
+        except ConfigError as exc:
+            assert f"signals.{signal}." in str(exc)  # this key, or one it must agree with
+            bounds = re.search(r"between (\d+) and (\d+)", str(exc)) if f".{key}:" in str(exc) else None
+            if bounds:
+                low, high = map(int, bounds.groups())
+                off = "0 turns it off" in str(exc)
+                assert not low <= value <= high, f"{value} is within the bounds the message gives: {exc}"
+                for inside in (low, high):
+                    Monitor(env={}, signals={signal: {key: inside}})  # must be accepted
+                if low - 1 >= 0 and not (off and low - 1 == 0):
+                    with pytest.raises(ConfigError):
+                        Monitor(env={}, signals={signal: {key: low - 1}})
+            continue
+        assert not (isinstance(value, float) and not math.isfinite(value)), f"{value} was accepted"
+        feed(monitor, [bash("pytest", "E fail", error=True) for _ in range(6)])
+
+
+def test_warn_every_must_be_finite():
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="warn_every"):
+            Config.make({"warn_every": value}, env={})
+
+
+def test_the_huge_repeats_of_the_issue_are_refused_not_an_overflow():
+    with pytest.raises(ConfigError, match=r"signals\.cycle\.repeats: .*out of range"):
+        Config.make({"signals": {"cycle": {"repeats": 9223372036854775807}}}, env={})
+
+
+def test_cycle_max_period_1_is_refused_as_the_message_says():
+    with pytest.raises(ConfigError, match="between 2 and 16"):
+        Config.make({"signals": {"cycle": {"max_period": 1}}}, env={})
+
+
+@pytest.mark.parametrize("name,content,match", [
+    ("loopwatch.toml", b'mode = "warn"\n# caf\xe9\n', "not UTF-8"),
+    ("pyproject.toml", b"tool = 5\n", "tool: expected a table"),
+    ("pyproject.toml", b"[tool]\nloopwatch = [1]\n", "tool.loopwatch: expected a table"),
+    ("loopwatch.toml", b"[signals.cycle]\nrepeats = 9223372036854775807\n", "out of range"),
+    ("loopwatch.toml", b"warn_every = nan\n", "warn_every"),
+])
+def test_broken_files_are_one_clear_config_error(tmp_path, name, content, match):
+    path = tmp_path / name
+    path.write_bytes(content)
+    for source in (path, None):  # named, and found from the folder
+        with pytest.raises(ConfigError, match=match) as info:
+            load_config(source, start=tmp_path, env={})
+        assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("content", [b'mode = "warn"\n# caf\xe9\n', b"tool = 5\n", b"[tool]\nloopwatch = [1]\n",
+                                     b"[signals.cycle]\nrepeats = 9223372036854775807\n"])
+@pytest.mark.parametrize("command", ["scan", "evaluate", "calibrate", "run"])
+def test_every_command_answers_a_broken_config_with_one_line_and_2(tmp_path, content, command):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    name = "pyproject.toml" if content.startswith((b"tool", b"[tool]")) else "loopwatch.toml"
+    (tmp_path / name).write_bytes(content)
+    (tmp_path / "s.jsonl").write_text('{"type": "tool", "name": "Bash", "input": {"command": "ls"}, "result": ""}\n')
+    (tmp_path / "labels.tsv").write_text("local_path\tlabel\tonset_step\tend_step\ns.jsonl\tno\t\t\n")
+    args = {"run": ["run", "--", "true"], "scan": ["scan", "s.jsonl"],
+            "evaluate": ["evaluate", "--labels", "labels.tsv"], "calibrate": ["calibrate", "s.jsonl"]}[command]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    ran = subprocess.run([sys.executable, "-m", "loopwatch", *args], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    assert ran.returncode == 2, ran.stderr
+    assert b"Traceback" not in ran.stderr
+    assert b"toml" in ran.stderr  # the error names the file, not a usage problem

@@ -248,9 +248,13 @@ def test_a_folder_is_walked_and_side_files_left_out(tmp_path, loop_file):
     (trial / "notes.md").write_text("# notes")
     (tmp_path / "runs" / "other.json").write_text('{"some": "config"}')
     result = scan(tmp_path / "runs", "--json")
-    assert [r["path"] for r in records(result)] == [str(trial / "session.jsonl")]
-    assert result.exit_code == 1  # the unknown other.json is ignored, not an error
-    assert "ignored 1 file(s)" in result.stderr and "other.json" in result.stderr
+    by_path = {r["path"]: r for r in records(result)}
+    # side files are left out by name; a .json in no known format is reported, not lost
+    assert sorted(by_path) == [str(tmp_path / "runs" / "other.json"), str(trial / "session.jsonl")]
+    assert "unknown format" in by_path[str(tmp_path / "runs" / "other.json")]["error"]
+    assert by_path[str(trial / "session.jsonl")]["verdict"]["action"] == "stop"
+    assert result.exit_code == 2
+    assert "other.json" in result.stderr
 
 
 def test_a_quoted_glob_is_expanded(tmp_path):

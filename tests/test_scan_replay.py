@@ -36,7 +36,7 @@ def run(*args, input=None):
 def test_refs_map_every_counted_action_to_its_source(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text(jsonl([{"type": "user"}, {"type": "text", "text": "hm"}] + looping_events()[1:]))
-    (result,) = replay_file(str(path), Config.make())
+    (result,) = replay_file(str(path), Config.make(), keep_refs=True)
     assert result.refs == [f"line {n}" for n in range(3, 9)]
     verdict = result.verdict
     assert result.refs[verdict["at_action"] - 1] == verdict["source_ref"]
@@ -46,7 +46,7 @@ def test_refs_map_every_counted_action_to_its_source(tmp_path):
 def test_exempt_tools_are_not_counted_in_refs(tmp_path):
     config = Config.make(tools={"TodoWrite": {"role": "exempt"}})
     events = [ToolCall("TodoWrite", {"n": 1}, source_ref="a"), ToolCall("Bash", {"c": 1}, source_ref="b")]
-    result = replay(Session("events", "s", events), config)
+    result = replay(Session("events", "s", events), config, keep_refs=True)
     assert result.actions == 1 and result.refs == ["b"]
 
 
@@ -207,7 +207,10 @@ def test_a_few_real_trajectories_scan_without_errors():
     results = [r for rs in replay_files(items, Config.make(), jobs=1) for r in rs]
     assert len(results) == len(files)
     assert all(r.error is None and r.actions > 0 and r.format for r in results), [(r.path, r.error) for r in results]
-    assert all(len(r.refs) == r.actions for r in results)
+    kept = [replay_file(p, Config.make(), keep_refs=True)[0] for p, _ in items]
+    assert all(len(r.refs) == r.actions for r in kept)
+    # without keep_refs the started refs are the same, from the bounded window
+    assert [r.verdict for r in results] == [r.verdict for r in kept]
 
 
 # -- a regression the healthy example caught ------------------------------------------
@@ -222,3 +225,15 @@ def test_a_poll_whose_progress_moves_is_waiting_but_a_stuck_one_is_a_loop():
     assert moving.verdict is None and moving.interventions == []
     stuck = replay(Session("events", "s", poll([40] * 9)), Config.make())
     assert stuck.verdict is not None
+
+
+def test_a_long_session_keeps_no_ref_per_action_and_still_names_where_the_loop_began():
+    """10,000 distinct calls, then a loop: the started ref comes from the bounded window."""
+    events = [ToolCall("Bash", {"command": f"cat f{i}"}, result=f"r{i}", source_ref=f"line {i + 1}") for i in range(10_000)]
+    events += [ToolCall("Bash", {"command": "pytest"}, result="E fail", error=True, source_ref=f"line {10_001 + i}") for i in range(6)]
+    result = replay(Session("events", "s", events), Config.make())
+    assert result.refs == []  # not kept unless asked for
+    verdict = result.verdict
+    assert verdict["started_action"] == 10_001 and verdict["started_ref"] == "line 10001"
+    full = replay(Session("events", "s", events), Config.make(), keep_refs=True)
+    assert len(full.refs) == full.actions and full.verdict == verdict

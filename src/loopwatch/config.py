@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import os
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
@@ -87,6 +88,8 @@ class Config(NamedTuple):
         """Validate a mapping (as read from TOML) merged with keyword arguments.
 
         Signal thresholds may be given as `signals={"repeat": {"threshold": 4}}`."""
+        if data is not None and not isinstance(data, Mapping):
+            raise ConfigError(f"expected a table of settings, got {type(data).__name__}")
         merged: dict[str, Any] = dict(data or {})
         for key, value in kwargs.items():
             if key in ("signals", "tools") and isinstance(value, Mapping):
@@ -111,6 +114,23 @@ class Config(NamedTuple):
 
 _DEFAULT_RULE = ToolRule()
 
+#: Largest count or number of seconds a setting may hold. A threshold past a million
+#: calls, lines or seconds (11 days) never fires in any session recorded so far (the
+#: longest corpus session has under 2,000 actions), and values near 2**63 overflow the
+#: C-sized containers they size (`cycle.repeats = 9223372036854775807` raised
+#: OverflowError on the first call). One rule for every numeric setting; each signal's
+#: own `check()` then says what is meaningful for it.
+MAX_NUMBER = 1_000_000
+
+
+def _number_problem(value: Any) -> str | None:
+    """What makes a number unusable as any setting: NaN, infinity, or past MAX_NUMBER."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if abs(value) > MAX_NUMBER:
+        return f"{value!r} is out of range (at most {MAX_NUMBER:,})"
+    return None
+
 
 def _nearest(key: str, valid: list[str]) -> str:
     import difflib  # only on an error
@@ -128,6 +148,8 @@ def _check_keys(where: str, given: Mapping[str, Any], valid: list[str]) -> None:
 def _validate(data: Mapping[str, Any]) -> Config:
     from .signals import SIGNALS  # the registry; imported here to keep config light
 
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"expected a table of settings, got {type(data).__name__}")
     top = ["mode", "profile", "stop", "warn_every", "signals", "tools", "hook"]
     _check_keys("", data, top)
     # `[hook]` holds the settings of `loopwatch hook` (fail open or closed, limits);
@@ -144,8 +166,10 @@ def _validate(data: Mapping[str, Any]) -> Config:
     if not isinstance(stop, bool):
         raise ConfigError(f"stop: expected true or false, got {stop!r}")
     warn_every = data.get("warn_every", 120.0)
-    if isinstance(warn_every, bool) or not isinstance(warn_every, (int, float)) or warn_every < 0:
+    if isinstance(warn_every, bool) or not isinstance(warn_every, (int, float)) or not warn_every >= 0:
         raise ConfigError(f"warn_every: expected seconds >= 0, got {warn_every!r}")
+    if problem := _number_problem(warn_every):
+        raise ConfigError(f"warn_every: {problem}")
 
     raw_signals = data.get("signals", {})
     if not isinstance(raw_signals, Mapping):
@@ -192,6 +216,8 @@ def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
             value = float(value)
         if type(value) is not expected:
             raise ConfigError(f"{where}.{name}: expected {expected.__name__}, got {value!r}")
+        if expected in (int, float) and (problem := _number_problem(value)):
+            raise ConfigError(f"{where}.{name}: {problem}")
         values[name] = value
     params = params_cls(**values)
     check = getattr(params, "check", None)
@@ -216,15 +242,29 @@ def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLi
                 parsed = tomllib.load(fh)
         except OSError as exc:
             raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
         if os.path.basename(source) == "pyproject.toml":
-            parsed = parsed.get("tool", {}).get("loopwatch", {})
+            parsed = _pyproject_table(source, parsed)
         data = parsed
     try:
         return Config.make(data, env=env, **kwargs)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}" if source else str(exc)) from None
+
+
+def _pyproject_table(source: str, parsed: dict[str, Any]) -> Any:
+    """`[tool.loopwatch]` of a parsed pyproject.toml; ConfigError when `tool` or
+    `tool.loopwatch` is not a table (`tool = 5`, `tool.loopwatch = [1]`)."""
+    tool = parsed.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{source}: tool: expected a table, got {type(tool).__name__}")
+    table = tool.get("loopwatch", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: tool.loopwatch: expected a table, got {type(table).__name__}")
+    return table
 
 
 def _find(start: str) -> str | None:
@@ -241,8 +281,10 @@ def _find(start: str) -> str | None:
                 import tomllib
 
                 with open(pyproject, "rb") as fh:
-                    if "loopwatch" in tomllib.load(fh).get("tool", {}):
-                        return pyproject
+                    tool = tomllib.load(fh).get("tool", {})
+                # a `tool` that is not a table is reported when the file is loaded
+                if not isinstance(tool, dict) or "loopwatch" in tool:
+                    return pyproject
             except (OSError, ValueError):
                 pass
         parent = os.path.dirname(folder)

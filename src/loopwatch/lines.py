@@ -56,7 +56,7 @@ _HEIGHT = 24
 _LETTER = re.compile(r"[^\W\d_]")
 _PYTEST_MARKS = re.compile(r"\[\s*\d+%\]|[.FEsxX]{2,}")
 _PROGRESS = re.compile(
-    r"\d+(?:\.\d+)?\s?%|[█▉▊▋▌▍▎▏▓▒░■□●○◐◓◑◒⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏━╸╺─]|[|/\\-]{3,}|\[[=#>\-\s.]{3,}\]"
+    r"(?<!\d)\d+(?:\.\d+)?\s?%|[█▉▊▋▌▍▎▏▓▒░■□●○◐◓◑◒⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏━╸╺─]|[|/\\-]{3,}|\[[=#>\-\s.]{3,}\]"
     r"|^\s*[|/\\-]\s|\(\d+(?:\.\d+)?s\)|\b\d+:\d\d\b|\b\d+\s*(?:/|of)\s*\d+\b"
 )
 # Line ends, and the escapes that move the cursor or erase (colours are left in the

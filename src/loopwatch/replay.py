@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -25,12 +28,18 @@ from .config import Config
 from .events import ToolCall, Turn
 from .hosts import codex
 from .monitor import Monitor
-from .readers import ReadError, Session, read
+from .readers import ReadError, Session, open_stdin, read
 from .record import finding_record, verdict_record
 
 __all__ = ["SessionResult", "replay", "replay_file", "replay_files", "default_jobs"]
 
 _MAX_SKIPPED = 100  # skipped-line messages kept per session; the rest are counted
+# Source refs of the latest counted actions kept while replaying, to name where a
+# pattern began (`started_ref`) when it is reported. A streak is reported soon after it
+# starts (the default thresholds are a few calls; a churn window is 20 calls), so 4,096
+# cover any configuration seen; keeping one ref per action instead held 36 MiB at 300k
+# events and 67 MiB at 1.2M. A start further back is reported without its ref.
+_REFS_KEPT = 4096
 
 
 @dataclass
@@ -43,7 +52,7 @@ class SessionResult:
     stopped there would have ended); `interventions_after_stop` counts the rest.
     `refs[i]` is the `source_ref` of counted tool call `i + 1` (the numbering of `at_action` and
     `started_action`; exempt tools are not counted), so callers can map actions to
-    steps. `saved` is None without a stop, else `{"actions", "tokens", "cost",
+    steps; kept only when asked for (`keep_refs`), as it grows with the session. `saved` is None without a stop, else `{"actions", "tokens", "cost",
     "estimated"}`: tokens and cost are summed from the events after the stop where
     they carry figures, else prorated by actions from the session's totals
     (`estimated: true`), else None. `not_transcript` is True when the file was read
@@ -94,14 +103,17 @@ class SessionResult:
         }
 
 
-def replay(session: Session, config: Config, path: str = "") -> SessionResult:
+def replay(session: Session, config: Config, path: str = "", *, keep_refs: bool = False) -> SessionResult:
     """Feed one session to a fresh monitor and collect the result. Exceptions raised
     by the reader while its events are consumed are caught: the result keeps what was
-    replayed and says what went wrong in `error`."""
+    replayed and says what went wrong in `error`. Memory does not grow with the
+    session: only the latest refs are kept (all of them with `keep_refs`)."""
     if session.format == "codex":  # exec_command, command_execution, Bash: one shell tool
         config = config._replace(tools=codex.shared_tool_rules(config.tools))
     monitor = Monitor(config)
-    refs: list[str | None] = []
+    recent: deque[str | None] = deque(maxlen=None if keep_refs else _REFS_KEPT)
+    started: dict[int, str | None] = {}  # started action -> its ref, noted when reported
+    noted = 0  # interventions whose start has been noted
     after_tokens = after_cost = None  # figures carried by events after the stop
     error = None
     try:
@@ -109,8 +121,13 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
             stopped = monitor.stop is not None
             before = monitor.actions
             monitor.observe(event)
-            if monitor.actions != before:
-                refs.append(event.source_ref)
+            if monitor.actions != before and (keep_refs or not stopped):  # nothing after the stop is reported
+                recent.append(event.source_ref)
+            if not stopped and len(monitor.interventions) != noted:
+                for verdict in monitor.interventions[noted:]:
+                    index = verdict.finding.started_index if verdict.finding is not None else 0
+                    started.setdefault(index, _recent_ref(recent, monitor.actions, index))
+                noted = len(monitor.interventions)
             if stopped and type(event) in (ToolCall, Turn):
                 if event.tokens is not None:
                     after_tokens = (after_tokens or 0) + event.tokens
@@ -132,7 +149,7 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
         outcome=session.outcome,
         skipped=_capped(session.skipped),
         error=error,
-        refs=refs,
+        refs=list(recent) if keep_refs else [],
     )
     if error is None and monitor.events == 0 and session.skipped:
         result.error = f"no readable events ({len(session.skipped)} lines skipped)"
@@ -142,25 +159,27 @@ def replay(session: Session, config: Config, path: str = "") -> SessionResult:
     if monitor.stop is not None:
         end = next((i for i, v in enumerate(kept) if v is monitor.stop), len(kept) - 1)
         kept = kept[: end + 1]
-    result.interventions = [_with_start(verdict_record(v, origin), refs) for v in kept]
+    result.interventions = [_with_start(verdict_record(v, origin), started) for v in kept]
     result.interventions_after_stop = monitor.interventions_total - len(kept)
     result.findings = [finding_record(f, origin) for f in monitor.strongest.values()]
     result.calibration = monitor.calibration()
     if monitor.stop is not None:
-        result.verdict = _with_start(verdict_record(monitor.stop, origin), refs)
+        result.verdict = _with_start(verdict_record(monitor.stop, origin), started)
         result.saved = _saved(result, monitor.stop.index, after_tokens, after_cost)
     return result
 
 
-def replay_file(path: str, config: Config, format: str | None = None, *, label: str | None = None) -> list[SessionResult]:
-    """Every session in one file, replayed. `label` is the path reported in results
-    (default: `path`), e.g. `-` for stdin copied to a temporary file. Never raises for
-    bad input: an unreadable file is one result with `error` set."""
+def replay_file(path: str, config: Config, format: str | None = None, *, label: str | None = None,
+                keep_refs: bool = False) -> list[SessionResult]:
+    """Every session in one file, replayed; `-` is standard input, read as it comes.
+    `label` is the path reported in results (default: `path`). Never raises for bad
+    input: an unreadable file is one result with `error` set."""
     label = path if label is None else label
     results: list[SessionResult] = []
     try:
-        for session in read(path, format):
-            results.append(replay(session, config, label))
+        stream = open_stdin() if path == "-" else None
+        for session in read(path, format, stream):
+            results.append(replay(session, config, label, keep_refs=keep_refs))
     except ReadError as exc:
         message = str(exc)
         results.append(SessionResult(path=label, format=format, error=message, not_transcript=message.startswith("unknown format")))
@@ -186,7 +205,12 @@ def replay_files(
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, yielding each file's results in the
     order given, as soon as they are ready. `jobs` processes (default: one per core);
-    1, or very few files, replays in this process."""
+    1, or very few files, replays in this process. Standard input (`-`) is always read
+    in this process.
+
+    A worker that dies (the OOM killer, a signal) breaks its pool: the files it and
+    the other workers had in hand are reported as errors, and the rest are replayed
+    in a fresh pool; the scan never waits for a result that cannot come."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if jobs == 1 or len(items) < 4:
         for path, label in items:
@@ -195,20 +219,64 @@ def replay_files(
     # Largest files first, so no core is left with a big one at the end (sizes vary
     # by 1000x); small chunks for the same reason. Results are yielded in the order
     # given, each as soon as it and all before it are done.
-    order = sorted(range(len(items)), key=lambda i: _size(items[i][0]), reverse=True)
+    order = sorted((i for i in range(len(items)) if items[i][0] != "-"), key=lambda i: _size(items[i][0]), reverse=True)
     chunksize = max(1, min(8, len(items) // (jobs * 16)))
+    chunks = deque(order[k:k + chunksize] for k in range(0, len(order), chunksize))
+    workers = min(jobs, len(order)) or 1
+    done: dict[int, list[SessionResult]] = {}
+    following = 0
+
+    def ready() -> Iterator[list[SessionResult]]:
+        nonlocal following
+        while following < len(items):
+            if following in done:
+                yield done.pop(following)
+            elif items[following][0] == "-":
+                yield replay_file("-", config, format, label=items[following][1])
+            else:
+                return
+            following += 1
+
     # fork is cheapest (no re-import) where it exists; callers start no thread
     # before the pool (scan's progress bar has no refresh thread for this reason).
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    done: dict[int, list[SessionResult]] = {}
-    following = 0
-    with context.Pool(min(jobs, len(items)), initializer=_init_worker, initargs=(config, format)) as pool:
-        for index, results in pool.imap_unordered(_worker, ((i, items[i]) for i in order), chunksize):
-            done[index] = results
-            while following in done:
-                yield done.pop(following)
-                following += 1
+    while chunks:
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(config, format))
+        in_hand: dict[Future, list[int]] = {}
+        broken = False
+        try:
+            while chunks or in_hand:
+                while chunks and len(in_hand) < 2 * workers:
+                    chunk = chunks.popleft()
+                    in_hand[pool.submit(_worker, [(i, items[i]) for i in chunk])] = chunk
+                finished, _ = wait(in_hand, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    chunk = in_hand.pop(future)
+                    try:
+                        for index, results in future.result():
+                            done[index] = results
+                    except BrokenProcessPool:
+                        broken = True
+                        _lost(chunk, items, format, done)
+                if broken:  # every file still in hand went down with the pool
+                    for chunk in in_hand.values():
+                        _lost(chunk, items, format, done)
+                    in_hand.clear()
+                    break
+                yield from ready()
+        finally:
+            pool.shutdown(wait=not broken, cancel_futures=True)
+        yield from ready()
+    yield from ready()
+
+
+_LOST = "a worker process died while reading it (killed by a signal, or out of memory?)"
+
+
+def _lost(chunk: list[int], items: Sequence[tuple[str, str]], format: str | None, done: dict[int, list[SessionResult]]) -> None:
+    for index in chunk:
+        done[index] = [SessionResult(path=items[index][1], format=format, error=_LOST)]
 
 
 def _size(path: str) -> int:
@@ -226,21 +294,23 @@ def _init_worker(config: Config, format: str | None) -> None:
     _worker_config = (config, format)
 
 
-def _worker(job: tuple[int, tuple[str, str]]) -> tuple[int, list[SessionResult]]:
+def _worker(jobs: list[tuple[int, tuple[str, str]]]) -> list[tuple[int, list[SessionResult]]]:
     assert _worker_config is not None
     config, format = _worker_config
-    index, (path, label) = job
-    return index, replay_file(path, config, format, label=label)
+    return [(index, replay_file(path, config, format, label=label)) for index, (path, label) in jobs]
 
 
-def _with_start(record: dict[str, Any], refs: list[str | None]) -> dict[str, Any]:
-    started = record.get("started_action")
-    record["started_ref"] = _ref(refs, started) if started else None
+def _with_start(record: dict[str, Any], started: dict[int, str | None]) -> dict[str, Any]:
+    action = record.get("started_action")
+    record["started_ref"] = started.get(action) if action else None
     return record
 
 
-def _ref(refs: list[str | None], action: int) -> str | None:
-    return refs[action - 1] if 0 < action <= len(refs) else None
+def _recent_ref(recent: deque[str | None], actions: int, action: int) -> str | None:
+    """The ref of counted action `action`, when it is among the `recent` ones (the
+    last of which is action `actions`)."""
+    offset = actions - action
+    return recent[len(recent) - 1 - offset] if 0 <= offset < len(recent) else None
 
 
 def _saved(result: SessionResult, at_action: int, tokens: int | None, cost: float | None) -> dict[str, Any]:

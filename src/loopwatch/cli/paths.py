@@ -13,14 +13,20 @@ only files that look like transcripts and leaves out the harness's side files:
   `node_modules` and `__pycache__` are not entered.
 
 A file named explicitly (or matched by a glob) is always read, whatever its name.
-Paths that do not exist and globs that match nothing are returned as `Target`s with
-`problem` set, so they are reported like any other unreadable file.
+Paths that do not exist, globs that match nothing and files that are not regular
+files (a FIFO would block the scan for ever) are returned as `Target`s with `problem`
+set, so they are reported like any other unreadable file. A file found twice (two
+paths, a hard link, a symlink) is read once: files and folders are known by device
+and inode. Symlinks to folders are followed in globs, but a folder already walked is
+not walked again, so a link to an ancestor is no loop.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
+import stat
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -59,14 +65,28 @@ def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
     return True
 
 
+_NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"
+
+
 def expand(arguments: Iterable[str]) -> list[Target]:
     """The files named by `arguments`, in order, each once. `-` is returned as is;
     the caller reads standard input."""
     targets: list[Target] = []
-    seen: set[str] = set()
+    seen: set[object] = set()
 
     def add(target: Target) -> None:
-        key = target.label if target.problem or target.path == "-" else os.path.realpath(target.path)
+        key: object = target.label
+        if not target.problem and target.path != "-":
+            try:
+                info = os.stat(target.path)
+            except OSError:
+                key = os.path.realpath(target.path)  # dangling: reported by the reader
+            else:
+                if not stat.S_ISREG(info.st_mode):
+                    target = Target(target.path, target.label, target.walked, problem=_NOT_REGULAR)
+                    key = target.label
+                else:
+                    key = (info.st_dev, info.st_ino)
         if key not in seen:
             seen.add(key)
             targets.append(target)
@@ -80,7 +100,7 @@ def expand(arguments: Iterable[str]) -> list[Target]:
         elif os.path.lexists(argument):
             add(Target(argument, argument))
         elif _GLOB_CHARS & set(argument):
-            matches = sorted(glob.glob(argument, recursive=True))
+            matches = _glob(argument)
             if not matches:
                 add(Target(argument, argument, problem="no file matches this pattern"))
             for match in matches:
@@ -96,7 +116,8 @@ def expand(arguments: Iterable[str]) -> list[Target]:
 
 def walk(folder: str) -> list[Target]:
     """Transcript-looking files under `folder`, sorted, recursively; a sub-folder that
-    cannot be listed is a `Target` with `problem` set."""
+    cannot be listed is a `Target` with `problem` set. Symlinks to folders are not
+    followed (as `os.walk` does)."""
     found = []
 
     def unreadable(exc: OSError) -> None:
@@ -111,3 +132,55 @@ def walk(folder: str) -> list[Target]:
                 path = os.path.join(root, name)
                 found.append(Target(path, path, walked=True))
     return found
+
+
+def _glob(pattern: str) -> list[str]:
+    """The paths a glob matches, sorted. Without `**` the standard library's glob;
+    with it, a walk that follows symlinks to folders but enters each folder (by
+    device and inode) once: `glob.glob` followed a symlink to an ancestor round and
+    round, and two such links never returned, memory growing."""
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    parts = pattern.split(os.sep)
+    fixed = 0
+    while fixed < len(parts) - 1 and not (_GLOB_CHARS & set(parts[fixed])):
+        fixed += 1
+    base = os.sep.join(parts[:fixed]) or ("" if not pattern.startswith(os.sep) else os.sep)
+    rest = [p for p in parts[fixed:] if p]
+    matches: list[str] = []
+    visited: set[tuple[int, int]] = set()
+
+    def visit(folder: str, pieces: list[str]) -> None:
+        if not pieces:
+            return
+        try:
+            info = os.stat(folder or ".")
+        except OSError:
+            return
+        key = (info.st_dev, info.st_ino, len(pieces))
+        if key in visited:  # entered before with the same pattern left: a link loop
+            return
+        visited.add(key)  # type: ignore[arg-type]
+        try:
+            entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
+        except OSError:
+            return
+        head, tail = pieces[0], pieces[1:]
+        if head == "**":
+            visit(folder, tail)  # `**` matching no folder at all
+        for entry in entries:
+            if entry.name.startswith(".") and not head.startswith("."):
+                continue  # as glob does: wildcards do not match hidden names
+            path = os.path.join(folder, entry.name) if folder else entry.name
+            is_dir = entry.is_dir()  # follows symlinks
+            if head == "**":
+                if is_dir:
+                    visit(path, pieces)
+            elif fnmatch.fnmatchcase(entry.name, head):
+                if not tail:
+                    matches.append(path)
+                elif is_dir:
+                    visit(path, tail)
+
+    visit(base, rest)
+    return sorted(set(matches))

@@ -16,9 +16,12 @@ __all__ = ["Totals", "first_block", "print_table", "print_problems"]
 
 @dataclass
 class Totals:
-    """Running totals over a scan. Files found by walking a folder that no reader
-    recognises are `ignored` (listed, never an error); every other failure is in
-    `failed` and makes the exit status 2."""
+    """Running totals over a scan. Every file that could not be read is in `failed`
+    and makes the exit status 2, a file found by walking a folder in no format
+    loopwatch knows included: a `.jsonl`, `.json` or `.traj` there is meant to be a
+    session (harness side files are left out by name before, see `paths`), and one
+    loopwatch cannot read (a byte-order mark once made six formats unreadable) must
+    not pass as a clean scan."""
 
     files: int = 0
     sessions: int = 0
@@ -30,15 +33,11 @@ class Totals:
     saved_cost: float | None = None
     estimated: bool = False
     failed: list[SessionResult] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
     skipped: list[SessionResult] = field(default_factory=list)  # sessions with unreadable lines
     multi: set[str] = field(default_factory=set)  # files holding several sessions
 
     def add_file(self, results: list[SessionResult], walked: bool) -> list[SessionResult]:
-        """Count one file's results; return those to report (all but an ignored file's)."""
-        if walked and len(results) == 1 and results[0].not_transcript:
-            self.ignored.append(results[0].path)
-            return []
+        """Count one file's results; return them, to report."""
         self.files += 1
         if len(results) > 1:
             self.multi.add(results[0].path)
@@ -178,7 +177,7 @@ def summary(totals: Totals) -> list[str]:
 
 
 def print_problems(totals: Totals, as_json: bool) -> None:
-    """Unreadable files, skipped lines and ignored files, on stderr."""
+    """Unreadable files and skipped lines, on stderr."""
     from rich.markup import escape
 
     console = _console(stderr=True)
@@ -187,8 +186,5 @@ def print_problems(totals: Totals, as_json: bool) -> None:
     for result in totals.skipped:
         shown = "; ".join(result.skipped[:3]) + ("; ..." if len(result.skipped) > 3 else "")
         console.print(f"skipped {len(result.skipped)} unreadable line(s) in {result.path}: {shown}", markup=False, soft_wrap=True)
-    if totals.ignored:
-        shown = ", ".join(totals.ignored[:5]) + (f" and {len(totals.ignored) - 5} more" if len(totals.ignored) > 5 else "")
-        console.print(f"ignored {len(totals.ignored)} file(s) in folders that are in no known format: {shown}", markup=False, soft_wrap=True)
     if totals.failed and as_json:
         console.print(f"{len(totals.failed)} file(s) could not be read: see `error` in their records.", markup=False)

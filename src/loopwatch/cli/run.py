@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import sys
@@ -32,8 +33,10 @@ Examples:
 
 
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and value <= 0:
-        raise click.BadParameter("must be a number of seconds above 0")
+    # `not 0 < value < inf`, not `value <= 0`: NaN compares false to everything, so it
+    # passed, and a NaN deadline is never reached (SIGKILL was never sent).
+    if value is not None and not 0 < value < math.inf:
+        raise click.BadParameter(f"{value}: must be a number of seconds above 0, and finite")
     return value
 
 
@@ -70,10 +73,13 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Run the command on a pseudo-terminal, as in a terminal of its own: for "
                    "interactive agent CLIs. Its window size follows yours; your keys reach it "
                    "as typed (Ctrl-C included); its stdout and stderr come as one stream.")
+@click.option("--record-argv", is_flag=True,
+              help="Keep the whole command line in the record. By default the record keeps the program "
+                   "and its option names only: values and arguments (an --api-key, a prompt) are masked.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(events: str, idle: float | None, max_runtime: float | None, mode: str | None,
         config_path: str | None, grace: float, record_path: str | None, transcript: str,
-        use_pty: bool, command: tuple[str, ...]) -> None:
+        use_pty: bool, record_argv: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND and end it when it goes in circles.
 
     The command runs in a process group of its own, with stdin, stdout and stderr
@@ -113,6 +119,7 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
         sys.exit(status)
 
     if record_path is not None:
+        outcome.full_argv = record_argv
         try:
             write_record(record_path, outcome.record())
         except OSError as exc:

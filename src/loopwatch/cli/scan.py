@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-import tempfile
 from contextlib import ExitStack
 
 import click
@@ -13,7 +10,7 @@ import click
 from ..readers import FORMATS
 from ..replay import SessionResult, default_jobs, replay_files
 from ._common import config_options, make_config, progress_bar
-from .paths import Target, expand
+from .paths import expand
 from .report import Totals, first_block, print_problems, print_table
 
 _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
@@ -63,7 +60,7 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
             if target.problem:
                 totals.add_file([SessionResult(path=target.label, error=target.problem)], walked=False)
             else:
-                readable.append(_stdin_copy(target, stack) if target.path == "-" else target)
+                readable.append(target)
         if as_json:  # problems found before reading come first, in the same stream
             for result in totals.failed:
                 out.write(_json_line(result))
@@ -75,7 +72,8 @@ def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile
                 for result in kept:
                     out.write(_json_line(result))
                 out.flush()
-            rows.extend(r for r in kept if r.verdict is not None or first_block(r))
+            if not as_json:  # the table's rows; JSON lines are written as they come
+                rows.extend(r for r in kept if r.verdict is not None or first_block(r))
             progress.advance()
     if not as_json:
         print_table(rows, totals)
@@ -92,18 +90,17 @@ def _check_format(name: str) -> None:
         raise click.BadParameter(f"the {name!r} reader is not available in this version", param_hint="--format") from None
 
 
-def _stdin_copy(target: Target, stack: ExitStack) -> Target:
-    """Standard input, copied to a temporary file named `stdin` so any reader (and a
-    worker process) can open it by path; reported as `-`."""
-    folder = tempfile.mkdtemp(prefix="loopwatch-")
-    stack.callback(shutil.rmtree, folder, True)
-    path = os.path.join(folder, "stdin")
-    with open(path, "wb") as fh:
-        shutil.copyfileobj(sys.stdin.buffer, fh, 1 << 20)
-    return Target(path, "-")
-
-
 def _json_line(result: SessionResult) -> bytes:
+    """One record as a JSON line. orjson refuses integers past 64 bits (a file's token
+    totals can be anything): such a record goes through the standard library, which
+    writes them exactly (and escapes a lone surrogate orjson refuses too), so no
+    file's record can end the scan."""
     import orjson
 
-    return orjson.dumps(result.as_json(), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
+    record = result.as_json()
+    try:
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        import json
+
+        return json.dumps(record, separators=(",", ":"), default=str).encode() + b"\n"  # ASCII: lone surrogates escaped

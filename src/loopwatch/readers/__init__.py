@@ -8,12 +8,16 @@ pays for the others.
 from __future__ import annotations
 
 import importlib
+import io
+import os
+import stat
+import sys
 from types import ModuleType
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from .base import ReadError, Session
 
-__all__ = ["FORMATS", "ReadError", "Session", "detect", "read", "reader"]
+__all__ = ["FORMATS", "ReadError", "Session", "detect", "open_stdin", "open_transcript", "read", "reader"]
 
 #: format name -> module, in the order formats are sniffed (most specific first).
 FORMATS: dict[str, str] = {
@@ -54,16 +58,16 @@ def detect(path: str, head: bytes) -> str | None:
 
 def read(path: str, format: str | None = None, stream: BinaryIO | None = None) -> Iterator[Session]:
     """Sessions in a file. Raises ReadError when the format is unknown or the file is
-    not readable as it."""
+    not readable as it.
+
+    Every reader gets the file through here, opened once (`open_transcript`: never a
+    blocking open of a FIFO, a UTF-8 byte-order mark skipped), as `stream`."""
+    if stream is None:
+        stream = open_transcript(path)
+    else:
+        _skip_bom(stream)
     if format is None:
-        if stream is not None:
-            head = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else b""
-        else:
-            try:
-                with open(path, "rb") as fh:
-                    head = fh.read(HEAD_SIZE)
-            except OSError as exc:
-                raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
+        head = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else b""
         if not head.strip():
             raise ReadError("empty file")
         if b"\x00" in head:
@@ -72,3 +76,77 @@ def read(path: str, format: str | None = None, stream: BinaryIO | None = None) -
         if format is None:
             raise ReadError("unknown format (use --format to name it)")
     return reader(format).read(path, stream)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def open_transcript(path: str) -> BinaryIO:
+    """Open a file to read as a transcript, past a UTF-8 byte-order mark (Windows
+    editors and PowerShell's `Out-File` write one; no reader expects it).
+
+    Opened without blocking and checked to be a regular file: opening a FIFO for
+    reading blocks until a writer comes (`scan` hung for ever on one), and a device
+    or socket is no transcript. Buffered by the head size, so `peek` sees the head."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReadError("not a regular file (a FIFO, socket or device): skipped")
+        os.set_blocking(fd, True)
+        stream = os.fdopen(fd, "rb", buffering=HEAD_SIZE)
+    except BaseException:
+        os.close(fd)
+        raise
+    _skip_bom(stream)
+    return stream
+
+
+def open_stdin() -> BinaryIO:
+    """Standard input as a stream to read a transcript from, read as it comes (never
+    copied to a file first). Its head is read whole before anything is sniffed (a
+    pipe hands out what the writer has written so far); ReadError when it is closed."""
+    source = getattr(sys.stdin, "buffer", None)
+    if source is None:  # `0<&-`: Python starts with no sys.stdin
+        raise ReadError("standard input is closed")
+    read = getattr(source, "read1", source.read)
+    head = b""
+    try:
+        while len(head) < HEAD_SIZE:
+            piece = read(HEAD_SIZE - len(head))
+            if not piece:
+                break
+            head += piece
+    except (OSError, ValueError) as exc:  # a closed descriptor or file
+        raise ReadError(f"cannot read standard input: {getattr(exc, 'strerror', None) or exc}") from exc
+    stream = io.BufferedReader(_HeadFirst(head, read), buffer_size=HEAD_SIZE)
+    _skip_bom(stream)
+    return stream
+
+
+class _HeadFirst(io.RawIOBase):
+    """A stream whose first bytes were already read: those, then the rest."""
+
+    def __init__(self, head: bytes, read: Callable[[int], bytes]) -> None:
+        self._head, self._read = memoryview(head), read
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _skip_bom(stream: BinaryIO) -> None:
+    peek = getattr(stream, "peek", None)
+    if peek is not None and peek(len(_BOM))[: len(_BOM)] == _BOM:
+        stream.read(len(_BOM))

@@ -61,8 +61,15 @@ def shell_error(observation: str) -> bool:
 _WRITES = re.compile(
     r"\bsed\s+-i|(?<![0-9&])>\s*(?!/dev/null|&)[\w./~$\"'-]|\btee\b|\bpatch\b|\bgit\s+(?:apply|checkout|restore|stash|reset|am|commit)"
     r"|\b(?:pip|pip3|npm|apt|apt-get|yum|conda|cargo|go)\s+(?:install|add|get)\b|\bmv\s|\bcp\s|\brm\s|\bmkdir\b|\btouch\b"
-    r"|\bcat\s*<<|\bwrite_text\(|open\([^)]*['\"][wa]['\"]"
+    r"|\bcat\s*<<|\bwrite_text\("
 )
+# `open(..., "w")`: the call's argument list up to its first `)`, then a mode looked for
+# in it. Two steps, not `open\([^)]*['"][wa]['"]` in `_WRITES`: that restarted the scan
+# to the next `)` at every `open(` (quadratic on `open(open(open(...`); `finditer`
+# never looks inside a span it has passed, and an `open(` inside a span that held no
+# mode cannot hold one either (its span is a suffix of the outer one).
+_OPEN_CALL = re.compile(r"open\(([^)]*)")
+_WRITE_MODE = re.compile(r"['\"][wa]['\"]")
 
 
 # Searches whose empty output means "nothing found": grep, which and locate exit 1 then;
@@ -75,7 +82,9 @@ def empty_search(command: str, observation: str) -> bool:
 
 
 def shell_writes(command: str) -> bool:
-    return _WRITES.search(command) is not None
+    if _WRITES.search(command) is not None:
+        return True
+    return "open(" in command and any(_WRITE_MODE.search(m.group(1)) for m in _OPEN_CALL.finditer(command))
 
 
 def iso_seconds(value: Any) -> float | None:

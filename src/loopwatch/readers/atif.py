@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Iterator
 from ..events import ModelText, ToolCall, UserMessage
 from ._common import iso_seconds, load_json
 from .base import ReadError, Session
+from .jsonio import tokens_of
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -32,7 +33,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         raise ReadError("not an ATIF trajectory: no steps[] list")
     metrics = data.get("final_metrics") if isinstance(data.get("final_metrics"), dict) else {}
-    tokens = (metrics.get("total_prompt_tokens") or 0) + (metrics.get("total_completion_tokens") or 0)
+    tokens = tokens_of(metrics, "total_prompt_tokens", "total_completion_tokens")
     session = Session(format=NAME, session=str(data.get("session_id") or path), events=(), tokens=tokens or None)
     step_of: dict[str, int] = {}
     session.meta["step_of"] = step_of
@@ -60,7 +61,7 @@ def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
         results = {r.get("source_call_id"): r.get("content") for r in observation.get("results") or [] if isinstance(r, dict)}
         extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
         metrics = step.get("metrics") if isinstance(step.get("metrics"), dict) else {}
-        tokens = (metrics.get("prompt_tokens") or 0) + (metrics.get("completion_tokens") or 0) or None
+        tokens = tokens_of(metrics, "prompt_tokens", "completion_tokens") or None
         for call in calls:
             if not isinstance(call, dict):
                 continue

@@ -73,7 +73,9 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_
 _ITEM_TYPES = _CALLS | _OUTPUTS | {"message", "reasoning", "web_search_call"}
 #: user messages Codex writes itself: context, not the user speaking
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
+# The name runs to the line's last non-space (`\S(?:.*\S)?`, not a lazy `.+?\s*$`, which
+# rescans the trailing blanks at every character: quadratic on a line of spaces).
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S(?:.*\S)?)\s*$|^\*\*\* Move to: (\S(?:.*\S)?)\s*$", re.MULTILINE)
 _PEEK = 50
 _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTILINE)
 

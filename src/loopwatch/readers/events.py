@@ -89,8 +89,16 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
                 session_id = value["session"]
             break
     session = Session(format=NAME, session=session_id or _stem(path), events=())
-    session.events = _events(chain(first, lines), session, fh if stream is None else None)
+    session.events = _events(chain(_handed_out(first), lines), session, fh if stream is None else None)
     yield session
+
+
+def _handed_out(items: list[Any]) -> Iterator[Any]:
+    """The items of a list, each dropped from it once handed out (the peeked lines
+    would otherwise be held, however long, for the whole session)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def _stem(path: str) -> str:
@@ -112,7 +120,7 @@ def _events(lines: Iterator[tuple[int, bytes]], session: Session, owned: BinaryI
 def _parse(lines: Iterator[tuple[int, bytes]], session: Session) -> Iterator[Any]:
     tokens = cost = None
     for number, raw in lines:
-        if not raw.strip():
+        if not raw or raw.isspace():  # not `strip()`: it copies, and a line can be huge
             continue
         ref = f"line {number}"
         try:
@@ -123,6 +131,7 @@ def _parse(lines: Iterator[tuple[int, bytes]], session: Session) -> Iterator[Any
         except _BadLine as exc:
             session.skipped.append(f"{ref}: {exc}")
             continue
+        raw = b""  # not held while the monitor works on the event
         step_tokens = getattr(event, "tokens", None)
         if step_tokens is not None:
             tokens = (tokens or 0) + step_tokens

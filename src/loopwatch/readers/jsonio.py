@@ -24,6 +24,7 @@ __all__ = [
     "decode_arguments",
     "head_objects",
     "keys_at",
+    "number_of",
     "session_name",
     "tokens_of",
 ]
@@ -84,17 +85,19 @@ class JsonLines:
         loads, skipped = orjson.loads, self.skipped
         for number, raw in enumerate(fh, 1):
             self.lines = number
-            line = raw.strip()
-            if not line:
+            # No `strip()`: it copies the line (orjson takes the whitespace), and a
+            # line can be hundreds of MB.
+            if not raw or raw.isspace():
                 continue
-            if number == 1 and line.startswith(_BOM):
-                line = line[len(_BOM):]
+            if number == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            cut = not raw.endswith(b"\n")
             try:
-                value = loads(line)
+                value = loads(raw)
             except orjson.JSONDecodeError:
-                cut = "" if raw.endswith(b"\n") else " (cut off)"
-                skipped.append(f"line {number}: not JSON{cut}")
+                skipped.append(f"line {number}: not JSON{' (cut off)' if cut else ''}")
                 continue
+            raw = b""  # not held while the caller works on the object
             if not isinstance(value, dict):
                 skipped.append(f"line {number}: not a JSON object")
                 continue
@@ -112,6 +115,18 @@ def tokens_of(usage: Any, *fields: str) -> int | None:
             total += value
             found = True
     return total if found else None
+
+
+def number_of(record: Any, name: str) -> float | None:
+    """A numeric field (a cost, a time) as a float, or None when absent or of another
+    type: one wrong-typed field is dropped, never the session."""
+    value = record.get(name) if isinstance(record, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:  # an integer past any float
+            return None
+    return None
 
 
 def decode_arguments(raw: Any) -> Any:
@@ -181,7 +196,10 @@ def head_objects(head: bytes, limit: int = 50) -> list[dict]:
     return found
 
 
-_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:]')
+# A string's closing quote is optional: a string cut by the head's end (or never closed)
+# is one token to the end. With the quote required, every escaped `"` of an unclosed
+# string restarted the scan to the end (quadratic on `\"\"\"...`).
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}:]')
 
 
 def keys_at(head: bytes, depth: int, limit: int = 200) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, Iterator
 from ..events import Correction, ModelText, Turn
 from ._common import load_json, shell_call
 from .base import ReadError, Session
+from .jsonio import number_of, tokens_of
 
 __all__ = ["NAME", "bash_block", "read", "sniff"]
 
@@ -50,7 +51,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
         format=NAME,
         session=str(data.get("instance_id") or path.rsplit("/", 1)[-1].split(".traj")[0]),
         events=(),
-        cost=stats.get("instance_cost") if isinstance(stats.get("instance_cost"), (int, float)) else None,
+        cost=number_of(stats, "instance_cost"),
         outcome=info.get("exit_status"),
     )
     step_of: dict[str, int] = {}
@@ -100,7 +101,7 @@ def _usage(extra: Any) -> tuple[float | None, int | None, float | None]:
         return None, None, None
     created = response.get("created")
     usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
-    tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-    cost = usage.get("cost") if isinstance(usage.get("cost"), (int, float)) else None
+    tokens = tokens_of(usage, "prompt_tokens", "completion_tokens")  # a wrong-typed field is dropped
+    cost = number_of(usage, "cost")
     at = float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None
     return at, tokens or None, cost

@@ -40,8 +40,8 @@ class Params(NamedTuple):
     def check(self) -> str | None:
         if problem := count_problem("repeats", self.repeats):
             return problem
-        if not 0 <= self.max_period <= 16:
-            return "max_period: must be between 2 and 16"
+        if self.max_period != 0 and not 2 <= self.max_period <= 16:  # a 1-step cycle is `repeat`'s
+            return "max_period: must be between 2 and 16 (0 turns it off)"
         return None
 
 

@@ -19,7 +19,7 @@ from ..messages import duration
 from ..monitor import Monitor
 from ..verdict import Verdict
 
-__all__ = ["EXIT_IDLE", "EXIT_LOOP", "EXIT_MAX_RUNTIME", "ENDED_BY", "Outcome", "write_record"]
+__all__ = ["EXIT_IDLE", "EXIT_LOOP", "EXIT_MAX_RUNTIME", "ENDED_BY", "MASK", "Outcome", "masked_argv", "write_record"]
 
 EXIT_LOOP = 86
 EXIT_IDLE = 87
@@ -30,6 +30,35 @@ EXIT_MAX_RUNTIME = 88
 ENDED_BY = ("exit", "loop", "idle", "max_runtime", "interrupted")
 
 _STATUS = {"loop": EXIT_LOOP, "idle": EXIT_IDLE, "max_runtime": EXIT_MAX_RUNTIME}
+
+MASK = "<masked>"
+
+
+def masked_argv(argv: list[str]) -> list[str]:
+    """A command line fit for a record: the program, the names of its options and
+    the arguments that name an existing file (`python agent.py`: a name, not data);
+    every other argument and option value masked. `--api-key sk-...`, `--token=...`
+    and a prompt given as an argument are what a command line carries that a record
+    must not (`run --record-argv` keeps it whole)."""
+    if not argv:
+        return []
+    kept = [argv[0]]
+    for arg in argv[1:]:
+        if arg.startswith("--") and len(arg) > 2:
+            name, equals, _ = arg.partition("=")
+            kept.append(name + ("=" + MASK if equals else ""))
+        elif arg.startswith("-") and len(arg) > 1 and arg[1] != "-" and not arg[1].isdigit():
+            kept.append(arg[:2] + (MASK if len(arg) > 2 else ""))  # `-k`, `-kVALUE`
+        else:
+            kept.append(arg if _names_a_file(arg) else MASK)
+    return kept
+
+
+def _names_a_file(arg: str) -> bool:
+    try:
+        return os.path.isfile(arg)
+    except (OSError, ValueError):  # a NUL byte, a name too long
+        return False
 
 
 @dataclass
@@ -53,6 +82,7 @@ class Outcome:
     #: stdout) or console (lines)), and the figures
     #: of the transcript followed and of the console watched beside it
     evidence: dict[str, Any] = field(default_factory=lambda: {"source": "console"})
+    full_argv: bool = False  # record the command line as given, not `masked_argv`
 
     @property
     def exit_code(self) -> int | None:
@@ -79,7 +109,7 @@ class Outcome:
 
     def record(self) -> dict[str, Any]:
         return {
-            "command": self.command,
+            "command": list(self.command) if self.full_argv else masked_argv(self.command),
             "started": self.started.isoformat(timespec="milliseconds"),
             "ended": self.ended.isoformat(timespec="milliseconds"),
             "duration": round(self.duration, 3),

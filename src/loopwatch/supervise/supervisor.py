@@ -23,6 +23,7 @@ transcript to look for, the console is the evidence, as it always was.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -53,6 +54,9 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _TICK = 0.5  # longest wait between looks at the clock, seconds
 _DRAIN = 0.5  # after the group is gone, how long pipes held by escaped processes are read
 _HOOK_STOP = "loopwatch's hook in the agent ended it (terminal_reason hook_stopped); see `loopwatch status`"
+# ... at most, once loopwatch has ended the run itself: a daemon (setsid) that keeps the
+# pipe open and prints for ever must not keep a run it ended going.
+_DRAIN_ENDED = 1.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,12 @@ class Limits:
     idle: float | None = None
     max_runtime: float | None = None
     grace: float = 5.0
+
+    def __post_init__(self) -> None:
+        # NaN passes `<= 0` and is never reached as a deadline: refuse it, and infinity.
+        for name, value in (("idle", self.idle), ("max_runtime", self.max_runtime), ("grace", self.grace)):
+            if value is not None and not 0 < value < math.inf:
+                raise ValueError(f"{name}: {value} is not a finite number of seconds above 0")
 
     def as_dict(self) -> dict[str, float | None]:
         return {"idle": self.idle, "max_runtime": self.max_runtime, "grace": self.grace}
@@ -112,6 +122,8 @@ class Supervisor:
         self._signals: list[int] = []
         self._ended_by: str | None = None
         self._stop: Verdict | None = None
+        self._t0 = 0.0
+        self._last_output = 0.0
 
     # -- public ---------------------------------------------------------------------------
 
@@ -137,6 +149,7 @@ class Supervisor:
                 child = ChildGroup(self.argv, self.limits.grace, env=env)
                 sources = {child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}
             self._pump = Pump(sources, wakeup=wake_r)
+            self._t0 = self._last_output = t0
             self._watch(child, t0)
             leftovers = self._end_leftovers(child)
             self._drain(child)
@@ -194,21 +207,16 @@ class Supervisor:
 
     def _watch(self, child: ChildGroup, t0: float) -> None:
         """Pump output until the child has exited."""
-        last_output = t0
         pump = self._pump
         assert pump is not None
         while child.poll() is None:
             now = self.clock()
             self._take_signals(child, now)
-            if self._ended_by is None:
-                limits = self.limits
-                if limits.max_runtime is not None and now - t0 >= limits.max_runtime:
-                    self._end(child, now, "max_runtime")
-                elif limits.idle is not None and now - last_output >= limits.idle:
-                    self._end(child, now, "idle")
+            self._check_limits(child, now)
+            last_output = self._last_output
             child.tick(now)
             if self.transcript.due(now) and self._read_transcript(child, now):
-                last_output = now  # the agent is at work: it is writing its transcript
+                self._last_output = last_output = now  # the agent is at work: it is writing its transcript
             deadlines = [now + _TICK, child.deadline(), self.transcript.deadline()]
             if self._ended_by is None:
                 if self.limits.max_runtime is not None:
@@ -221,8 +229,16 @@ class Supervisor:
                 continue
             for chunk in pump.wait(timeout):
                 if chunk.data:
-                    last_output = self.clock()
-                    self._observe(child, chunk.data, chunk.stream, last_output)
+                    self._last_output = self.clock()
+                    self._observe(child, chunk.data, chunk.stream, self._last_output)
+
+    def _check_limits(self, child: ChildGroup, now: float) -> None:
+        if self._ended_by is None:
+            limits = self.limits
+            if limits.max_runtime is not None and now - self._t0 >= limits.max_runtime:
+                self._end(child, now, "max_runtime")
+            elif limits.idle is not None and now - self._last_output >= limits.idle:
+                self._end(child, now, "idle")
 
     def _observe(self, child: ChildGroup, data: bytes, stream: str, at: float) -> None:
         for event in self.source.feed(data, stream, at):
@@ -261,8 +277,10 @@ class Supervisor:
         if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
             return  # warnings were printed by the monitor's callback
         if verdict.action is Action.STOP:
-            # Output still in the pipes after the child exited: it ended by itself.
-            if self._ended_by is None and child.returncode is None:
+            # Also when the child has exited and the loop is in what is still read
+            # from its pipes (its last output, or a process that escaped its group):
+            # a run whose monitor stopped ends as stopped, and its record says so.
+            if self._ended_by is None:
                 self._stop = verdict
                 self.say(f"stopping the run: {verdict.description}")
                 self._end(child, at, "loop")
@@ -306,13 +324,23 @@ class Supervisor:
         return True
 
     def _drain(self, child: ChildGroup) -> None:
-        """Read what is left in the pipes; stop when they close or stay quiet."""
+        """Read what is left in the pipes; stop when they close or stay quiet, or (a
+        process outside the group holding them open) once the run is ended: by
+        loopwatch before the drain (at most `_DRAIN_ENDED` more), or by a limit or a
+        loop met during it. The group is gone by now, so nothing waits on it."""
         pump = self._pump
         assert pump is not None
-        quiet_since = self.clock()
+        start = quiet_since = self.clock()
+        ended_before = self._ended_by is not None
         while pump.open and self.clock() - quiet_since < _DRAIN:
+            now = self.clock()
+            self._check_limits(child, now)
+            if (ended_before and now - start >= _DRAIN_ENDED) or (not ended_before and self._ended_by is not None):
+                self.say("not waiting for the output pipe: a process outside the command's group "
+                         "(started with setsid?) still holds it open")
+                return
             if self._pump_a_little(child, 0.05):
-                quiet_since = self.clock()
+                quiet_since = self._last_output = self.clock()
 
     def _pump_a_little(self, child: ChildGroup, timeout: float) -> bool:
         got = False

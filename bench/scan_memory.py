@@ -1,0 +1,110 @@
+"""Peak memory of `loopwatch scan` as its input grows: events per session, files per
+scan, and one huge line.
+
+    PYTHONPATH=src python bench/scan_memory.py [--events 300000,1200000] [--files 10,10000]
+                                               [--line-mb 200] [--jobs 1]
+
+Each case writes its input to a temporary folder, runs the real CLI
+(`python -m loopwatch scan --json --no-progress`) in a child process and reads the
+child's peak resident set (`ru_maxrss`, waited on alone so no other child counts). The
+first case of each series is the baseline; the figure to read is the ratio against it
+(target: about 1x, memory that does not grow with the input). Nothing is timed: a
+shared machine skews times, not peaks.
+
+- events: one events file of N healthy, distinct tool calls (no stop, so every action
+  is counted to the end); 300k events is ~45 MB on disk;
+- files: N small event files (a looping session each) in one folder;
+- line: one events file whose single `tool` event has a result of M MB (the peak
+  against the file's size is the figure; issue 9 measured 4.2x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def peak_of(argv: list[str]) -> tuple[int, int]:
+    """(peak RSS in KiB, exit status) of one child run."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def scan(target: Path, jobs: int) -> list[str]:
+    return [sys.executable, "-m", "loopwatch", "scan", "--json", "--no-progress", "--jobs", str(jobs), str(target)]
+
+
+def write_events(path: Path, count: int) -> None:
+    with open(path, "wb") as fh:
+        fh.write(b'{"type": "user"}\n')
+        for i in range(count):
+            fh.write(orjson.dumps({"type": "tool", "name": "Bash", "input": {"command": f"cat src/module_{i}.py"},
+                                   "result": f"def f_{i}(): return {i}", "tokens": 120}) + b"\n")
+
+
+def write_files(folder: Path, count: int) -> None:
+    call = {"type": "tool", "name": "Bash", "input": {"command": "pytest -x"}, "error": True, "result": "E fail"}
+    body = b'{"type": "user"}\n' + (orjson.dumps(call) + b"\n") * 6
+    for i in range(count):
+        (folder / f"s{i:05}.jsonl").write_bytes(body)
+
+
+def write_line(path: Path, megabytes: int) -> None:
+    chunk = "progress 10% done, file_0001.o compiled; " * 1024  # ~40 KiB, ASCII
+    with open(path, "wb") as fh:
+        fh.write(b'{"type": "tool", "name": "Bash", "input": {"command": "make"}, "result": "')
+        written = 0
+        while written < megabytes * 1024 * 1024:
+            fh.write(chunk.encode())
+            written += len(chunk)
+        fh.write(b'"}\n')
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", default="300000,1200000")
+    parser.add_argument("--files", default="10,10000")
+    parser.add_argument("--line-mb", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="lw-mem-") as tmp:
+        folder = Path(tmp)
+        print(f"jobs={args.jobs}; peak RSS of the scanning process (ru_maxrss of the child; workers not included)")
+        base = None
+        for count in [int(x) for x in args.events.split(",") if x]:
+            path = folder / f"events-{count}.jsonl"
+            write_events(path, count)
+            peak, status = peak_of(scan(path, args.jobs))
+            base = base or peak
+            print(f"events {count:>9,}: {path.stat().st_size / 2**20:7.1f} MiB on disk, peak {peak / 1024:7.1f} MiB "
+                  f"({peak / base:.2f}x the first), exit {status}")
+            path.unlink()
+        base = None
+        for count in [int(x) for x in args.files.split(",") if x]:
+            sub = folder / f"files-{count}"
+            sub.mkdir()
+            write_files(sub, count)
+            peak, status = peak_of(scan(sub, args.jobs))
+            base = base or peak
+            print(f"files  {count:>9,}: peak {peak / 1024:7.1f} MiB ({peak / base:.2f}x the first), exit {status}")
+        if args.line_mb:
+            path = folder / "line.jsonl"
+            write_line(path, args.line_mb)
+            size = path.stat().st_size
+            peak, status = peak_of(scan(path, 1))
+            print(f"one line of {size / 2**20:.0f} MiB: peak {peak / 1024:.0f} MiB ({peak * 1024 / size:.2f}x the file), exit {status}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
