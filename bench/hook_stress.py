@@ -15,7 +15,9 @@ Then the recovery race: the state database is overwritten with garbage and `--ra
 parallel calls arrive. Every call must be counted in the fresh database (nothing
 it committed lost) and the broken file moved aside exactly once.
 
-`--src` runs the hook from another source tree (for a before/after comparison:
+`--floor` also times the same N processes with `LOOPWATCH_MODE=off`, which start
+Python, import loopwatch and return: what the machine's load costs before any state
+is touched. `--src` runs the hook from another source tree (for a before/after comparison:
 `git archive <commit> src | tar -x -C /tmp/before`).
 """
 
@@ -45,11 +47,14 @@ def payload(i: int, session: str, cwd: str) -> bytes:
     }).encode()
 
 
-def burst(n: int, state: Path, src: str, timeout: float) -> dict:
-    """N calls at once; their latencies, exit codes and hangs."""
+def burst(n: int, state: Path, src: str, timeout: float, off: bool = False) -> dict:
+    """N calls at once; their latencies, exit codes and hangs. `off`: the same
+    processes with LOOPWATCH_MODE=off (start-up and import only: the floor)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "XDG_"))}
     env.update(PYTHONPATH=src, LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended",
                HOME=str(state.parent / "home"))
+    if off:
+        env["LOOPWATCH_MODE"] = "off"
     cwd = str(state.parent)
     latencies: list[float] = []
     codes: list[int] = []
@@ -63,7 +68,7 @@ def burst(n: int, state: Path, src: str, timeout: float) -> dict:
         began = time.perf_counter()
         try:
             proc = subprocess.run([sys.executable, "-m", "loopwatch", "hook"], input=data, env=env,
-                                  capture_output=True, timeout=timeout, cwd=cwd)
+                                  capture_output=True, timeout=timeout, cwd=cwd, check=False)
             code = proc.returncode
         except subprocess.TimeoutExpired:
             code = -1
@@ -100,6 +105,15 @@ def failures(state: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if line.endswith("allowed") or "denied" in line]
 
 
+def reasons(lines: list[str]) -> str:
+    """The distinct failure reasons, numbers masked, most common first."""
+    import re
+    from collections import Counter
+
+    found = Counter(re.sub(r"[0-9.]+", "#", line.split(" ", 4)[-1])[:90] for line in lines)
+    return "; ".join(f"{count}x {text}" for text, count in found.most_common(3))
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -111,7 +125,10 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy loops (default: one per core)")
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument("--race", type=int, default=64, help="parallel calls after the database is damaged (0: skip)")
-    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="a call still running after this is a hang (600 s: Claude Code's default hook timeout)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time the same N processes with LOOPWATCH_MODE=off (start-up only)")
     parser.add_argument("--src", default=str(ROOT / "src"))
     args = parser.parse_args()
 
@@ -119,6 +136,11 @@ def main() -> None:
     print(f"{os.cpu_count()} cores, {args.load} busy loops, hook from {args.src}")
     try:
         for n in [int(x) for x in args.calls.split(",") if x]:
+            if args.floor:
+                with tempfile.TemporaryDirectory() as tmp:
+                    lat = burst(n, Path(tmp) / "state", args.src, args.timeout, off=True)["latencies"]
+                    print(f"N={n:4d} floor (LOOPWATCH_MODE=off, start-up only): latency p50 "
+                          f"{statistics.median(lat):6.2f}s p99 {percentile(lat, 0.99):6.2f}s max {max(lat):6.2f}s")
             for trial in range(args.trials):
                 with tempfile.TemporaryDirectory() as tmp:
                     state = Path(tmp) / "state"
@@ -128,9 +150,10 @@ def main() -> None:
                     got = counted(state)
                     lat = result["latencies"]
                     bad = sum(code != 0 for code in result["codes"])
+                    why = reasons(failures(state))
                     print(f"N={n:4d} trial {trial + 1}: lost {n - got:3d}, logged failures {len(failures(state)):3d}, "
                           f"hangs {result['hangs']}, non-zero exits {bad}; latency p50 {statistics.median(lat):6.2f}s "
-                          f"p99 {percentile(lat, 0.99):6.2f}s max {max(lat):6.2f}s; burst {wall:.1f}s")
+                          f"p99 {percentile(lat, 0.99):6.2f}s max {max(lat):6.2f}s; burst {wall:.1f}s" + (f"\n    {why}" if why else ""))
         if args.race:
             for trial in range(args.trials):
                 with tempfile.TemporaryDirectory() as tmp:

@@ -13,11 +13,21 @@ import sys
 from collections import deque
 
 import pytest
+from hook_support import SRC, Agent, bash, state_actions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hook_support import SRC, Agent, bash, state_actions
-from loopwatch import Attempt, Correction, ModelText, Monitor, Output, Retry, ToolCall, Turn, UserMessage
+from loopwatch import (
+    Attempt,
+    Correction,
+    ModelText,
+    Monitor,
+    Output,
+    Retry,
+    ToolCall,
+    Turn,
+    UserMessage,
+)
 from loopwatch.hook import codec
 from loopwatch.hook.codec import StateError
 from loopwatch.hook.state import SessionState, dumps, loads
@@ -123,7 +133,7 @@ def test_a_state_carried_to_another_process_decides_like_one_kept_in_memory():
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     here = os.path.dirname(__file__)
     proc = subprocess.run([sys.executable, "-c", CHILD, SRC, here], input=json.dumps(jobs).encode(),
-                          capture_output=True, env=env, timeout=120)
+                          capture_output=True, env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     got = json.loads(proc.stdout)
     assert [[list(v) for v in job] for job in expected] == got
@@ -320,7 +330,7 @@ def test_an_older_version_database_starts_its_sessions_afresh(tmp_path):
     db.commit()
     db.close()
     for i in range(4):  # the same failing call: the guard works on the upgraded session
-        before, after = agent.run("Bash", bash("make"), error="make: *** No rule to make target")
+        before, _ = agent.run("Bash", bash("make"), error="make: *** No rule to make target")
     assert before.denied  # blocked at the 4th
     assert state_actions(agent.state, "old") == 3
     log = (agent.state / "hook.log").read_text()
@@ -341,7 +351,37 @@ def test_a_state_that_loads_but_breaks_is_reset_not_allowed_for_ever(tmp_path):
     db.commit()
     db.close()
     for _ in range(4):
-        before, after = agent.run("Bash", bash("make"), error="make: *** No rule to make target")
+        before, _ = agent.run("Bash", bash("make"), error="make: *** No rule to make target")
     assert before.denied
     log = (agent.state / "hook.log").read_text().splitlines()
     assert len(log) == 1 and "AttributeError" in log[0] and "starting afresh" in log[0]
+
+
+def test_a_row_from_another_layout_is_not_loaded(tmp_path):
+    """A real state whose envelope names another layout (a changed signal, another
+    version) starts afresh, though its body would load."""
+    agent = Agent(tmp_path / "state", tmp_path, session="other-layout")
+    agent.run("Bash", bash("ls"), response={"stdout": "a.py"})
+    agent.run("Bash", bash("ls -l"), response={"stdout": "a.py"})
+    db = sqlite3.connect(agent.state / "state.db")
+    data = json.loads(db.execute("SELECT state FROM sessions").fetchone()[0])
+    assert loads(json.dumps(data).encode()).monitor.actions == 2  # the body itself is sound
+    data["layout"] = "f" * 16
+    db.execute("UPDATE sessions SET state = ?", (json.dumps(data).encode(),))
+    db.commit()
+    db.close()
+    agent.run("Bash", bash("ls"), response={"stdout": "a.py"})
+    assert state_actions(agent.state, "other-layout") == 1
+    assert "could not be loaded (StateError)" in (agent.state / "hook.log").read_text()
+
+
+def test_the_layout_changes_when_a_signal_changes_its_state(monkeypatch):
+    before = codec.layout()
+    from loopwatch.signals.repeat import Repeat
+
+    monkeypatch.setattr(codec, "_REGISTRY", None)
+    def on_step(self, step):
+        self._count_renamed = 1  # the same signal, keeping its state under another name
+
+    monkeypatch.setattr(Repeat, "on_step", on_step)
+    assert codec.layout() != before

@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from hook_support import SRC, Agent, bash, state_actions, user_config
+from hook_support import Agent, bash, state_actions, user_config
 
 
 @pytest.fixture
@@ -151,7 +150,7 @@ def test_the_project_cannot_opt_itself_in(agent):
 
 def status(agent: Agent, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "loopwatch", "status", *args], env=agent.env(), capture_output=True,
-                          text=True, cwd=agent.cwd, timeout=60)
+                          text=True, cwd=agent.cwd, timeout=60, check=False)
 
 
 def test_status_says_which_file_set_the_mode(agent):
@@ -186,9 +185,8 @@ def test_status_on_a_damaged_database_is_one_line_and_exit_2(agent, damage):
 
 def test_status_on_a_read_only_folder_still_reports(tmp_path):
     agent = Agent(tmp_path / "ro", tmp_path / "project")
-    if os.getuid() == 0:
-        if not _mount_tmpfs(agent.state, "size=4m,mode=0700"):
-            pytest.skip("cannot mount a tmpfs here")
+    if os.getuid() == 0 and not _mount_tmpfs(agent.state, "size=4m,mode=0700"):
+        pytest.skip("cannot mount a tmpfs here")
     try:
         loop(agent, 2)
         if os.getuid() == 0:
@@ -204,7 +202,7 @@ def test_status_on_a_read_only_folder_still_reports(tmp_path):
             assert shown.returncode == 0 and agent.session in shown.stdout
     finally:
         if os.getuid() == 0:
-            subprocess.run(["umount", str(agent.state)], capture_output=True)
+            subprocess.run(["umount", str(agent.state)], capture_output=True, check=False)
         else:
             os.chmod(agent.state, 0o700)
 
@@ -242,7 +240,7 @@ def test_an_undecodable_pre_tool_use_fails_closed_when_asked(agent, data):
 
 def _mount_tmpfs(path: Path, options: str) -> bool:
     path.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True).returncode == 0
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, check=False).returncode == 0
 
 
 @pytest.mark.parametrize("fault", ["read-only", "full"])
@@ -279,6 +277,6 @@ def test_a_folder_that_cannot_be_written_leaves_a_trace_and_honours_fail(tmp_pat
         assert post.code == 0 and "hook.log not written" in post.err
     finally:
         if os.getuid() == 0:
-            subprocess.run(["umount", str(state)], capture_output=True)
+            subprocess.run(["umount", str(state)], capture_output=True, check=False)
         else:
             os.chmod(state, 0o700)

@@ -49,7 +49,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["StateError", "FORMAT", "dumps", "loads", "layout", "registry"]
+__all__ = ["FORMAT", "StateError", "dumps", "layout", "loads", "registry"]
 
 #: Bumped when the encoding itself changes (the tags above).
 FORMAT = 1
@@ -167,7 +167,7 @@ def dumps(value: Any) -> bytes:
 
 
 class _Encoder:
-    __slots__ = ("reg", "memo", "keep")
+    __slots__ = ("keep", "memo", "reg")
 
     def __init__(self, reg: _Registry, memo: dict[int, int]) -> None:
         self.reg, self.memo = reg, memo
@@ -262,7 +262,7 @@ def loads(blob: bytes | str) -> Any:
 
 
 class _Decoder:
-    __slots__ = ("reg", "objects")
+    __slots__ = ("objects", "reg")
 
     def __init__(self, reg: _Registry) -> None:
         self.reg = reg
