@@ -4,7 +4,9 @@ A session's state (its `Monitor`, with every signal inside) is written as JSON b
 from numbers, strings, booleans and lists only. Whatever is not a JSON scalar is a
 list whose first item is a one-letter tag:
 
-    ["b", "9f3a..."]            bytes (digests), as hex
+    "\x7f9f3a..."              bytes (digests): DEL, then hex (a string, so a digest
+                                costs one JSON token; a str that itself starts with
+                                DEL is written ["u", text])
     ["f", "inf"]                a float JSON cannot spell (inf, -inf, nan)
     ["l", ...] ["t", ...]       list, tuple
     ["s", ...] ["z", ...]       set, frozenset
@@ -12,9 +14,12 @@ list whose first item is a one-letter tag:
     ["d", k1, v1, k2, v2, ...]  dict (keys of any stored type); ["m", ...] a read-only
                                 one, ["k", ...] an OrderedDict, ["c", ...] a Counter
     ["n", TAG, field, ...]      a registered NamedTuple (Step, Finding, Verdict, Params...)
+                                (shared ones, like a Step several signals hold, once)
     ["e", TAG, value]           a registered Enum member (Action)
     ["o", TAG, name, value...]  a registered plain object (Monitor, Policy, each signal...)
-    ["r", N]                    the N-th mutable object already read (shared references)
+    ["r", N]                    the N-th object already read (shared references: every
+                                mutable container and object, numbered on entry, and
+                                every NamedTuple, numbered once built)
 
 TAG is looked up in `REGISTRY`, a closed table built from the classes themselves
 (below): a name read from disk is only ever a key into that table, never imported,
@@ -183,17 +188,19 @@ class _Encoder:
 
     def encode(self, value: Any) -> Any:
         t = type(value)
-        if t is str or t is int or t is bool or value is None:
+        if t is str:
+            return value if value[:1] != "\x7f" else ["u", value]
+        if t is int or t is bool or value is None:
             return value
+        if t is bytes:
+            return "\x7f" + value.hex()
         if t is float:
             return value if math.isfinite(value) else ["f", repr(value)]
-        if t is bytes:
-            return ["b", value.hex()]
         enc = self.encode
-        if t is tuple:
-            return ["t", *[enc(v) for v in value]]
+        if t is tuple:  # ints inline: a Step's sketches are 144 of them
+            return ["t", *[v if type(v) is int else enc(v) for v in value]]
         if t is list:
-            return self._shared(value) or ["l", *[enc(v) for v in value]]
+            return self._shared(value) or ["l", *[v if type(v) is int else enc(v) for v in value]]
         if t is dict:
             return self._shared(value) or ["d", *self._pairs(value)]
         if t is set:
@@ -214,7 +221,13 @@ class _Encoder:
                              "(add it to loopwatch.hook.codec._classes if it is plain data)")
         tag, kind = found
         if kind == "n":
-            return ["n", tag, *[enc(v) for v in value]]
+            ref = self.memo.get(id(value))
+            if ref is not None:
+                return ["r", ref]
+            out_tuple = ["n", tag, *[enc(v) for v in value]]
+            self.memo[id(value)] = len(self.memo)  # numbered once built, as the reader does
+            self.keep.append(value)
+            return out_tuple
         if kind == "e":
             return ["e", tag, enc(value.value)]
         ref = self._shared(value)
@@ -274,24 +287,26 @@ class _Decoder:
 
     def decode(self, item: Any) -> Any:
         t = type(item)
-        if t is str or t is int or t is bool or t is float or item is None:
+        if t is str:
+            return item if item[:1] != "\x7f" else bytes.fromhex(item[1:])
+        if t is int or t is bool or t is float or item is None:
             return item
         if t is not list or not item or type(item[0]) is not str:
             raise StateError(f"malformed state item of type {t.__name__}")
         tag, dec = item[0], self.decode
-        if tag == "b":
-            return bytes.fromhex(_one(item, str))
-        if tag == "t":
-            return tuple([dec(v) for v in item[1:]])
+        if tag == "u":
+            return _one(item, str)
+        if tag == "t":  # ints inline, as written
+            return tuple([v if type(v) is int else dec(v) for v in item[1:]])
         if tag == "l":
             out_list: list[Any] = self._new([])
-            out_list.extend(dec(v) for v in item[1:])
+            out_list.extend([v if type(v) is int else dec(v) for v in item[1:]])
             return out_list
         if tag == "d":
             return self._pairs(self._new({}), item, 1)
         if tag == "s":
             out_set: set[Any] = self._new(set())
-            out_set.update(dec(v) for v in item[1:])
+            out_set.update(self._items(item, 1))
             return out_set
         if tag == "z":
             return frozenset(dec(v) for v in item[1:])
@@ -300,7 +315,7 @@ class _Decoder:
             if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
                 raise StateError("malformed deque")
             out_deque: deque[Any] = self._new(deque(maxlen=maxlen))
-            out_deque.extend(dec(v) for v in item[2:])
+            out_deque.extend(self._items(item, 2))
             return out_deque
         if tag == "k":
             return self._pairs(self._new(OrderedDict()), item, 1)
@@ -328,7 +343,7 @@ class _Decoder:
             if tag == "n":
                 if len(item) - 2 != len(cls._fields):
                     raise StateError(f"{item[1]}: {len(item) - 2} fields, expected {len(cls._fields)}")
-                return tuple.__new__(cls, [dec(v) for v in item[2:]])
+                return self._new(tuple.__new__(cls, [dec(v) for v in item[2:]]))
             if tag == "e":
                 return cls(dec(_one(item[1:], object)))
             obj = self._new(object.__new__(cls))
@@ -345,12 +360,20 @@ class _Decoder:
             return obj
         raise StateError(f"unknown tag {tag[:10]!r}")
 
+    def _items(self, item: list, start: int) -> list[Any]:
+        """Decoded items from `start`: plain ones (ints, None, strings that are not
+        digests) inline, the rest through `decode` (a digest-keyed map of 1,024 entries
+        is most of a state, and a call per item was most of its cost)."""
+        dec = self.decode
+        return [v if (kind := type(v)) is int or v is None or (kind is str and v[:1] != "\x7f") else dec(v)
+                for v in item[start:]]
+
     def _pairs(self, out: Any, item: list, start: int) -> Any:
         if (len(item) - start) % 2:
             raise StateError("malformed mapping")
-        dec = self.decode
-        for k in range(start, len(item), 2):
-            out[dec(item[k])] = dec(item[k + 1])
+        values = self._items(item, start)
+        for key, value in zip(values[::2], values[1::2]):  # not .update(): a Counter would count the pairs
+            out[key] = value
         return out
 
 
