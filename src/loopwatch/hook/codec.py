@@ -45,7 +45,6 @@ session look stopped or fresh; they cannot make loopwatch run anything.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import threading
@@ -139,7 +138,11 @@ class _Registry:
                             names.update(code.co_names)
                 shape = ",".join(sorted(names))
             parts.append(f"{tag} {kind} {shape}")
-        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        try:  # the bare BLAKE2 module: hashlib would load OpenSSL (5 ms of every hook call)
+            from _blake2 import blake2b
+        except ImportError:  # pragma: no cover - CPython always has it
+            from hashlib import blake2b
+        return blake2b("\n".join(parts).encode(), digest_size=8).hexdigest()
 
 
 _REGISTRY: _Registry | None = None
