@@ -42,8 +42,10 @@ State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
 Disable:  LOOPWATCH_MODE=off
 Profile:  attended (nudge, then block); unattended (nudge, then stop) for
           `claude -p` and `codex exec`; force with LOOPWATCH_PROFILE.
-Settings: the [hook] table of loopwatch.toml: fail = "open" | "closed", busy_timeout,
-          keep_days, keep_sessions.
+Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
+          $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout, keep_days,
+          keep_sessions, trust_project. A project's loopwatch.toml may only tighten
+          the guard unless trust_project = true there.
 """
 
 
