@@ -1,6 +1,6 @@
 """Wall time of one `loopwatch hook` call, next to the bare `python -c pass`.
 
-    PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000]
+    PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000] [--installed] [--compare DIR]
 
 The hook runs on every tool call, so its start-up is the product. This measures, on
 this machine and in this run:
@@ -14,6 +14,16 @@ this machine and in this run:
 The three are run in turn, `--calls` times each; the medians and their ratio are
 printed (target: at most 2x). Then the import cost of the hook path, per loopwatch
 module, from `python -X importtime` (cumulative microseconds, one run).
+
+`--compare DIR` also times the hook from another source tree DIR (its own warmed
+state), interleaved with this one, for a before/after figure from the same run:
+`git archive <commit> src | tar -x -C /tmp/before; ... --compare /tmp/before/src`.
+
+`--installed` measures what a user runs instead: this worktree is installed with
+`pip install <worktree>` (a regular, non-editable install, with its dependencies)
+into a temporary `python -m venv`, and the hook is that venv's `loopwatch hook`
+console script, timed in turn with `python3 -c pass` (the system's python3) and
+the venv's own `python -c pass`, all in the same run.
 """
 
 from __future__ import annotations
@@ -61,7 +71,7 @@ def warm(state: Path, session: str, cwd: str, events: int) -> None:
 
 def timed(argv: list[str], data: bytes, env: dict) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(argv, input=data, env=env, capture_output=True)
+    proc = subprocess.run(argv, input=data, env=env, capture_output=True, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.decode()[:500]}")
@@ -70,7 +80,7 @@ def timed(argv: list[str], data: bytes, env: dict) -> float:
 
 def import_costs(data: bytes, env: dict) -> list[tuple[int, str]]:
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwatch", "hook"], input=data, env=env,
-                          capture_output=True)
+                          capture_output=True, check=False)
     rows = []
     for line in proc.stderr.decode().splitlines():
         parts = line.split("|")
@@ -79,11 +89,88 @@ def import_costs(data: bytes, env: dict) -> list[tuple[int, str]]:
     return rows
 
 
+def installed(args: argparse.Namespace) -> None:
+    """The hook from a regular install in a fresh venv, against python3 -c pass."""
+    import shutil
+
+    with tempfile.TemporaryDirectory() as tmp:
+        venv = Path(tmp) / "venv"
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = venv / "bin" / "python"
+        # A copy of the tree: pip builds in place, and the worktree stays untouched.
+        tree = Path(tmp) / "tree"
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build"))
+        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(tree)],
+                             capture_output=True, text=True, check=False)
+        if pip.returncode != 0:
+            raise SystemExit(f"pip install failed:\n{pip.stderr[-3000:]}")
+        print(f"installed {tree.name} (non-editable) into a fresh venv in {time.perf_counter() - began:.0f}s")
+        script = venv / "bin" / "loopwatch"
+        state, cwd, session = Path(tmp) / "state", tmp, "bench-session"
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "XDG_", "PYTHON"))}
+        env.update(LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended", HOME=tmp)
+        subprocess.run([str(python), "-c", WARM, str(state), session, cwd, str(args.warm)], env=env, check=True)
+        system = shutil.which("python3") or sys.executable
+        floor, venv_floor, hook = [], [], []
+        for i in range(args.calls):
+            data = json.dumps(payload(args.warm + i, session, cwd)).encode()
+            floor.append(timed([system, "-c", "pass"], b"", env))
+            venv_floor.append(timed([str(python), "-c", "pass"], b"", env))
+            hook.append(timed([str(script), "hook"], data, env))
+        base, ours = statistics.median(floor), statistics.median(hook)
+        print(f"python3 -c pass (system {system})  median {base * 1000:7.1f} ms")
+        print(f"venv python -c pass                median {statistics.median(venv_floor) * 1000:7.1f} ms")
+        print(f"installed loopwatch hook           median {ours * 1000:7.1f} ms  "
+              f"(min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})")
+        print(f"ratio to python3 -c pass           {ours / base:.2f}x  (target <= 2x)")
+        print(f"ratio to the venv's python -c pass {ours / statistics.median(venv_floor):.2f}x")
+
+
+# Warming for --compare runs with the other tree on PYTHONPATH.
+WARM_OTHER = """
+import json, sys
+sys.path.insert(0, BENCH_DIR)
+from hook import payload
+from loopwatch.hook.guard import handle
+from loopwatch.hook.payload import parse
+from loopwatch.hook.state import Store
+state, session, cwd, events = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+store = Store(state)
+for i in range(events):
+    handle(parse(json.dumps(payload(i, session, cwd)).encode()), {}, store)
+store.close()
+""".replace("BENCH_DIR", repr(str(Path(__file__).resolve().parent)))
+
+# Warming for --installed runs in the venv's python, so it uses the installed code.
+WARM = """
+import json, sys
+sys.path.insert(0, BENCH_DIR)
+from hook import payload
+from loopwatch.hook.guard import handle
+from loopwatch.hook.payload import parse
+from loopwatch.hook.state import Store
+state, session, cwd, events = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+store = Store(state)
+for i in range(events):
+    handle(parse(json.dumps(payload(i, session, cwd)).encode()), {}, store)
+store.close()
+import loopwatch
+assert "site-packages" in loopwatch.__file__, loopwatch.__file__
+""".replace("BENCH_DIR", repr(str(Path(__file__).resolve().parent)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--warm", type=int, default=1000)
+    parser.add_argument("--installed", action="store_true", help="time a regular install in a temporary venv")
+    parser.add_argument("--compare", metavar="DIR", help="also time the hook from this source tree")
     args = parser.parse_args()
+    if args.installed:
+        installed(args)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         state, cwd, session = Path(tmp) / "state", tmp, "bench-session"
@@ -94,12 +181,21 @@ def main() -> None:
         print(f"warmed the state with {args.warm} events in {time.perf_counter() - began:.1f}s; "
               f"database {os.path.getsize(state / 'state.db') // 1024} KiB")
 
+        other_env = None
+        other: list[float] = []
+        if args.compare:
+            other_state = Path(tmp) / "other-state"
+            other_env = {**env, "PYTHONPATH": args.compare, "LOOPWATCH_STATE_DIR": str(other_state)}
+            subprocess.run([sys.executable, "-c", WARM_OTHER, str(other_state), session, cwd, str(args.warm)],
+                           env=other_env, check=True)
         floor, core, hook = [], [], []
         for i in range(args.calls):
             data = json.dumps(payload(args.warm + i, session, cwd)).encode()
             floor.append(timed([sys.executable, "-c", "pass"], b"", env))
             core.append(timed([sys.executable, "-c", "import loopwatch"], b"", env))
             hook.append(timed([sys.executable, "-m", "loopwatch", "hook"], data, env))
+            if other_env is not None:
+                other.append(timed([sys.executable, "-m", "loopwatch", "hook"], data, other_env))
 
         base, ours = statistics.median(floor), statistics.median(hook)
         print(f"python -c pass      median {base * 1000:7.1f} ms  (min {min(floor) * 1000:.1f}, max {max(floor) * 1000:.1f})")
@@ -107,6 +203,10 @@ def main() -> None:
         print(f"loopwatch hook      median {ours * 1000:7.1f} ms  (min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})")
         print(f"ratio               {ours / base:.2f}x  (target <= 2x)")
         print(f"hook cost over the floor: {(ours - base) * 1000:.1f} ms")
+        if other:
+            theirs = statistics.median(other)
+            print(f"hook from {args.compare}: median {theirs * 1000:7.1f} ms  (ratio {theirs / base:.2f}x); "
+                  f"this tree minus that one: {(ours - theirs) * 1000:+.1f} ms")
 
         rows = import_costs(json.dumps(payload(10**6, session, cwd)).encode(), env)
         site = next((c for c, name in rows if name.strip() == "site"), 0)

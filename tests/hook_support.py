@@ -149,3 +149,11 @@ def state_actions(state: Path, session: str, agent: str = "") -> int:
     finally:
         db.close()
     return row[0] if row else 0
+
+
+def user_config(agent: Agent, text: str) -> Path:
+    """Write the user's own loopwatch.toml (the one the hook trusts) for `agent`."""
+    path = agent.state / "home" / ".config" / "loopwatch" / "loopwatch.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from hook_support import Agent, bash, state_actions
+from hook_support import Agent, bash, state_actions, user_config
 
 
 @pytest.fixture
@@ -43,14 +43,14 @@ def test_unknown_event_is_allowed_and_logged(agent):
     assert "unknown event" in log_lines(agent)[0]
 
 
-def test_corrupt_database_fails_open_and_is_moved_aside(agent):
+def test_corrupt_database_is_moved_aside_and_the_call_still_counted(agent):
     agent.state.mkdir(parents=True)
     (agent.state / "state.db").write_bytes(b"this is not an sqlite database, it is a shopping list\n" * 100)
     result = agent.pre("Bash", bash("ls"))
     assert (result.code, result.out) == (0, None)
-    assert any("DatabaseError" in line and line.endswith("allowed") for line in log_lines(agent))
-    assert list(agent.state.glob("state.db.broken-*"))
-    # The next call starts a fresh database and is counted.
+    assert any("moved aside" in line for line in log_lines(agent))
+    assert len(list(agent.state.glob("state.db.broken-*"))) == 1
+    # The call itself went to the fresh database, and the next ones too.
     agent.run("Bash", bash("ls"), response={"stdout": "a.py", "stderr": "", "interrupted": False})
     assert state_actions(agent.state, agent.session) == 1
 
@@ -68,7 +68,7 @@ def test_damaged_session_state_starts_afresh(agent):
 
 
 def test_locked_database_fails_open(agent):
-    (agent.cwd / "loopwatch.toml").write_text("[hook]\nbusy_timeout = 0.2\n")
+    user_config(agent, "[hook]\nbusy_timeout = 0.2\n")
     agent.run("Bash", bash("ls"), response={"stdout": "a.py"})
     holder = sqlite3.connect(agent.state / "state.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer that never lets go
@@ -82,7 +82,7 @@ def test_locked_database_fails_open(agent):
 
 
 def test_fail_closed_denies_a_call_it_could_not_check(agent):
-    (agent.cwd / "loopwatch.toml").write_text('[hook]\nfail = "closed"\nbusy_timeout = 0.2\n')
+    user_config(agent, '[hook]\nfail = "closed"\nbusy_timeout = 0.2\n')
     agent.run("Bash", bash("ls"), response={"stdout": "a.py"})
     holder = sqlite3.connect(agent.state / "state.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
@@ -97,7 +97,7 @@ def test_fail_closed_denies_a_call_it_could_not_check(agent):
 
 
 def test_bad_configuration_fails_open(agent):
-    (agent.cwd / "loopwatch.toml").write_text('[hook]\nfail = "sometimes"\n')
+    user_config(agent, '[hook]\nfail = "sometimes"\n')
     result = agent.pre("Bash", bash("ls"))
     assert (result.code, result.out) == (0, None)
     assert 'hook.fail' in log_lines(agent)[0]

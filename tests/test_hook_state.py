@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Attempt, Monitor, ToolCall, UserMessage
+from loopwatch.hook.codec import StateError
 from loopwatch.hook.payload import trim
 from loopwatch.hook.settings import _headless_argv, detect_profile
 from loopwatch.hook.state import SessionState, Store, dumps, loads
@@ -43,13 +44,16 @@ def test_the_saved_state_keeps_no_input_result_or_message():
     assert fed_state(6).monitor.interventions  # there was a nudge to keep, without its message
 
 
-def test_loading_refuses_anything_but_loopwatch_classes():
+def test_a_pickle_is_refused_unread(tmp_path):
+    marker = tmp_path / "pwned"
+
     class Evil:
         def __reduce__(self):
-            return (os.system, ("echo pwned",))
+            return (os.system, (f"touch {marker}",))
 
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(StateError):
         loads(pickle.dumps(Evil()))
+    assert not marker.exists()
 
 
 def test_new_sessions_prune_old_and_excess_ones(tmp_path):

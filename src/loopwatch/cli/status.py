@@ -9,6 +9,7 @@ decisions, so a user can tell why a call was blocked.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any
 
@@ -30,21 +31,29 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
 
     State lives in $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch.
     """
+    import sqlite3
+
     from ..hook.settings import state_dir
     from ..hook.state import Store
 
     folder = state_dir()
-    if not os.path.exists(os.path.join(folder, "state.db")):
+    path = os.path.join(folder, "state.db")
+    if not os.path.lexists(path):
         click.echo(f"no hooked sessions yet (no state in {folder}); install with `loopwatch install claude-code`")
         return
-    store = Store(folder)
     try:
-        rows = store.sessions(limit=limit, session=session)
-        if not rows:
-            raise click.ClickException(f"no session starting with {session!r}" if session else "no hooked sessions yet")
-        details = [_details(store, row, limit) for row in rows]
-    finally:
-        store.close()
+        if not os.path.isfile(path):
+            raise OSError(f"{path} is not a file")
+        store = Store(folder, write=False)
+        try:
+            rows = store.sessions(limit=limit, session=session)
+            details = [_details(store, row, limit) for row in rows]
+        finally:
+            store.close()
+    except (sqlite3.Error, OSError) as exc:
+        _fail(f"cannot read the hook's state in {path}: {exc}")
+    if not rows:
+        raise click.ClickException(f"no session starting with {session!r}" if session else "no hooked sessions yet")
     if as_json:
         import orjson
 
@@ -55,16 +64,23 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
         _show(item, full=session is not None)
 
 
+def _fail(message: str) -> None:
+    """One line on stderr and exit 2: the state could not be read."""
+    click.echo(f"loopwatch status: {message}", err=True)
+    sys.exit(2)
+
+
 def _details(store: Any, row: dict, limit: int) -> dict:
     item = dict(row)
     try:
         state = store.state(row["session"], row["agent"])
     except Exception as exc:  # a state from another version: say so, show the rest
-        item["error"] = f"state unreadable: {type(exc).__name__}"
+        item["error"] = f"state unreadable ({str(exc)[:80]}); the hook starts this session afresh at its next call"
         state = None
     if state is not None:
         record = state.monitor.record()
         item.update(
+            origin=getattr(state, "origin", ""),
             profile_reason=state.profile_reason,
             stopped=state.stopped,
             warnings=record["warnings"],
@@ -89,6 +105,8 @@ def _show(item: dict, full: bool) -> None:
         f"  {item['host']}, {item['profile']}{why}; last call {_ago(item['updated'])}; "
         f"{item['actions']} tool calls, {item['nudges']} nudges, {item['blocks']} blocks, {item['stops']} stops"
     )
+    if item.get("origin"):
+        click.echo(f"  {item['origin']}")
     if item.get("error"):
         click.echo(f"  {item['error']}")
     if item.get("stopped"):

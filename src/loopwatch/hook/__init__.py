@@ -42,8 +42,10 @@ State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
 Disable:  LOOPWATCH_MODE=off
 Profile:  attended (nudge, then block); unattended (nudge, then stop) for
           `claude -p` and `codex exec`; force with LOOPWATCH_PROFILE.
-Settings: the [hook] table of loopwatch.toml: fail = "open" | "closed", busy_timeout,
-          keep_days, keep_sessions.
+Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
+          $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout, keep_days,
+          keep_sessions, trust_project. A project's loopwatch.toml may only tighten
+          the guard unless trust_project = true there.
 """
 
 
@@ -67,7 +69,8 @@ def _run(host: str) -> int:
 
     folder = state_dir()
     event = session = "?"
-    fail_closed = False
+    data = b""
+    fail_closed: bool | None = None
     try:
         from .payload import EVENTS, parse, read_stdin
 
@@ -81,30 +84,57 @@ def _run(host: str) -> int:
             return 0
         from . import settings as hook_settings
 
-        config_settings, config, _ = hook_settings.load(payload.cwd)
+        config_settings, config, _ = hook_settings.load(payload.cwd, log=lambda line: _log(folder, event, session, line))
         fail_closed = config_settings.fail == "closed"
         from .guard import handle
         from .state import Store
 
-        store = Store(folder, config_settings.busy_timeout, config_settings.keep_days, config_settings.keep_sessions)
+        def log(line: str) -> None:
+            _log(folder, event, session, line)
+
+        store = Store(folder, config_settings.busy_timeout, config_settings.keep_days, config_settings.keep_sessions,
+                      log=log, origin=config_settings.origin)
         try:
-            answer = handle(payload, config, store, log=lambda line: _log(folder, event, session, line))
+            answer = handle(payload, config, store, log=log)
         finally:
             store.close()
         return _write(answer)
     except Exception as exc:  # fail open (or closed, for a call we could not check)
-        _recover(folder, exc)
+        if event == "?":
+            event = _probe_event(data)
+        if fail_closed is None:
+            fail_closed = _user_fails_closed()
+        refused = fail_closed and event == "PreToolUse"
         _log(folder, event, session, f"{type(exc).__name__}: {str(exc)[:300]}; "
-             + ("denied (fail = closed)" if fail_closed and event == "PreToolUse" else "allowed"))
-        if fail_closed and event == "PreToolUse":
+             + ("denied (fail = closed)" if refused else "allowed"))
+        if refused:
             from .respond import refuse
 
             return _write(refuse(
-                "codex" if host == "codex" else "claude-code",
+                "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
                 f"loopwatch could not check this call ({type(exc).__name__}) and is set to fail closed; "
                 "see hook.log in the loopwatch state folder",
             ))
         return 0
+
+
+def _probe_event(data: bytes) -> str:
+    """The event name of a payload that could not be parsed, if it can be seen."""
+    import re
+
+    match = re.search(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"', data[:1 << 16])
+    return match.group(1).decode() if match else "?"
+
+
+def _user_fails_closed() -> bool:
+    """`fail` from the user's own configuration, for a call that failed before the
+    configuration was read (an unreadable payload)."""
+    try:
+        from .settings import load
+
+        return load(None)[0].fail == "closed"
+    except (OSError, ValueError):  # a broken user file: its `fail` cannot be known
+        return False
 
 
 def _write(answer) -> int:
@@ -126,40 +156,31 @@ def _drain() -> None:
         pass
 
 
-def _recover(folder, exc: Exception) -> None:
-    """A database that is not one (damaged, or another file) is moved aside, so the
-    next call starts a fresh one instead of failing forever."""
-    import sqlite3
-
-    text = str(exc)
-    if not isinstance(exc, sqlite3.DatabaseError) or not ("not a database" in text or "malformed" in text):
-        return  # locked, busy, disk full...: nothing to move
-    path = os.path.join(folder, "state.db")
-    try:
-        if os.path.exists(path):
-            aside = f"{path}.broken-{int(time.time())}"
-            os.rename(path, aside)
-            for suffix in ("-wal", "-shm"):
-                if os.path.exists(path + suffix):
-                    os.rename(path + suffix, aside + suffix)
-            _log(folder, "?", "?", f"moved an unreadable state database aside to {os.path.basename(aside)}")
-    except OSError:
-        pass
-
-
 def _log(folder, event: str, session: str, text: str) -> None:
     """One line in hook.log: when, which event and session, what happened. Never
-    the payload."""
+    the payload. hook.log is 0600 and never opened through a symlink; when it
+    cannot be written (a read-only folder, a full disk, a folder not private to
+    the user), the line goes to stderr, which the host shows or logs."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+    line = f"{stamp} pid={os.getpid()} {event[:40]} session={session[:12]} {text}\n"
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")
     try:
-        os.makedirs(folder, exist_ok=True)
+        from .state import private_file, secure_folder
+
+        secure_folder(folder)
         path = os.path.join(folder, "hook.log")
         try:
-            if os.stat(path).st_size > _LOG_LIMIT:
+            if os.lstat(path).st_size > _LOG_LIMIT:
                 os.replace(path, path + ".1")
         except OSError:
             pass
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} pid={os.getpid()} {event} session={session[:12]} {text}\n")
-    except OSError:
-        pass
+        fd = private_file(path)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        try:
+            sys.stderr.write(f"loopwatch hook: {line.rstrip()} (hook.log not written: {exc.strerror or exc})\n")
+        except (OSError, ValueError):
+            pass

@@ -112,6 +112,8 @@ def parse(data: bytes, host: str = "auto", oversize: bool = False) -> Payload:
         raw = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise PayloadError(f"not JSON: {exc}") from None
+    if b"\\u" in data and _LONE.search(data):
+        raw = _scrub(raw)
     if not isinstance(raw, dict):
         raise PayloadError(f"expected a JSON object, got {type(raw).__name__}")
     event = _text(raw, "hook_event_name", required=True)
@@ -131,6 +133,23 @@ def parse(data: bytes, host: str = "auto", oversize: bool = False) -> Payload:
             raise PayloadError("PostToolBatch: expected a list in tool_calls")
         calls = tuple(_call(item, event, host) for item in items[:_MAX_ITEMS] if isinstance(item, dict))
     return Payload(host=host, event=event, session=session, agent=agent, cwd=cwd, calls=calls)
+
+
+# A \uD800-\uDFFF escape: JSON allows a lone one, which no UTF-8 text can hold.
+_LONE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def _scrub(value: Any) -> Any:
+    """The value with each lone surrogate spelled out as its escape (a backslash,
+    then `ud800`): still told apart, and encodable wherever an id, a name or an
+    input goes next."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
 
 
 def _parse_oversize(data: bytes, host: str) -> Payload:

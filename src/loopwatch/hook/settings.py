@@ -1,20 +1,36 @@
-"""Where the hook keeps its state, how it reads configuration, and which profile
-a session gets.
+"""Where the hook keeps its state, which configuration it trusts, and which
+profile a session gets.
 
-Configuration is the core's TOML file: `loopwatch.toml` (or `[tool.loopwatch]` in
-`pyproject.toml`) in the session's working directory or a parent, else the user's
-`$XDG_CONFIG_HOME/loopwatch/loopwatch.toml`. The hook's own settings live in its
-`[hook]` table::
+Which configuration the hook trusts. The agent being guarded can write files in
+its own working directory, so a `loopwatch.toml` (or `[tool.loopwatch]` in a
+`pyproject.toml`) found there must not be able to switch its guard off. The hook
+reads, in this order:
+
+1. the user's own file: `$LOOPWATCH_CONFIG` if set (the environment the host was
+   started with, which the agent cannot change), else
+   `$XDG_CONFIG_HOME/loopwatch/loopwatch.toml` (`~/.config/loopwatch/loopwatch.toml`);
+2. the project's file, from the session's working directory up. It is **trusted**
+   (its settings replace the user's, as `loopwatch scan` reads them) only when the
+   user's file says `trust_project = true` in `[hook]`. Otherwise it may only
+   **tighten**: `mode` may go up (off < warn < enforce), `profile` may become
+   "unattended" (stop instead of block), `stop` may become true and `hook.fail`
+   "closed"; every other key of an untrusted project file (thresholds, tool
+   rules, `[hook]` limits) is ignored, and so is a project file that cannot be read.
+
+`loopwatch status` says which file set the mode (`HookSettings.origin`).
+
+The hook's own settings live in the `[hook]` table of the user's file::
 
     [hook]
     fail = "open"          # "closed": deny a PreToolUse call loopwatch could not check
-    busy_timeout = 10.0    # seconds to wait for another hook process holding the state
+    busy_timeout = 10.0    # seconds without progress before a call waiting for the state gives up
     keep_days = 7.0        # sessions idle longer than this are pruned
     keep_sessions = 500    # at most this many (session, agent) states are kept
+    trust_project = false  # true: a project's loopwatch.toml may loosen the guard too
 
-Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_PROFILE`
-(`attended` or `unattended`, wins over everything), `LOOPWATCH_MODE` (the core's;
-`off` makes the hook return at once).
+Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_CONFIG` (the
+user's configuration file), `LOOPWATCH_PROFILE` (`attended` or `unattended`, wins
+over everything), `LOOPWATCH_MODE` (the core's; `off` makes the hook return at once).
 """
 
 from __future__ import annotations
@@ -26,13 +42,16 @@ __all__ = ["HookSettings", "load", "state_dir", "detect_profile"]
 
 
 class HookSettings:
-    """The `[hook]` table, validated. A plain class: imported on every hook call."""
+    """The `[hook]` table, validated. A plain class: imported on every hook call.
+    `origin` says, in a few words, which file set the mode (for `status` and logs)."""
 
-    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions")
+    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions", "trust_project")
 
     def __init__(self, fail: str = "open", busy_timeout: float = 10.0, keep_days: float = 7.0,
-                 keep_sessions: int = 500) -> None:
+                 keep_sessions: int = 500, trust_project: bool = False) -> None:
         self.fail, self.busy_timeout, self.keep_days, self.keep_sessions = fail, busy_timeout, keep_days, keep_sessions
+        self.trust_project = trust_project
+        self.origin = "mode: default"
 
 
 def state_dir(env: Mapping[str, str] | None = None) -> str:
@@ -47,37 +66,102 @@ def state_dir(env: Mapping[str, str] | None = None) -> str:
 
 
 def user_config(env: Mapping[str, str] | None = None) -> str:
+    """The user's configuration file: `$LOOPWATCH_CONFIG`, else
+    `$XDG_CONFIG_HOME/loopwatch/loopwatch.toml`."""
     env = os.environ if env is None else env
+    explicit = env.get("LOOPWATCH_CONFIG")
+    if explicit:
+        return os.path.expanduser(explicit)
     base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return os.path.join(base, "loopwatch", "loopwatch.toml")
 
 
-def load(cwd: str | None) -> tuple[HookSettings, dict[str, Any], str | None]:
-    """Read the configuration that applies to a session started in `cwd`.
+_MODES = ("off", "warn", "enforce")  # weakest first (loopwatch.config.MODES, kept light here)
+
+
+def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any], str | None]:
+    """Read the configuration that applies to a session started in `cwd` (see the
+    module docstring for what is trusted).
 
     Returns the hook settings, the raw core table (for `Config.make`, validated
-    there), and the file it came from (None: defaults). Raises `ConfigError`."""
+    there), and the user's file it came from (None: defaults). Raises `ConfigError`
+    for a broken user file; a broken project file is only told to `log`."""
     from ..config import ConfigError, _find
 
-    source = _find(cwd) if cwd and os.path.isdir(cwd) else None
-    if source is None:
-        candidate = user_config()
-        source = candidate if os.path.isfile(candidate) else None
-    if source is None:
-        return HookSettings(), {}, None
-    import tomllib
-
+    candidate = user_config()
+    source = candidate if os.path.isfile(candidate) else None
+    data: dict[str, Any] = _read(source) if source else {}
     try:
-        with open(source, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{source}: {exc}") from None
-    if os.path.basename(source) == "pyproject.toml":
-        data = data.get("tool", {}).get("loopwatch", {})
-    try:
-        return _settings(data.get("hook", {})), data, source
+        settings = _settings(data.get("hook", {}))
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    if "mode" in data:
+        settings.origin = f"mode: {source}"
+    project = None
+    if cwd and os.path.isdir(cwd):
+        try:
+            project = _find(cwd)
+        except (OSError, ValueError):
+            project = None
+    if project is None or (source is not None and os.path.realpath(project) == os.path.realpath(source)):
+        return settings, data, source
+    try:
+        theirs = _read(project)
+        if not isinstance(theirs, Mapping):
+            raise ConfigError("expected a table")
+    except (ConfigError, ValueError, TypeError) as exc:
+        if log is not None:
+            log(f"project configuration ignored: {str(exc)[:200]}")
+        return settings, data, source
+    if settings.trust_project:
+        merged = {**data, **theirs}
+        table = theirs.get("hook", {})
+        if isinstance(table, Mapping):
+            merged["hook"] = {**data.get("hook", {}), **{k: v for k, v in table.items() if k != "trust_project"}}
+        try:
+            trusted = _settings(merged["hook"]) if "hook" in merged else settings
+        except ConfigError as exc:
+            raise ConfigError(f"{project}: {exc}") from None
+        trusted.origin = f"mode: {project} (trusted: trust_project = true)" if "mode" in theirs else settings.origin
+        return trusted, merged, source
+    merged = dict(data)
+    tightened = []
+    mode, theirs_mode = merged.get("mode", "enforce"), theirs.get("mode")
+    if theirs_mode in _MODES and mode in _MODES and _MODES.index(theirs_mode) > _MODES.index(mode):
+        merged["mode"] = theirs_mode
+        tightened.append("mode")
+        settings.origin = f"mode: {project} (raised it; untrusted project files may only tighten)"
+    if theirs.get("profile") == "unattended" and merged.get("profile") != "unattended":
+        merged["profile"] = "unattended"
+        tightened.append("profile")
+    if theirs.get("stop") is True and merged.get("stop") is not True:
+        merged["stop"] = True
+        tightened.append("stop")
+    hook_table = theirs.get("hook")
+    if isinstance(hook_table, Mapping) and hook_table.get("fail") == "closed" and settings.fail != "closed":
+        settings.fail = "closed"
+        tightened.append("hook.fail")
+    if not tightened:
+        settings.origin += f"; {project} not trusted (may only tighten)"
+    return settings, merged, source
+
+
+def _read(path: str) -> dict[str, Any]:
+    import tomllib
+
+    from ..config import ConfigError
+
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    if os.path.basename(path) == "pyproject.toml":
+        tool = data.get("tool", {})
+        data = tool.get("loopwatch", {}) if isinstance(tool, Mapping) else {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: [tool.loopwatch]: expected a table")
+    return data
 
 
 def _settings(table: Any) -> HookSettings:
@@ -95,6 +179,9 @@ def _settings(table: Any) -> HookSettings:
         if name == "fail":
             if value not in ("open", "closed"):
                 raise ConfigError(f"hook.fail: {value!r} is not \"open\" or \"closed\"")
+        elif name == "trust_project":
+            if not isinstance(value, bool):
+                raise ConfigError(f"hook.trust_project: expected true or false, got {value!r}")
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ConfigError(f"hook.{name}: expected a number > 0, got {value!r}")
         elif name == "keep_sessions":

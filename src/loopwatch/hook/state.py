@@ -1,18 +1,31 @@
 """The hook's memory between calls: one SQLite database, one row per (session, agent).
 
 Every hook call is a new process, and a parallel batch of tool calls fires hooks
-concurrently, so each call runs inside one `BEGIN IMMEDIATE` transaction: load the
-session's state, feed the event, save, commit. SQLite serialises the writers (WAL
-mode, a busy timeout), so 32 processes on one session each see the state the
-previous one saved: nothing is lost or counted twice.
+concurrently. Each call takes an exclusive `flock` on `state.lock`, then runs one
+`BEGIN IMMEDIATE` transaction: load the session's state, feed the event, save,
+commit. The lock file, not SQLite's busy handler, queues the writers: the kernel
+wakes a waiter when the lock is let go, where SQLite's handler sleeps and retries
+and, with 128 writers on two busy cores, starved some past a 10 s timeout
+(issue 9: 1-12 calls lost in 5 of 9 trials). A waiter gives up only when nobody
+has committed anything for `busy_timeout` seconds while the holder is stopped or
+not a loopwatch call (a holder that is stuck, not a queue that is long or a machine
+that is starved), or after `_WAIT_CAP` x `busy_timeout` in all.
 
-The state is the session's `Monitor`, pickled. A monitor holds digests, names,
-counts and times only (its `Step`s keep 8-byte digests and 16-bit word hashes).
-Two things are changed on the way out: its lock is dropped (a `threading.Lock`
-cannot be pickled; a fresh one is made on load), and the model-facing `message` of
-each remembered verdict is removed, because it quotes the call ("you ran
-`pytest -x` 4 times"). Loading uses an unpickler that only builds loopwatch
-classes and a few containers, so a tampered database cannot run code.
+The state is the session's `Monitor` and the hook's own counts, stored as plain
+JSON by `loopwatch.hook.codec` (never pickled: nothing read back can name code).
+A monitor holds digests, names, counts and times only (its `Step`s keep 8-byte
+digests and 16-bit word hashes); the model-facing `message` of each remembered
+verdict is dropped by the monitor itself, because it quotes the call.
+
+A row that cannot be loaded (another version's, damaged, tampered) or that fails
+when fed is replaced by a fresh state for that session, with one line in
+`hook.log`: the guard is never off for good. A database that is not one is moved
+aside under the lock, only if it is still the very file found broken (same
+inode), to a name no other process can pick (`state.db.broken-<time>-<pid>-<hex>`);
+the call is then recorded in a fresh database. A dropped table is made again.
+
+Files are private: the folder 0700, files 0600, whatever the umask; a folder
+owned by someone else or writable by others is refused (`UnsafeStateError`).
 
 Times stored here are wall-clock seconds (`time.time()`): a monotonic clock is
 per-boot and meaningless across processes, and the monitor only needs times that
@@ -21,24 +34,30 @@ are consistent between the calls of one session.
 
 from __future__ import annotations
 
-import copyreg
-import io
 import os
-import pickle
 import sqlite3
-import threading
+import stat
 import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
 from ..monitor import Monitor
 from ..verdict import Verdict
+from . import codec
 
-__all__ = ["SessionState", "Store", "dumps", "loads"]
+__all__ = ["SessionState", "Store", "UnsafeStateError", "dumps", "loads", "secure_folder"]
 
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 2: states are codec JSON (1 was pickle; such rows start afresh)
 _SEEN = 512  # tool_use_ids remembered per agent, to count a call once (PostToolUse and PostToolBatch)
 _MAX_DECISIONS = 20000
+#: The longest a call waits for the lock, in busy timeouts (300 s by default), however
+#: busy the queue: half of the hosts' default hook timeout (600 s for a Claude Code
+#: command hook), so a call that gives up still says so in hook.log before the host
+#: kills it. Reached only when the machine is starved: 512 parallel calls on two
+#: cores kept busy by other work took up to ~200 s each (BENCHMARKS.md,
+#: "Reliability: the hook"), with most of it spent starting Python.
+_WAIT_CAP = 30
+_PROGRESS_EVERY = 0.25  # seconds between looks at whether the lock holder is getting anywhere
 
 
 class SessionState:
@@ -54,53 +73,52 @@ class SessionState:
         self.seen: deque[str] = deque(maxlen=_SEEN)
         self.stopped: str | None = None
         self.counts: dict[str, int] = {}
-
-
-# -- pickling ---------------------------------------------------------------------------
-
-def _reduce_monitor(monitor: Monitor) -> tuple:
-    state = dict(monitor.__dict__)
-    state.pop("_lock", None)
-    state["_policy"].on_warning = None  # a callback is the caller's, never state
-    return (_restore_monitor, (state,))
-
-
-def _restore_monitor(state: dict) -> Monitor:
-    monitor = Monitor.__new__(Monitor)
-    monitor.__dict__.update(state)
-    monitor._lock = threading.Lock()
-    return monitor
-
-
-_TABLE = copyreg.dispatch_table.copy()
-_TABLE[Monitor] = _reduce_monitor
-_SAFE = {
-    ("collections", "OrderedDict"), ("collections", "deque"), ("collections", "Counter"),
-    ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"), ("builtins", "object"),
-    ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "getattr"),
-}
-
-
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "loopwatch" or module.startswith("loopwatch.") or (module, name) in _SAFE:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"state refers to {module}.{name}, which loopwatch never stores")
+        self.origin = ""  # which configuration file set the mode (HookSettings.origin)
 
 
 def dumps(state: SessionState) -> bytes:
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=5)
-    pickler.dispatch_table = _TABLE
-    pickler.dump(state)
-    return buffer.getvalue()
+    return codec.dumps(state)
 
 
 def loads(blob: bytes) -> SessionState:
-    state = _Unpickler(io.BytesIO(blob)).load()
-    if not isinstance(state, SessionState):
-        raise pickle.UnpicklingError("not a loopwatch session state")
+    state = codec.loads(blob)
+    if not isinstance(state, SessionState) or not isinstance(getattr(state, "monitor", None), Monitor):
+        raise codec.StateError("not a loopwatch session state")
     return state
+
+
+class UnsafeStateError(OSError):
+    """The state folder is not private to this user: loopwatch will not use it."""
+
+
+def secure_folder(folder: str) -> None:
+    """Make the state folder (0700) if missing; refuse one that another user owns
+    or others may write to (they could plant files loopwatch reads or writes)."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.stat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeStateError(f"{folder} is not a folder")
+    if info.st_uid != os.getuid():
+        raise UnsafeStateError(f"{folder} belongs to another user (uid {info.st_uid}); loopwatch will not use it")
+    if info.st_mode & 0o022:
+        raise UnsafeStateError(f"{folder} can be written by others (mode {stat.S_IMODE(info.st_mode):o}); "
+                               f"loopwatch will not use it (chmod 700 it)")
+    if info.st_mode & 0o077:
+        os.chmod(folder, 0o700)  # readable by others (an older loopwatch, a umask): make it private
+
+
+def private_file(path: str, append: bool = True) -> int:
+    """Open (creating 0600) a file in the state folder, for appending unless told
+    otherwise, never through a symlink planted there."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | (os.O_APPEND if append else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 # -- the database -----------------------------------------------------------------------
@@ -119,62 +137,235 @@ _CREATE = (
 )
 
 
+class LockTimeout(sqlite3.OperationalError):
+    """Nobody let go of the state lock for `busy_timeout` seconds."""
+
+
 class Store:
     """The state database. `busy_timeout` is in seconds; pruning keeps sessions
-    updated within `keep_days` and at most `keep_sessions` of them."""
+    updated within `keep_days` and at most `keep_sessions` of them. `write=False`
+    opens an existing database read-only (for `loopwatch status`) and takes no lock.
+    `log` is told, in one line, what recovery did."""
 
-    def __init__(self, folder: str, busy_timeout: float = 10.0, keep_days: float = 7.0, keep_sessions: int = 500) -> None:
-        self.path = os.path.join(folder, "state.db")
+    def __init__(self, folder: str | os.PathLike, busy_timeout: float = 10.0, keep_days: float = 7.0,
+                 keep_sessions: int = 500, *, write: bool = True, log: Callable[[str], None] | None = None,
+                 origin: str = "") -> None:
+        self.folder = os.fspath(folder)
+        self.path = os.path.join(self.folder, "state.db")
+        self.busy_timeout = busy_timeout
         self.keep_days = keep_days
         self.keep_sessions = keep_sessions
-        os.makedirs(folder, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
-        self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        if self.db.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
-            self._create()
-        self.db.execute("PRAGMA synchronous = NORMAL")
+        self.log = log or (lambda line: None)
+        self.origin = origin
+        self._lock_fd: int | None = None
+        self._inode: tuple[int, int] | None = None
+        if write:
+            secure_folder(self.folder)
+            self.db = self._connect()
+        else:
+            from urllib.parse import quote
+
+            self.db = sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True, timeout=busy_timeout,
+                                      isolation_level=None)
+
+    def _connect(self) -> sqlite3.Connection:
+        if os.path.islink(self.path):
+            raise UnsafeStateError(f"{self.path} is a symlink; loopwatch will not follow it")
+        os.close(private_file(self.path))  # made 0600 before SQLite sees it; its -wal and -shm copy the mode
+        info = os.stat(self.path)
+        self._inode = (info.st_dev, info.st_ino)
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        return db
 
     def _create(self) -> None:
-        self.db.execute("PRAGMA journal_mode = WAL")  # persistent: set once, when the file is made
-        self.db.execute("BEGIN IMMEDIATE")
+        """Make the tables (again: a dropped one is recreated). Under the lock."""
+        db = self.db
+        db.execute("PRAGMA journal_mode = WAL")  # persistent: set once, when the file is made
+        db.execute("BEGIN IMMEDIATE")
         try:
-            if self.db.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
-                for statement in _CREATE:
-                    self.db.execute(statement)
-                self.db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-            self.db.execute("COMMIT")
+            for statement in _CREATE:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
 
     def close(self) -> None:
         self.db.close()
+        self._unlock()
+
+    # -- the lock -------------------------------------------------------------------------
+
+    def _lock(self) -> None:
+        import fcntl
+
+        fd = private_file(os.path.join(self.folder, "state.lock"), append=False)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._wait(fd)
+            os.pwrite(fd, b"%12d\n" % os.getpid(), 0)  # who holds it, for the waiters' progress check
+        except BaseException:
+            os.close(fd)
+            raise
+        self._lock_fd = fd
+
+    def _wait(self, fd: int) -> None:
+        """Block on the lock; give up after `busy_timeout` without progress (see
+        `_progress`), or at the cap."""
+        import fcntl
+
+        began = last_move = time.monotonic()
+        stamp = self._progress(fd)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            now = time.monotonic()
+            seen = self._progress(fd)
+            if seen != stamp:
+                stamp, last_move = seen, now
+            if now - last_move >= self.busy_timeout or now - began >= _WAIT_CAP * self.busy_timeout:
+                raise LockTimeout(f"database is locked: no progress for {now - last_move:.1f}s "
+                                  f"(waited {now - began:.1f}s for state.lock)")
+            _block(fd, min(_PROGRESS_EVERY, self.busy_timeout))
+
+    def _progress(self, fd: int) -> tuple:
+        """Changes while the queue moves: a commit (the database and its WAL), a new
+        holder, or (Linux) all the time while the holder is a live process that is not
+        stopped, so a holder slowed by a starved machine is told from one that is
+        stopped (Ctrl-Z on its agent) or unknown (not a loopwatch call)."""
+        out: list[Any] = []
+        for suffix in ("-wal", ""):
+            try:
+                info = os.stat(self.path + suffix)
+                out.append((info.st_ino, info.st_size, info.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        try:
+            holder = int(os.pread(fd, 13, 0) or b"0")
+            out.append(holder)
+            with open(f"/proc/{holder}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if fields[0] not in (b"T", b"t", b"Z"):
+                # A loopwatch call that is alive and not stopped is getting somewhere,
+                # however slowly a starved machine lets it: its CPU time is not a good
+                # enough sign (512 calls on two busy cores lost 126-246 calls to "no
+                # progress" with it). Only the cap bounds the wait for such a holder.
+                out.append(time.monotonic())
+        except (OSError, ValueError, IndexError):
+            pass
+        return tuple(out)
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing lets go of the flock
+            self._lock_fd = None
+
+    # -- one call -------------------------------------------------------------------------
 
     def update(self, session: str, agent: str, make: Callable[[], SessionState],
                feed: Callable[[SessionState], list[tuple[str, Verdict, str | None]]],
                on_bad_state: Callable[[Exception], None] | None = None) -> list[tuple[str, Verdict, str | None]]:
         """Load (or `make`) the state of (session, agent), `feed` it, save it: one
-        transaction. `feed` returns the decisions to log as (event, verdict, tool).
-        A state that cannot be loaded is replaced by a fresh one (`on_bad_state` is
-        told why)."""
+        transaction, under the lock. `feed` returns the decisions to log as (event,
+        verdict, tool). A state that cannot be loaded, or that fails when fed, is
+        replaced by a fresh one (`on_bad_state` is told why)."""
+        self._lock()
+        try:
+            for attempt in range(3):
+                try:
+                    self._ready()
+                    return self._update(session, agent, make, feed, on_bad_state)
+                except sqlite3.DatabaseError as exc:
+                    if attempt == 2 or not self._repair(exc):
+                        raise
+            raise AssertionError("unreachable")
+        finally:
+            self._unlock()
+
+    def _ready(self) -> None:
+        """Under the lock: the connection is to the file now at `path` (another call
+        may have moved a broken one aside), and the tables exist."""
+        try:
+            info = os.stat(self.path)
+            current: tuple[int, int] | None = (info.st_dev, info.st_ino)
+        except FileNotFoundError:
+            current = None
+        if current != self._inode:
+            self.db.close()
+            self.db = self._connect()
+        # No fsync: each call is the last connection to close, so each would sync a
+        # checkpoint while holding the lock, and a holder blocked on a busy disk made
+        # waiters give up (126 of 512 calls lost, "no progress"). A crash of the OS
+        # may then damage the file: it is moved aside and sessions start afresh.
+        self.db.execute("PRAGMA synchronous = OFF")
+        if self.db.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
+            self._create()
+
+    def _repair(self, exc: sqlite3.DatabaseError) -> bool:
+        """Under the lock: fix what can be fixed and say whether to try again."""
+        text = str(exc)
+        if "no such table" in text:
+            self.log(f"state database lacked a table ({text[:60]}); made it again")
+            self._create()
+            return True
+        if "not a database" in text or "malformed" in text:
+            self._move_aside(text)
+            return True
+        return False  # locked, read-only, disk full...: nothing to repair here
+
+    def _move_aside(self, why: str) -> None:
+        import secrets
+
+        self.db.close()
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            info = None
+        if info is not None and (info.st_dev, info.st_ino) == self._inode:  # still the file found broken
+            aside = (f"{self.path}.broken-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(4)}")
+            os.rename(self.path, aside)
+            for suffix in ("-wal", "-shm"):
+                try:
+                    os.rename(self.path + suffix, aside + suffix)
+                except FileNotFoundError:
+                    pass
+            self.log(f"state database unreadable ({why[:60]}); moved aside to {os.path.basename(aside)}")
+        self.db = self._connect()
+
+    def _update(self, session: str, agent: str, make: Callable[[], SessionState],
+                feed: Callable[[SessionState], list[tuple[str, Verdict, str | None]]],
+                on_bad_state: Callable[[Exception], None] | None) -> list[tuple[str, Verdict, str | None]]:
         db = self.db
         now = time.time()
         db.execute("BEGIN IMMEDIATE")
         try:
             row = db.execute("SELECT state, created FROM sessions WHERE session = ? AND agent = ?", (session, agent)).fetchone()
             state = None
+            decisions = None
             if row is not None:
                 try:
                     state = loads(row[0])
-                except Exception as exc:  # a state from another version, or damaged
+                    decisions = feed(state)
+                except Exception as exc:  # noqa: BLE001 -- another version's state, damaged, or tampered with
                     if on_bad_state is not None:
                         on_bad_state(exc)
+                    state = None
             if state is None:
                 state = make()
+                if self.origin:
+                    state.origin = self.origin
                 if row is None:
                     self._prune(now)
+                decisions = feed(state)
+            assert decisions is not None
             created = row[1] if row is not None else now
-            decisions = feed(state)
             for event, verdict, tool in decisions:
                 key = verdict.action.value
                 state.counts[key] = state.counts.get(key, 0) + 1
@@ -190,7 +381,8 @@ class Store:
             )
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
         return decisions
 
@@ -234,6 +426,38 @@ class Store:
         ).fetchall()
         for row in reversed(rows):
             yield dict(zip(keys, row))
+
+
+def _block(fd: int, seconds: float) -> None:
+    """Wait up to `seconds` for the lock in the kernel's queue (woken the moment it
+    is let go), then return either way. SIGALRM interrupts the blocking flock; a
+    thread other than the main one, where signals cannot be used, sleeps instead."""
+    import fcntl
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        time.sleep(min(seconds, 0.01))
+        return
+
+    def _timeout(signum: int, frame: Any) -> None:
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGALRM, _timeout)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Interrupted:
+        pass  # not ours yet: the caller looks at the progress and tries again
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Interrupted(Exception):
+    pass
 
 
 def _like_prefix(text: str) -> str:
