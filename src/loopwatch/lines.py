@@ -87,8 +87,6 @@ class _Screen:
     last rows showed (exact digests). `partial`: text of the row the cursor is on that
     an escape cut but did not end (`ESC[K` at its end, `ESC[nC`)."""
 
-    __slots__ = ("bottom", "partial", "row", "shown", "top")
-
     def __init__(self) -> None:
         self.row = 0
         self.bottom = 0  # the lowest row reached

@@ -78,7 +78,7 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
     to a signal's state means adding it here (a test says so)."""
     from ..config import Config, ToolRule
     from ..finding import Finding
-    from ..lines import LineCutter
+    from ..lines import Line, LineCutter, _Screen
     from ..monitor import Monitor
     from ..periodic import TailCycles
     from ..policy import Policy
@@ -88,7 +88,7 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
     from ..verdict import Action, Verdict
 
     core: list[type] = [Monitor, Policy, Config, ToolRule, Step, Finding, Verdict, Action,
-                        LineCutter, PassageCutter, TailCycles]
+                        LineCutter, Line, _Screen, PassageCutter, TailCycles]
     for signal in SIGNALS.values():
         core += [signal, signal.Params]
     return core + list(extra)
