@@ -96,8 +96,9 @@ class SessionResult:
 def replay(session: Session, config: Config, path: str = "") -> SessionResult:
     """Feed one session to a fresh monitor and collect the result. Exceptions raised
     by the reader while its events are consumed are caught: the result keeps what was
-    replayed and says what went wrong in `error`."""
-    monitor = Monitor(config)
+    replayed and says what went wrong in `error`. The monitor gets the built-in
+    calibration of the session's format, if loopwatch has one (`Config.for_source`)."""
+    monitor = Monitor(config.for_source(session.format))
     refs: list[str | None] = []
     after_tokens = after_cost = None  # figures carried by events after the stop
     error = None
