@@ -92,3 +92,11 @@ def test_a_poller_is_not_echo():
     m = only("echo", {"turns": 2}, tools={"Status": {"role": "poller"}})
     feed(m, [call("Status", {}, status(w)) for w in ("alpha", "beta", "gamma", "delta")])
     assert severity(m, "echo") == 0.0
+
+
+def test_near_identical_calls_that_succeed_are_only_a_warning():
+    # the same operation on sibling targets: no loop by the labelling protocol
+    m = only("echo", {"turns": 3, "similarity": 0.5}, evidence={"confirm": 1, "second_signal": True})
+    events = [call("Edit", {"file_path": f"pkg/mod_{w}.py", "old_string": "x = 1", "new_string": "x = 2"}, status(w))
+              for w in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")]
+    assert strongest(feed(m, events)) is Action.WARN

@@ -322,3 +322,16 @@ def test_one_signal_alone_stays_alone_under_a_calibration():
 
     alone = only(Config.make(env={}), "repeat").for_source("swe-agent")
     assert alone.signals["same_error"].threshold == 0 and alone.signals["repeat"].threshold == 4
+
+
+def test_a_false_stop_must_buy_five_loops():
+    # setting 2 catches one more loop but stops a healthy session that failed: not
+    # worth it; setting 3 catches six more for one false stop: worth it
+    loops = [_case("yes", False, 10, f"l{i}") for i in range(7)]
+    healthy = _case("no", False, name="h")
+    rows = [_Row(_replayed(loops[0], [None, 12, 12, 12]))]
+    rows.append(_Row(_replayed(loops[1], [None, None, 12, 12])))
+    rows += [_Row(_replayed(c, [None, None, None, 12])) for c in loops[2:]]
+    rows.append(_Row(_replayed(healthy, [None, None, 20, 20])))
+    assert choose(rows, _cands(4), margin=0) == 3
+    assert choose(rows[:2] + rows[-1:], _cands(4), margin=0) == 1
