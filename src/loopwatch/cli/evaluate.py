@@ -103,9 +103,11 @@ def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tup
 
     With --folds K the sessions are split into K folds (stratified, seeded): for each
     fold, thresholds and the evidence rule are chosen on the other K-1 (no stop on a
-    successful or healthy session, none before an onset; then the most loops caught,
-    then the shortest delay) and scored on the fold left out. The figures printed are
-    those out-of-fold scores, with bootstrap intervals, and the setting each fold chose.
+    successful session beyond the fewest any setting makes, also one grid step more
+    aggressive with --margin 1; then the most loops caught, less 5 per stop on a healthy
+    session or before an onset; then the shortest delay) and scored on the fold left out.
+    The figures printed are those out-of-fold scores, with bootstrap intervals, and the
+    setting each fold chose.
 
     \b
     Examples:
