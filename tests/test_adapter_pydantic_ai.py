@@ -120,7 +120,8 @@ def test_text_alone_can_stop_a_run():
             return ModelResponse(parts=[TextPart(chant), ToolCallPart("read_file", {"path": "a.py"}, tool_call_id="r")])
         return ModelResponse(parts=[TextPart("done")])
 
-    guard = {**GUARD, "signals": {**OFF, "chanting": {"repeats": 3}}, "profile": "unattended"}
+    # chanting is suspicion: it stops once corroborated (one more copy past the nudge)
+    guard = {**GUARD, "signals": {**OFF, "chanting": {"repeats": 3}}, "profile": "unattended", "evidence": {"confirm": 1}}
     agent, ran = make_agent(FunctionModel(respond), Loopwatch(**guard))
     with pytest.raises(LoopStopped):
         agent.run_sync("go")

@@ -225,9 +225,13 @@ def test_different_searches_that_find_nothing_are_only_flagged_by_echo():
 def test_many_different_searches_that_find_nothing_meet_same_error_past_its_threshold():
     # Design: an empty answer to a search is a failure (grep exits 1). Healthy labelled
     # sessions run up to 6 such searches in a row ("find_file over 5 jars"), runaways
-    # 10 to 40, so the default threshold nudges at the 6th and stops at the 7th.
+    # 10 to 40, so the default threshold nudges at the 6th; same_error is suspicion, so
+    # it stops only when corroborated (here: one round past the nudge).
     threshold = SameErrorParams().threshold
-    monitor = only("same_error", {})
-    verdicts = feed(monitor, [bash(f"grep -rn pattern-{i} src", "", error=True) for i in range(1, threshold + 2)])
+    searches = [bash(f"grep -rn pattern-{i} src", "", error=True) for i in range(1, threshold + 2)]
+    monitor = only("same_error", {}, evidence={"confirm": 1})
+    verdicts = feed(monitor, searches)
     assert strongest(verdicts[: threshold - 1]).rank < Action.NUDGE.rank
     assert verdicts[threshold - 1].action is Action.NUDGE and verdicts[threshold].action is Action.STOP
+    # uncorroborated (no calibration), the same searches are only nudged
+    assert strongest(feed(only("same_error", {}), searches)) is Action.NUDGE

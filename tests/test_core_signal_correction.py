@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loopwatch import Action, Correction, ModelText, UserMessage
 
-from core_support import bash, feed, only, severity, strongest
+from core_support import actions, bash, call, feed, only, severity, strongest
 
 
 def test_one_correction_n_times_in_a_row_is_a_loop():
@@ -14,12 +14,34 @@ def test_one_correction_n_times_in_a_row_is_a_loop():
     assert verdicts[1].action is Action.WARN
 
 
-def test_one_correction_n_times_not_in_a_row_is_a_loop_too():
+def test_the_same_invented_tool_scattered_between_other_calls_ends_the_run():
+    # "no such tool: X" for the same X, in a row or not: the same rejected call resubmitted
     m = only("correction", {"threshold": 3})
     events = []
-    for i in range(3):
-        events += [Correction("Please always provide EXACTLY ONE action."), bash(f"ls {i}", "x"), ModelText("Ok.")]
-    assert any(v.action is Action.NUDGE for v in feed(m, events))
+    for i in range(4):
+        events += [Correction("No such tool: str_replace_editor"), bash(f"ls {i}", f"listing {i}"), ModelText("Ok.")]
+    verdicts = [v for v in feed(m, events) if v.signal == "correction"]
+    assert [v.action for v in verdicts if v.action.rank >= Action.NUDGE.rank] == [Action.NUDGE, Action.STOP]
+    assert verdicts[-1].finding.grade == "proof"
+
+
+def test_an_invented_tool_refused_in_a_tool_result_counts_as_its_correction():
+    # Claude Code answers a call to a tool that does not exist with an error result
+    m = only("correction", {"threshold": 3})
+    refusal = "<tool_use_error>Error: No such tool available: FileSearch</tool_use_error>"
+    events = []
+    for i in range(4):
+        events += [call("FileSearch", {"q": f"x{i}"}, refusal, error=True), bash(f"ls {i}", f"listing {i}")]
+    assert Action.STOP in actions(feed(m, events))
+
+
+def test_generic_format_corrections_scattered_are_at_most_a_warning():
+    # the gemini-3-pro sessions draw up to 15 over a long run, and solve their task
+    m = only("correction", {"threshold": 3}, evidence={"confirm": 1, "second_signal": True})
+    events = []
+    for i in range(15):
+        events += [Correction("Please always provide EXACTLY ONE action."), bash(f"ls {i}", f"listing {i}")]
+    assert strongest(feed(m, events)) is Action.WARN
 
 
 def test_different_corrections_are_counted_apart():
@@ -57,7 +79,10 @@ def test_scattered_corrections_nudge_but_never_block_or_stop():
     assert strongest(feed(m, events)).rank < Action.BLOCK.rank
 
 
-def test_corrections_in_a_row_may_stop():
-    m = only("correction", {"threshold": 3})
-    verdicts = feed(m, [Correction("Please always provide EXACTLY ONE action.") for _ in range(4)])
-    assert verdicts[2].action is Action.NUDGE and verdicts[3].action is Action.STOP
+def test_format_corrections_in_a_row_nudge_once_and_never_stop_even_corroborated():
+    # In the shared corpus every session with many format corrections in a row (up to 8,
+    # and the one runaway, 9) solved its task: the harness corrects, the model recovers.
+    m = only("correction", {"threshold": 3}, evidence={"confirm": 1, "second_signal": True})
+    verdicts = feed(m, [Correction("Please always provide EXACTLY ONE action.") for _ in range(12)])
+    assert [v.action for v in verdicts if v.action.rank >= Action.NUDGE.rank] == [Action.NUDGE]
+    assert verdicts[2].action is Action.NUDGE and verdicts[2].finding.grade == "suspicion"

@@ -29,9 +29,11 @@ def test_the_same_call_with_similar_results_for_n_turns_is_echo():
 
 
 def test_the_same_call_with_similar_results_may_stop():
-    m = only("echo", SIMILAR, profile="unattended")
-    verdicts = feed(m, [bash("status", status(w)) for w in ("alpha", "beta", "gamma", "delta")])
-    assert verdicts[-1].action is Action.STOP
+    # the same call, results alike but not the same: suspicion, stops when corroborated
+    events = [bash("status", status(w)) for w in ("alpha", "beta", "gamma", "delta")]
+    m = only("echo", SIMILAR, profile="unattended", evidence={"confirm": 1})
+    assert feed(m, events)[-1].action is Action.STOP
+    assert strongest(feed(only("echo", SIMILAR, profile="unattended"), events)) is Action.NUDGE
 
 
 def test_the_same_call_with_the_same_result_is_repeats_business():
@@ -77,13 +79,24 @@ def test_sibling_files_with_near_identical_contents_are_never_blocked_or_stopped
 
 def test_near_identical_calls_that_all_fail_alike_may_stop():
     """The same edit rejected by the same check, resubmitted with trivial changes."""
-    m = only("echo", {"turns": 3, "similarity": 0.5}, profile="unattended")
+    m = only("echo", {"turns": 3, "similarity": 0.5}, profile="unattended", evidence={"confirm": 1})
     events = [call("Edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": f"x = {v}"},
                    status(w), error=True) for v, w in (("2", "alpha"), ("3", "beta"), ("4", "gamma"), ("5", "delta"))]
     assert Action.STOP in actions(feed(m, events))
+    # near-identical is suspicion: uncorroborated, only the nudge
+    m = only("echo", {"turns": 3, "similarity": 0.5}, profile="unattended")
+    assert strongest(feed(m, events)) is Action.NUDGE
 
 
 def test_a_poller_is_not_echo():
     m = only("echo", {"turns": 2}, tools={"Status": {"role": "poller"}})
     feed(m, [call("Status", {}, status(w)) for w in ("alpha", "beta", "gamma", "delta")])
     assert severity(m, "echo") == 0.0
+
+
+def test_near_identical_calls_that_succeed_are_only_a_warning():
+    # the same operation on sibling targets: no loop by the labelling protocol
+    m = only("echo", {"turns": 3, "similarity": 0.5}, evidence={"confirm": 1, "second_signal": True})
+    events = [call("Edit", {"file_path": f"pkg/mod_{w}.py", "old_string": "x = 1", "new_string": "x = 2"}, status(w))
+              for w in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")]
+    assert strongest(feed(m, events)) is Action.WARN

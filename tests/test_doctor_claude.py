@@ -85,9 +85,21 @@ def test_bad_usage_is_exit_2(machine):
 
 
 def test_a_broken_configuration_makes_the_hook_allow_everything(machine):
+    """The user's own file: a project's file cannot switch the hook off (see below)."""
     machine.install()
-    (machine.work / "loopwatch.toml").write_text("[hook]\nfail = \"sometimes\"\n")
+    mine = machine.home / ".config" / "loopwatch" / "loopwatch.toml"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("[hook]\nfail = \"sometimes\"\n")
     code, lines = doctor(machine)
     found = problems(lines)
     assert code == 1 and len(found) == 1 and found[0].startswith("the hook ran but could not check the call:")
     assert "ConfigError" in found[0] and "hook.fail" in found[0]
+
+
+def test_a_broken_project_configuration_is_ignored_by_the_hook(machine):
+    """The agent can write its working directory's loopwatch.toml: the hook only takes
+    what tightens it from there, and a broken one is ignored, not obeyed."""
+    machine.install()
+    (machine.work / "loopwatch.toml").write_text("[hook]\nfail = \"sometimes\"\n")
+    code, lines = doctor(machine)
+    assert code == 0, problems(lines)

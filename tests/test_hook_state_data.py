@@ -190,6 +190,11 @@ def test_every_class_a_busy_monitor_holds_is_registered():
         dumps(state)
         if i % 10 == 0:
             walk(state, set())
+    for _ in range(5):  # and a loop it acts on, so verdicts are held too
+        clock += 1.0
+        state.monitor.observe(make_event(("call", "Bash", "pytest -x", "E   boom", True, False, 0.0), clock))
+        dumps(state)
+    walk(state, set())
     names = {k.__name__ for k in kinds}
     assert {"Monitor", "Policy", "Step", "Finding", "Verdict", "Action", "TailCycles"} <= names  # it was busy
 

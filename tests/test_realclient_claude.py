@@ -48,6 +48,15 @@ def _machine(tmp_path, server, claude, profile=None) -> ClaudeRun:
     return machine
 
 
+def _corroborate(machine: ClaudeRun) -> None:
+    """The user's own config lets suspicion stop once corroborated (one more unchanged
+    round past the nudge): without it a live hook, which has no calibration, only
+    nudges on the same error from varied calls."""
+    mine = machine.home / ".config" / "loopwatch" / "loopwatch.toml"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("[evidence]\nconfirm = 1\n")
+
+
 def _mentions_loopwatch(request) -> bool:
     return any("loopwatch" in r["text"] for r in request.results) or any("loopwatch" in t for t in request.reminders)
 
@@ -247,9 +256,11 @@ def test_an_interactive_session_is_attended_and_blocks_every_repeat(tmp_path, cl
 def test_a_stop_decided_after_a_call_ran_ends_the_run_at_that_call(tmp_path, claude, scripts):
     """The same error from a different command each time: nothing can be refused in
     advance, so the stop is decided when a failed call's result comes in; the run
-    still ends right there, with no model turn after that call."""
+    still ends right there, with no model turn after that call. (Suspicion: the user
+    opted in to corroborated stops.)"""
     with ScriptedAnthropic(scripts) as server:
         machine = _machine(tmp_path, server, claude)
+        _corroborate(machine)
         run = machine.claude("SCENARIO:sameerror list the folders")
         turns = server.of("sameerror")
     calls = tool_uses(run.lines)
@@ -269,6 +280,7 @@ def test_run_reports_a_hook_stop_the_stream_does_not_show(tmp_path, claude, scri
     loop stop, from the session file Claude Code wrote."""
     with ScriptedAnthropic(scripts) as server:
         machine = _machine(tmp_path, server, claude)
+        _corroborate(machine)
         record = tmp_path / "run.json"
         run = machine.claude("SCENARIO:sameerror list the folders", wrap=lambda argv: [
             sys.executable, "-m", "loopwatch", "run", "--mode", "warn", "--record", str(record), "--", *argv])
@@ -277,3 +289,17 @@ def test_run_reports_a_hook_stop_the_stream_does_not_show(tmp_path, claude, scri
     assert run.code == 86, run.stderr
     kept = json.loads(record.read_text())
     assert kept["ended_by"] == "loop" and kept["exit_code"] == 0
+
+
+def test_the_same_error_from_varied_calls_is_only_nudged_by_default(tmp_path, claude, scripts):
+    """Suspicion (varied calls, one error) with no calibration and no opt-in: the model
+    is told, and nothing is stopped or refused; the run goes on to its own end."""
+    with ScriptedAnthropic(scripts) as server:
+        machine = _machine(tmp_path, server, claude)
+        run = machine.claude("SCENARIO:sameerror list the folders")
+        turns = server.of("sameerror")
+    calls = tool_uses(run.lines)
+    assert len(calls) == 12 and len(turns) == 13  # every scripted call ran, then the final answer
+    assert any(_mentions_loopwatch(t) for t in turns)  # the nudge reached the model
+    assert run.result["terminal_reason"] != "hook_stopped" and not run.result["permission_denials"]
+    assert machine.status()[""]["stops"] == 0

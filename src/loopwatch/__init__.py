@@ -35,7 +35,7 @@ __all__ = [
     "load_config",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from .guard import Decision, Guard, drop

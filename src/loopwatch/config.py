@@ -20,6 +20,19 @@ Example::
     role = "writer"           # its success is progress
     [tools.BashOutput]
     role = "poller"           # same call, changing result: waiting, not looping
+
+    [evidence]                # when suspicion (see `finding.SUSPICION`) may stop
+    confirm = 3               # rounds past the nudge, with no new success between
+    second_signal = true      # or another signal conclusive during the streak
+
+    calibration = "auto"      # auto: a recorded source's built-in calibration; none
+
+Evidence settings: a source loopwatch has a calibration for (`calibrations.py`:
+measured per transcript format) gets that calibration's thresholds and evidence rule
+for every key the configuration does not set itself (`Config.for_source`); anything
+else (a live hook, an unknown format) gets the careful defaults: suspicion only nudges
+(`confirm = 0`, `second_signal = false`). `loopwatch calibrate --write FILE` writes such
+a file from a team's own runs.
 """
 
 from __future__ import annotations
@@ -70,6 +83,24 @@ class Config(NamedTuple):
     warn_every: float = 120.0  # seconds of event time between warnings
     signals: Mapping[str, Any] = MappingProxyType({})
     tools: Mapping[str, ToolRule] = MappingProxyType({})
+    #: Conclusive rounds past its nudge after which a suspicion streak may climb
+    #: (0: never by rounds). 0 by default: with no calibration suspicion only nudges
+    #: (on the shared corpus that alone gives 48% recall and 3 stops on successful
+    #: sessions, all by proof). The measured sources' calibrations set 1, chosen by
+    #: every fold of `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+    #: ../shared/corpus/MANIFEST.tsv --folds 5 --margin 0` (76% recall out of fold, no
+    #: more stops on successful sessions; BENCHMARKS.md).
+    confirm: int = 0
+    #: A second signal conclusive during a suspicion streak corroborates it. False by
+    #: default; out of fold 3 folds of 5 chose true, to no effect once `confirm = 1`.
+    second_signal: bool = False
+    #: "auto" (apply a source's built-in calibration) or "none".
+    calibration: str = "auto"
+    #: The calibration in force: a source's name, or "" for none.
+    calibrated: str = ""
+    #: Dotted keys the configuration set itself (`signals.repeat.threshold`,
+    #: `evidence.confirm`): a calibration never overrides them.
+    given: frozenset = frozenset()
 
     @property
     def ladder(self) -> tuple[str, ...]:
@@ -82,6 +113,33 @@ class Config(NamedTuple):
 
     def rule(self, tool: str) -> ToolRule:
         return self.tools.get(tool, _DEFAULT_RULE)
+
+    def for_source(self, source: str | None) -> Config:
+        """This configuration with the built-in calibration of `source` (a reader's
+        format name) applied to every key it does not set itself; unchanged when there
+        is none, or with `calibration = "none"`."""
+        if not source or self.calibration == "none":
+            return self
+        from .calibrations import CALIBRATIONS
+
+        profile = CALIBRATIONS.get(source)
+        if profile is None:
+            return self
+        return self.with_calibration(profile, source)
+
+    def with_calibration(self, profile: Mapping[str, Any], name: str) -> Config:
+        """Apply a calibration (`{"signals": {...}, "evidence": {...}}`) to the keys
+        this configuration does not set itself."""
+        given = self.given
+        signals = dict(self.signals)
+        for signal, values in profile.get("signals", {}).items():
+            if signal not in signals:
+                continue
+            keep = {k: v for k, v in values.items() if f"signals.{signal}.{k}" not in given}
+            if keep:
+                signals[signal] = signals[signal]._replace(**keep)
+        evidence = {k: v for k, v in profile.get("evidence", {}).items() if f"evidence.{k}" not in given}
+        return self._replace(signals=signals, calibrated=name, **evidence)
 
     @classmethod
     def make(cls, data: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None, **kwargs: Any) -> "Config":
@@ -150,7 +208,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
 
     if not isinstance(data, Mapping):
         raise ConfigError(f"expected a table of settings, got {type(data).__name__}")
-    top = ["mode", "profile", "stop", "warn_every", "signals", "tools", "hook"]
+    top = ["mode", "profile", "stop", "warn_every", "signals", "tools", "hook", "evidence", "calibration"]
     _check_keys("", data, top)
     # `[hook]` holds the settings of `loopwatch hook` (fail open or closed, limits);
     # the hook validates them itself, the core only accepts the table.
@@ -182,6 +240,22 @@ def _validate(data: Mapping[str, Any]) -> Config:
             raise ConfigError(f"signals.{name}: expected a table of thresholds")
         signals[name] = _make_params(f"signals.{name}", cls.Params, given)
 
+    evidence = data.get("evidence", {})
+    if not isinstance(evidence, Mapping):
+        raise ConfigError("evidence: expected a table with confirm and/or second_signal")
+    _check_keys("evidence: ", evidence, ["confirm", "second_signal"])
+    confirm = evidence.get("confirm", 0)
+    if isinstance(confirm, bool) or not isinstance(confirm, int) or confirm < 0:
+        raise ConfigError(f"evidence.confirm: expected rounds >= 0 (0: suspicion never stops by rounds), got {confirm!r}")
+    second = evidence.get("second_signal", False)
+    if not isinstance(second, bool):
+        raise ConfigError(f"evidence.second_signal: expected true or false, got {second!r}")
+    calibration = data.get("calibration", "auto")
+    if calibration not in ("auto", "none"):
+        raise ConfigError(f"calibration: {calibration!r} is not one of auto, none")
+    given = {f"evidence.{k}" for k in evidence}
+    given.update(f"signals.{name}.{k}" for name, values in raw_signals.items() for k in values)
+
     raw_tools = data.get("tools", {})
     if not isinstance(raw_tools, Mapping):
         raise ConfigError("tools: expected a table of tool names")
@@ -199,7 +273,8 @@ def _validate(data: Mapping[str, Any]) -> Config:
         if role not in ROLES:
             raise ConfigError(f"tools.{tool}.role: {role!r} is not one of writer, poller, exempt")
         tools[str(tool)] = ToolRule(identity=identity, role=role)
-    return Config(mode=mode, profile=profile, stop=stop, warn_every=float(warn_every), signals=signals, tools=tools)
+    return Config(mode=mode, profile=profile, stop=stop, warn_every=float(warn_every), signals=signals, tools=tools,
+                  confirm=confirm, second_signal=second, calibration=calibration, given=frozenset(given))
 
 
 def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:

@@ -13,6 +13,14 @@ compared with the label:
 - false stops: stops on `no` sessions, and stops on `yes` sessions before their onset;
 - stops on `brief` sessions (premature: the agent would have escaped by itself).
 
+Outcomes (`loopwatch.outcomes`: did the session solve its task?) need no hand labels:
+a stop on a session that succeeded ended successful work (`Harm.stopped`), a nudge
+there interrupted it (`Harm.nudged`), and a stop on one that failed spared the rest of
+it (`Harm.failed_stopped`, `Harm.saved_steps`).
+
+Each session is replayed with its source's calibration (`Config.for_source`), as
+`scan` does; configurations made with `calibration = "none"` are replayed as given.
+
 This module knows nothing of the command line; `loopwatch evaluate` prints its results.
 """
 
@@ -28,7 +36,10 @@ from .config import Config
 from .monitor import Monitor
 from .verdict import Action
 
-__all__ = ["Label", "Outcome", "Score", "first_interventions", "load_labels", "load_session", "only", "replay_labelled", "score", "with_param"]
+__all__ = [
+    "Case", "Harm", "Label", "Outcome", "Replayed", "Score", "first_interventions", "harm", "load_labels",
+    "load_session", "make_cases", "only", "replay_cases", "replay_labelled", "score", "with_param",
+]
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,55 @@ class Outcome:
     steps: int = 0
     error: str | None = None
     signals: dict[str, int] = field(default_factory=dict)  # signal -> step of its first stop
+
+
+@dataclass(frozen=True)
+class Case:
+    """One session to measure: its file (relative to the corpus folder, or absolute),
+    its hand label if any, and whether it solved its task (None: unknown)."""
+
+    path: str
+    label: Label | None = None
+    resolved: bool | None = None
+
+
+@dataclass
+class Replayed:
+    """One case replayed under several configurations: per configuration, the
+    `first_interventions` tuple (stop step, stop signal, nudge step, nudge signal)."""
+
+    case: Case
+    error: str | None = None
+    steps: int = 0
+    format: str | None = None
+    results: list[tuple] = field(default_factory=list)
+
+
+def make_cases(labels: list[Label] | None, outcomes: Any, corpus: str, paths: Iterable[str] = ()) -> list[Case]:
+    """The sessions to measure: every labelled one, every file `paths` names, and
+    (with no paths) every file the outcomes list by path; each with its outcome."""
+    seen: dict[str, Case] = {}
+    order: list[str] = []
+
+    def add(path: str, label: Label | None) -> None:
+        full = os.path.normpath(os.path.join(corpus, path))
+        resolved = outcomes.lookup(full) if outcomes is not None else None
+        if full in seen:
+            if label is not None:
+                seen[full] = Case(seen[full].path, label, seen[full].resolved)
+            return
+        seen[full] = Case(path, label, resolved)
+        order.append(full)
+
+    for label in labels or ():
+        add(label.path, label)
+    given = list(paths)
+    for path in given:
+        add(os.path.relpath(os.path.abspath(path), corpus) if not os.path.isabs(path) else path, None)
+    if not given and outcomes is not None:
+        for full in outcomes.paths():
+            add(os.path.relpath(full, corpus), None)
+    return [seen[full] for full in order]
 
 
 def load_labels(path: str) -> list[Label]:
@@ -79,15 +139,25 @@ def _step(text: str | None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def load_session(label: Label, corpus: str) -> tuple[list[Any], dict[str, int]]:
+def load_session(label: Label | Case, corpus: str) -> tuple[list[Any], dict[str, int]]:
     """The events of a labelled session and its map from source_ref to step number."""
+    events, step_of, _ = _load(label.path, corpus)
+    return events, step_of
+
+
+def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
     from .readers import ReadError, read
 
-    sessions = list(read(os.path.join(corpus, label.path)))
+    sessions = list(read(os.path.join(corpus, path)))
     if not sessions:
         raise ReadError("no session in file")
     session = sessions[0]
-    return list(session.events), session.meta.get("step_of", {})
+    events = list(session.events)
+    step_of = session.meta.get("step_of") or {}
+    if not step_of:  # formats without their own step numbers: count tool calls
+        refs = [getattr(e, "source_ref", None) for e in events if type(e).__name__ == "ToolCall"]
+        step_of = {ref: n for n, ref in enumerate(dict.fromkeys(r for r in refs if r), start=1)}
+    return events, step_of, session.format
 
 
 def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool = False) -> Outcome:
@@ -97,10 +167,11 @@ def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool =
 
     outcome = Outcome(label)
     try:
-        events, step_of = load_session(label, corpus)
+        events, step_of, source = _load(label.path, corpus)
     except (ReadError, OSError) as exc:
         outcome.error = str(exc)
         return outcome
+    config = config.for_source(source)
     outcome.steps = len(step_of)
     outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(events, config, step_of)
     if by_signal:
@@ -125,18 +196,40 @@ def only(config: Config, name: str) -> Config:
         other: params if other == name else params._replace(**{SWITCH[other]: 0})
         for other, params in config.signals.items()
     }
-    return config._replace(signals=signals)
+    # set here, so a source's calibration does not switch them back on
+    given = config.given | {f"signals.{other}.{SWITCH[other]}" for other in signals if other != name}
+    return config._replace(signals=signals, given=given)
 
 
 def with_param(config: Config, signal: str, field_name: str, value: Any) -> Config:
     signals = dict(config.signals)
     signals[signal] = signals[signal]._replace(**{field_name: value})
-    return config._replace(signals=signals)
+    return config._replace(signals=signals, given=config.given | {f"signals.{signal}.{field_name}"})
 
 
-def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str, int]) -> tuple[int | None, str | None, int | None, str | None]:
-    """Replay: (step, signal) of the first stop, then of the first nudge or stronger."""
-    monitor = Monitor(config)
+class _Replayer(Monitor):
+    """A monitor that takes each call's digest from a cache shared by the replays of
+    one session (digesting is most of a replay's cost; it depends only on the events
+    and the tool rules, which the configurations compared share)."""
+
+    def __init__(self, config: Config, cache: dict[int, Any]) -> None:
+        super().__init__(config)
+        self._cache = cache
+
+    def _digest(self, call: Any, rule: Any, at: float) -> Any:
+        key = id(call)
+        step = self._cache.get(key)
+        if step is None or step.index != self.actions or step.at != at:
+            step = self._cache[key] = super()._digest(call, rule, at)
+        return step
+
+
+def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str, int],
+                        cache: dict[int, Any] | None = None) -> tuple[int | None, str | None, int | None, str | None]:
+    """Replay: (step, signal) of the first stop, then of the first nudge or stronger.
+    `cache` (one dict per list of events, kept while they live) shares call digests
+    between replays of the same events under configurations with the same tool rules."""
+    monitor = Monitor(config) if cache is None else _Replayer(config, cache)
     stop = nudge = None
     for event in events:
         verdict = monitor.observe(event)
@@ -146,8 +239,12 @@ def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str
         if verdict.action.rank >= Action.NUDGE.rank and nudge is None:
             nudge = verdict
 
-    def step(v):
-        return None if v is None else step_of.get(v.source_ref or "")
+    def step(v: Any) -> int | None:
+        if v is None:
+            return None
+        # a verdict whose event has no step number still happened: fall back to its
+        # tool-call count (never lose a stop)
+        return step_of.get(v.source_ref or "") or max(1, v.index)
 
     if nudge is None:
         nudge = stop
@@ -229,29 +326,37 @@ def score(pairs: Iterable[tuple[Label, int | None]]) -> Score:
     return result
 
 
-def _replay_configs(task: tuple[Label, str, list[Config]]) -> tuple[Label, str | None, list[tuple]]:
+def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
     from .readers import ReadError
 
-    label, corpus, configs = task
+    case, corpus, configs = task
     try:
-        events, step_of = load_session(label, corpus)
+        events, step_of, source = _load(case.path, corpus)
     except (ReadError, OSError) as exc:
-        return label, str(exc), []
-    return label, None, [first_interventions(events, config, step_of) for config in configs]
+        return Replayed(case, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not end an evaluation of hundreds of files
+        return Replayed(case, error=f"reader failed: {type(exc).__name__}: {exc}")
+    cache: dict[int, Any] = {}
+    results = []
+    for config in configs:
+        if cache and config.tools != configs[0].tools:
+            cache = {}
+        results.append(first_interventions(events, config.for_source(source), step_of, cache))
+    return Replayed(case, None, len(step_of), source, results)
 
 
-def replay_many(labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None) -> list[tuple[Label, str | None, list[tuple]]]:
-    """Replay every labelled session under every configuration, in parallel.
+def replay_cases(cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None) -> list[Replayed]:
+    """Replay every case under every configuration, in parallel (`jobs` processes,
+    default one per core), in the order given. `progress(n)` is called as sessions
+    finish."""
+    from .replay import default_jobs
 
-    Returns, per label in order, (label, read error or None, one
-    `first_interventions` tuple per configuration). `progress(n)` is called as
-    sessions finish."""
-    tasks = [(label, corpus, configs) for label in labels]
-    jobs = jobs or os.cpu_count() or 1
-    if jobs == 1:
+    tasks = [(case, corpus, configs) for case in cases]
+    jobs = jobs or default_jobs()
+    if jobs == 1 or len(tasks) < 4:
         results = []
         for task in tasks:
-            results.append(_replay_configs(task))
+            results.append(_replay_case(task))
             if progress:
                 progress(1)
         return results
@@ -259,11 +364,78 @@ def replay_many(labels: list[Label], corpus: str, configs: list[Config], jobs: i
 
     with ProcessPoolExecutor(jobs) as pool:
         results = []
-        for result in pool.map(_replay_configs, tasks, chunksize=4):
+        for result in pool.map(_replay_case, tasks, chunksize=4):
             results.append(result)
             if progress:
                 progress(1)
         return results
+
+
+def replay_many(labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None) -> list[tuple[Label, str | None, list[tuple]]]:
+    """`replay_cases` for labelled sessions: per label, (label, read error or None,
+    one `first_interventions` tuple per configuration)."""
+    done = replay_cases([Case(label.path, label) for label in labels], corpus, configs, jobs, progress)
+    return [(label, r.error, r.results) for label, r in zip(labels, done)]
+
+
+@dataclass
+class Harm:
+    """What stops and nudges did to sessions with a known outcome."""
+
+    succeeded: int = 0
+    stopped: int = 0  # stops on sessions that solved their task: the worst outcome
+    nudged: int = 0  # sessions that solved their task and were nudged (or stopped)
+    failed: int = 0
+    failed_stopped: int = 0
+    failed_steps: int = 0
+    saved_steps: int = 0  # steps after the stop, on the sessions that failed
+    stopped_paths: list[str] = field(default_factory=list)
+
+    @property
+    def stopped_rate(self) -> float:
+        return self.stopped / self.succeeded if self.succeeded else 0.0
+
+    @property
+    def nudged_rate(self) -> float:
+        return self.nudged / self.succeeded if self.succeeded else 0.0
+
+    @property
+    def saved(self) -> float:
+        return self.saved_steps / self.failed_steps if self.failed_steps else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "succeeded": self.succeeded,
+            "stops_on_succeeded": self.stopped,
+            "stops_on_succeeded_rate": round(self.stopped_rate, 4),
+            "nudges_on_succeeded": self.nudged,
+            "nudges_on_succeeded_rate": round(self.nudged_rate, 4),
+            "failed": self.failed,
+            "stops_on_failed": self.failed_stopped,
+            "failed_steps_saved": round(self.saved, 4),
+            "stopped_succeeded_paths": self.stopped_paths,
+        }
+
+
+def harm(items: Iterable[tuple[Case, int, int | None, int | None]]) -> Harm:
+    """Score (case, steps, stop step or None, nudge step or None) by outcome; cases
+    with no known outcome are left out."""
+    result = Harm()
+    for case, steps, stop, nudge in items:
+        if case.resolved is True:
+            result.succeeded += 1
+            if stop is not None:
+                result.stopped += 1
+                result.stopped_paths.append(case.path)
+            if nudge is not None or stop is not None:
+                result.nudged += 1
+        elif case.resolved is False:
+            result.failed += 1
+            result.failed_steps += steps
+            if stop is not None:
+                result.failed_stopped += 1
+                result.saved_steps += max(0, steps - stop)
+    return result
 
 
 #: Thresholds tried for each signal by `sweep` (the parameter of `SWITCH`). Churn is

@@ -36,19 +36,23 @@ from .events import (
     Turn,
     UserMessage,
 )
-from .fingerprint import digest, digest_call, normalize
+from .fingerprint import digest, digest_call, normalize, text_of
 from .finding import Finding
 from .lines import LineCutter
 from .policy import Policy
 from .signals import SIGNALS
 from .signals.base import Signal
-from .step import make_step
-from .text import PassageCutter, is_apology
+from .step import Step, make_step
+from .text import PassageCutter, is_apology, names_invented_tool
 from .verdict import ALLOW, Action, Verdict
 
 __all__ = ["Monitor"]
 
 _MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop ends a run)
+#: Successful results remembered to tell a new success from a replayed one, the least
+#: recently seen forgotten first. A loop replays recent results (cycles of up to 10
+#: steps): 64 is six times that, and fills early, so memory stays flat.
+_MAX_SEEN = 64
 
 
 class Monitor:
@@ -83,6 +87,7 @@ class Monitor:
         self.interventions_total = 0
         self.stop: Verdict | None = None  # the first stop
         self.strongest: dict[str, Finding] = {}  # per signal, the strongest finding seen
+        self._seen: dict[bytes, None] = {}  # shapes (tool name and result) of successes seen
 
     # -- public ---------------------------------------------------------------------------
 
@@ -110,7 +115,8 @@ class Monitor:
                 return _stronger(ended, self._feed("on_turn", at, (at, self.actions), event))
             if kind is Correction:
                 key = digest(normalize(event.message))
-                return self._feed("on_correction", at, (key, at, self.actions), event)
+                invented = names_invented_tool(event.message)
+                return self._feed("on_correction", at, (key, at, self.actions, invented), event)
             if kind is UserMessage:
                 self._end_response(at, event)  # the user speaks: whatever it found is moot
                 for signal in self._signals:
@@ -158,12 +164,45 @@ class Monitor:
         if rule.role == "exempt":
             return ended
         self.actions += 1
-        step = make_step(
+        step = self._digest(call, rule, at)
+        if self._new_success(step):
+            self._policy.progress(step.index)
+        label = messages.label(call.name, call.input)
+        verdict = _stronger(ended, self._feed("on_step", at, (step,), call, label))
+        if call.error and self._by_hook["on_correction"] and names_invented_tool(text_head(call.result)):
+            # A call to a tool that does not exist, refused in its result (Claude Code):
+            # the harness correcting the model, as a correction event would.
+            key = digest(call.name + "\x00invented")
+            verdict = _stronger(verdict, self._feed("on_correction", at, (key, at, self.actions, True), call, label))
+        return verdict
+
+    def _digest(self, call: ToolCall, rule: Any, at: float) -> Step:
+        """The call as a `Step` (a seam: evaluation replays one session under many
+        configurations and digests each call once)."""
+        return make_step(
             self.actions, call.name, call.input, call.result, call.error, tuple(call.changed or ()),
             at, rule.role, rule.identity, call.source_ref,
         )
-        label = messages.label(call.name, call.input)
-        return _stronger(ended, self._feed("on_step", at, (step,), call, label))
+
+    def _new_success(self, step: Step) -> bool:
+        """Did this call succeed with something new (a write, or a non-empty result
+        the run had not seen from that tool)? Such a call breaks suspicion's
+        corroboration by rounds."""
+        if step.failure is not None:
+            return False
+        if step.wrote:
+            return True
+        if step.empty:
+            return False
+        seen = self._seen
+        if step.shape in seen:
+            del seen[step.shape]
+            seen[step.shape] = None  # most recently seen last
+            return False
+        seen[step.shape] = None
+        if len(seen) > _MAX_SEEN:
+            del seen[next(iter(seen))]
+        return True
 
     def _check(self, attempt: Attempt, at: float) -> Verdict:
         if self.config.mode != "enforce":
@@ -180,6 +219,8 @@ class Monitor:
             finding = signal.predict(call)
             if finding is None:
                 continue
+            if not finding.grade:
+                finding = finding._replace(grade=signal.grade)
             action = self._policy.next_action(finding)
             if action is None or action.rank < Action.BLOCK.rank:
                 continue
@@ -232,6 +273,8 @@ class Monitor:
         for signal in self._by_hook[hook]:
             finding = getattr(signal, hook)(*args)
             if finding is not None:
+                if not finding.grade:
+                    finding = finding._replace(grade=signal.grade)
                 if event is not None and finding.source_ref is None:
                     finding = _with_ref(finding, getattr(event, "source_ref", None))
                 findings.append(finding)
@@ -254,6 +297,13 @@ class Monitor:
             if verdict.action is Action.STOP and self.stop is None:
                 self.stop = kept
         return verdict
+
+
+def text_head(result: Any) -> str:
+    """The first 300 characters of a tool result's text."""
+    if isinstance(result, str):
+        return result[:300]
+    return text_of(result)[:300]
 
 
 def _passage_digest(passage: str) -> bytes:

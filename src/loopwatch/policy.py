@@ -8,6 +8,19 @@ at most 256 streaks are remembered. Signals whose
 evidence is thin (`can_stop=False`) stop climbing at their last allowed rung, and a
 signal allowed only to nudge nudges once per streak.
 
+Two grades of evidence (`Finding.grade`). Proof climbs the ladder on its own. Suspicion
+nudges, and climbs past the nudge only when corroborated:
+- by a second signal: another signal made a conclusive finding during this streak
+  (at or after the streak's first call) and since the last new success
+  (`evidence.second_signal`); or
+- by the streak going on: `evidence.confirm` conclusive rounds past the nudge with no
+  call in between that succeeded with something new (`progress()`: a result the run
+  had not seen, or a write). A new success sets every such count back to 0.
+With `confirm = 0` and `second_signal = false` (the configuration of a source with no
+calibration) suspicion only nudges. Until corroborated a suspicion streak holds at its
+nudge: it does not climb, so when corroboration comes it takes the next rung, not the
+last.
+
 Warnings are throttled: one, then at most one every `warn_every` seconds of event time,
 plus one more when a streak becomes conclusive; never one per event. A warning callback
 that raises is not called again.
@@ -18,7 +31,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .config import Config
-from .finding import Finding
+from .finding import SUSPICION, Finding
 from .verdict import ALLOW, Action, Verdict
 
 __all__ = ["Policy"]
@@ -42,11 +55,37 @@ class Policy:
         self._last_warning: float | None = None
         self._warned_conclusive: set[tuple[str, int]] = set()
         self._last_nudge: int | None = None  # tool-call index of the last nudge
+        self.confirm = config.confirm
+        self.second_signal = config.second_signal
+        self._held: dict[tuple[str, int], int] = {}  # suspicion streak -> rounds held past its nudge
+        self._conclusive_at: dict[str, int] = {}  # signal -> tool-call index of its last conclusive finding
+        self._progress_at = 0  # tool-call index of the last call that succeeded with something new
 
     def reset(self) -> None:
         self._rungs.clear()
         self._last_nudge = None
         self._warned_conclusive.clear()
+        self._held.clear()
+        self._conclusive_at.clear()
+        self._progress_at = 0
+
+    def progress(self, index: int) -> None:
+        """Tool call `index` succeeded with something new: suspicion held past a nudge
+        starts counting its rounds again, and earlier findings of other signals no
+        longer corroborate."""
+        self._progress_at = index
+        self._held.clear()
+
+    def corroborated(self, finding: Finding, held: int) -> bool:
+        """May this suspicion finding, held `held` rounds past its nudge, climb?"""
+        if self.confirm > 0 and held >= self.confirm:
+            return True
+        if self.second_signal:
+            since = max(finding.started_index, self._progress_at + 1)
+            return any(
+                signal != finding.signal and index >= since for signal, index in self._conclusive_at.items()
+            )
+        return False
 
     def climb(self, streak: tuple[str, int]) -> None:
         rungs = self._rungs
@@ -61,25 +100,49 @@ class Policy:
             if (r != "stop" or finding.can_stop) and (r != "block" or finding.can_block)
         )
 
-    def next_action(self, finding: Finding) -> Action | None:
-        """The rung this conclusive finding would climb to now, without climbing."""
+    def next_action(self, finding: Finding, held: int | None = None) -> Action | None:
+        """The rung this conclusive finding would climb to now, without climbing.
+        `held`: rounds the streak has been held past its nudge, this one included
+        (default: as if this were one more round)."""
         rungs = self.allowed(finding)
-        climbed = self._rungs.get((finding.signal, finding.key), 0)
+        streak = (finding.signal, finding.key)
+        climbed = self._rungs.get(streak, 0)
         if climbed == 0 and self._last_nudge is not None and 0 <= finding.index - self._last_nudge <= ESCALATE_WITHIN:
             climbed = 1  # nudged recently, and circling again
         if climbed >= len(rungs) and rungs[-1] is Action.NUDGE:
             return None  # nudge once per streak
-        return rungs[min(climbed, len(rungs) - 1)]
+        action = rungs[min(climbed, len(rungs) - 1)]
+        if action.rank > Action.NUDGE.rank and finding.grade == SUSPICION:
+            known = streak in self._rungs
+            if held is None:
+                held = self._held.get(streak, 0) + 1 if known else 0
+            if not self.corroborated(finding, held):
+                # Suspicion holds at its nudge until corroborated; one that would have
+                # started a rung up (soon after another nudge) gets its own nudge.
+                return None if known else rungs[0]
+        return action
 
     def decide(self, findings: list[Finding], at: float, message_for: Callable[[Finding, Action], str]) -> Verdict:
         if self.mode == "off" or not findings:
             return ALLOW
         best: tuple[int, float, Action, Finding] | None = None
         warn: Finding | None = None
+        if self.mode == "enforce":
+            for finding in findings:  # first, so findings of one event corroborate each other
+                if finding.conclusive:
+                    self._conclusive_at[finding.signal] = finding.index
         for finding in findings:
             streak = (finding.signal, finding.key)
             if finding.conclusive and self.mode == "enforce":
-                action = self.next_action(finding)
+                held = None
+                if finding.grade == SUSPICION and streak in self._rungs:
+                    held = self._held.get(streak, 0) + 1
+                action = self.next_action(finding, held)
+                if action is None and held is not None:
+                    self._held[streak] = held
+                    if len(self._held) > _MAX_STREAKS:
+                        self._held.pop(next(iter(self._held)))
+                    continue  # held at the nudge: no climb, no warning
                 self.climb(streak)
                 if action is not None and (best is None or (action.rank, finding.severity) > best[:2]):
                     best = (action.rank, finding.severity, action, finding)

@@ -107,7 +107,10 @@ def replay(session: Session, config: Config, path: str = "", *, keep_refs: bool 
     """Feed one session to a fresh monitor and collect the result. Exceptions raised
     by the reader while its events are consumed are caught: the result keeps what was
     replayed and says what went wrong in `error`. Memory does not grow with the
-    session: only the latest refs are kept (all of them with `keep_refs`)."""
+    session: only the latest refs are kept (all of them with `keep_refs`). The monitor
+    gets the built-in calibration of the session's format, if loopwatch has one
+    (`Config.for_source`)."""
+    config = config.for_source(session.format)
     if session.format == "codex":  # exec_command, command_execution, Bash: one shell tool
         config = config._replace(tools=codex.shared_tool_rules(config.tools))
     monitor = Monitor(config)

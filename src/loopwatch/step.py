@@ -17,6 +17,16 @@ __all__ = ["Step", "make_step", "sketch_of"]
 
 # Failures no file edit can cure: the program itself is missing.
 _MISSING_PROGRAM = re.compile(r"command not found|is not recognized as an internal or external command|: not installed")
+# A search answered "nothing found" by a harness that flags no error (Claude Code's Grep
+# and Glob: "No files found"; "Found 0 matches"): a failed search all the same, so
+# varied searches meeting it again and again are one wall (matched on the normalized
+# head: numbers are masked as `#`, a returncode/output wrapper may come first).
+_NO_MATCH = re.compile(
+    r"(?:<returncode>#</returncode> <output> )?"
+    r"(?:no (?:files?|match(?:es)?|results?|entries|occurrences)(?: (?:were |was )?found)?\b"
+    r"|found # (?:files?|match(?:es)?|results?)\b|# (?:files?|match(?:es)?|results?) found\b)",
+    re.IGNORECASE,
+)
 _SKETCH_WORDS = 96  # result words hashed for similarity: a screenful, bounded cost
 _CALL_SKETCH_WORDS = 48  # a call is told by its command or path, not a whole file body
 
@@ -27,7 +37,9 @@ class Step(NamedTuple):
     `call` digests the tool name and its identifying input; `result` the normalized
     result; `action` both together (what the run "did and got"). `shape` digests the
     name and the normalized result only (what came back, whatever the call), and
-    `failure` is that same digest when the call failed, else None;
+    `failure` is that same digest when the call failed (or was answered "nothing
+    found", whatever the harness's flag), else None; `empty` says nothing came back
+    (no text, or "nothing found");
     `missing_program` says the failure was a missing command (no edit can cure it). `wrote` is True when
     the call changed files (or is a configured writer and succeeded). `index` counts
     tool calls from 1; `at` is the event time in seconds. `sketch` and `call_sketch` are
@@ -83,6 +95,7 @@ def make_step(
     text = normalize(text_of(result), arguments_of(input_value))
     result_digest = digest(text)
     shape = digest(name.encode() + b"\x00" + result_digest)
+    nothing = not text or _NO_MATCH.match(text, 0, 160) is not None
     return Step(
         index=index,
         name=name,
@@ -90,8 +103,8 @@ def make_step(
         result=result_digest,
         action=digest(call + result_digest),
         shape=shape,
-        failure=shape if error else None,
-        empty=not text,
+        failure=shape if error or (nothing and bool(text)) else None,
+        empty=nothing,
         missing_program=error and _MISSING_PROGRAM.search(text) is not None,
         wrote=bool(changed) or (role == "writer" and not error),
         role=role,

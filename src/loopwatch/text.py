@@ -9,7 +9,23 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PassageCutter", "is_apology"]
+__all__ = ["PassageCutter", "is_apology", "names_invented_tool"]
+
+# A harness refusing a call to a tool that does not exist: "No such tool available: X"
+# (Claude Code's tool_use_error), "Unknown tool: X", "X is not a valid tool", "Tool X
+# not found". The name is in the message, so one digest per invented tool.
+_INVENTED_TOOL = re.compile(
+    r"\b(?:no\s+such|unknown|invalid|unrecognized|nonexistent)\s+(?:tool|function)\b"
+    r"|\bis\s+not\s+a\s+valid\s+(?:tool|function)\b"
+    r"|\b(?:tool|function)\s+\S+\s+(?:not\s+found|does\s+not\s+exist|is\s+not\s+available)",
+    re.IGNORECASE,
+)
+
+
+def names_invented_tool(text: str) -> bool:
+    """Does this correction (or error) say the call named a tool that does not exist?
+    Only its first 300 characters are read: the refusal comes first."""
+    return _INVENTED_TOOL.search(text[:300]) is not None
 
 # "I apologize", "sorry", "my mistake", "please disregard (3)" and the like.
 _APOLOGY = re.compile(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -12,7 +12,11 @@ import orjson
 from ..evaluation import SWEEP, SWITCH, load_labels, only, replay_many, score, with_param
 from ..replay import replay_files
 from ._common import config_options, make_config, progress_bar
+from .evaluate import cross_validated, fold_options, load_inputs, print_folds
 from .paths import expand
+
+if TYPE_CHECKING:
+    from ..outcomes import Outcomes
 
 __all__ = ["calibrate"]
 
@@ -30,20 +34,23 @@ _COLUMNS = (
               help="Labels (as for `evaluate`): adds, per signal and threshold, the recall and false stops it gives.")
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False),
               help="Folder the label paths are relative to (default: the labels file's folder).")
-@click.option("--outcomes", "outcomes_path", type=click.Path(exists=True, dir_okay=False),
-              help="A manifest of outcomes (tab-separated, with `file` and `resolved` columns, as next to "
-                   "Terminal-Bench recordings): with --write-profile, only sessions with resolved = yes count as healthy.")
+@click.option("--outcomes", "outcome_paths", multiple=True, type=click.Path(exists=True),
+              help="Which sessions solved their task (as for `evaluate`); with --folds, harm is part of the choice.")
 @click.option("--write-profile", "profile_out", type=click.Path(dir_okay=False), metavar="PATH",
               help="Write a loopwatch.toml for this agent: console repeats alike once numbers are masked may end "
                    "its runs, above the most its healthy sessions showed.")
 @click.option("--windows", default="12,20,30", show_default=True, help="Churn windows (calls) for the distinct-calls table.")
+@fold_options
+@click.option("--write", "write_path", type=click.Path(dir_okay=False),
+              help="With --folds: write the setting chosen on all sessions as a TOML calibration (load it with --config).")
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | None, outcomes_path: str | None,
-              profile_out: str | None, windows: str, config_path: str | None,
-              profile: str | None, mode: str | None, as_json: bool, jobs: int, no_progress: bool) -> None:
+def calibrate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None,
+              profile_out: str | None, windows: str, folds: int, seed: int, margin: int, resamples: int,
+              write_path: str | None, config_path: str | None, profile: str | None, mode: str | None,
+              as_json: bool, jobs: int, no_progress: bool) -> None:
     """Show the figures a person needs to choose thresholds.
 
     For each session (files, folders, globs; or the labelled files when only --labels
@@ -56,7 +63,14 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | Non
 
     With --labels, for each threshold of each signal (alone), the recall and the false
     stops it would give on the labelled sessions, and the most aggressive setting with
-    zero false stops.
+    zero false stops (in sample: it fits the sample; see --folds).
+
+    With --folds K (and --labels and/or --outcomes): the thresholds and the evidence
+    rule chosen by cross-validation, as `evaluate --folds` measures them: chosen on K-1
+    folds, scored on the one left out, with bootstrap intervals; then the setting chosen
+    on every session, which --write saves as a TOML calibration with its out-of-fold
+    evidence in comments. Load it with `--config FILE` (or copy its tables into
+    loopwatch.toml): its keys override any built-in calibration.
 
     With --write-profile, a configuration for the agent these recordings are of. A raw
     console (`loopwatch run` on plain output, terminal recordings) only warns about
@@ -66,12 +80,29 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | Non
     run from one copy more than the most any healthy session printed in a row.
 
     \b
-    Example:
+    Examples:
       loopwatch calibrate runs/
       loopwatch calibrate --labels ../shared/corpus/labels.tsv --json
       loopwatch calibrate casts/ --outcomes casts/MANIFEST.tsv --write-profile loopwatch.toml
+      loopwatch calibrate runs/ --outcomes runs/ --folds 5 --write calibration.toml
     """
     config = make_config(config_path, profile or "unattended", mode)
+    if write_path and not folds:
+        raise click.UsageError("--write needs --folds K: a calibration is written with its out-of-fold evidence")
+    if folds == 1:
+        raise click.UsageError("--folds: 1 fold leaves nothing to score on; use 2 or more (or 0 for none)")
+    if folds:
+        cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
+        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress)
+        if write_path:
+            _write(write_path, report, cases)
+        if as_json:
+            sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        else:
+            print_folds(report)
+            if write_path:
+                click.echo(f"wrote {write_path}")
+        sys.exit(2 if report["errors"] else 0)
     try:
         sizes = [int(w) for w in windows.split(",") if w.strip()]
     except ValueError:
@@ -88,9 +119,11 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, corpus: str | Non
     if not paths and labels is None:
         raise click.UsageError("give files or folders to calibrate on, or --labels")
     outcomes = None
-    if outcomes_path is not None:
+    if outcome_paths:
+        from ..outcomes import load_outcomes
+
         try:
-            outcomes = load_outcomes(outcomes_path)
+            outcomes = load_outcomes(outcome_paths)
         except (OSError, ValueError) as exc:
             raise click.UsageError(f"--outcomes: {exc}") from None
     if profile_out is not None and os.path.exists(profile_out):
@@ -137,22 +170,10 @@ def _sessions(items: list[tuple[str, str]], config: Any, sizes: list[int], jobs:
     return list(rows.values())
 
 
-def load_outcomes(path: str) -> dict[str, str]:
-    """A manifest's outcomes: file name -> `resolved` (yes, no, unknown). Tab-separated
-    with a header naming `file` and `resolved`."""
-    import csv
-
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = csv.DictReader(fh, delimiter="\t")
-        if not rows.fieldnames or "file" not in rows.fieldnames or "resolved" not in rows.fieldnames:
-            raise ValueError(f"{path}: expected a tab-separated header with `file` and `resolved` columns")
-        return {os.path.basename(row["file"] or ""): (row["resolved"] or "").strip().lower() for row in rows}
-
-
-def _write_profile(path: str, sessions: list[dict], outcomes: dict[str, str] | None) -> dict[str, Any]:
+def _write_profile(path: str, sessions: list[dict], outcomes: Outcomes | None) -> dict[str, Any]:
     """Write the profile (see the command's help); return what it says, for the report."""
     healthy = [row for row in sessions if not row["error"]
-               and (outcomes is None or outcomes.get(os.path.basename(row["path"])) == "yes")]
+               and (outcomes is None or outcomes.lookup(row["path"]) is True)]
     if not healthy:
         raise click.UsageError("--write-profile: no healthy session to measure (none read, or none resolved = yes)")
     most = max(int(row["calibration"].get("lines_most") or 0) for row in healthy)
@@ -227,6 +248,51 @@ def _print(report: dict, sizes: list[int]) -> None:
                           "-" if s["median_delay"] is None else f"{s['median_delay']:g}", f"{s['saved']:.0%}",
                           str(s["stops_on_brief"]))
         console.print(sweep)
+
+
+def calibration_toml(report: dict, sessions: int, command: str) -> str:
+    """The chosen setting as a loopwatch TOML file, its evidence in comments."""
+    oof = report["out_of_fold"]
+    stop, out = oof["stop"], oof["outcomes"]
+    lines = [
+        "# loopwatch calibration, chosen by cross-validation on your own runs.",
+        f"# written by: {command}",
+        f"# {sessions} sessions, {report['folds']} folds, seed {report['seed']}, margin {report['margin']}.",
+        "# Out of fold (chosen on the other folds, scored on the one left out):",
+    ]
+    if stop["yes"]:
+        delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
+        lines.append(f"#   recall {stop['recall']:.0%} ({stop['caught']}/{stop['yes']}), median delay {delay}, "
+                     f"stops before onset {stop['early_stops_on_yes']}, on healthy {stop['false_stops_on_no']}")
+    if out["succeeded"] or out["failed"]:
+        lines.append(f"#   stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, "
+                     f"nudged {out['nudges_on_succeeded']}, stops on failed {out['stops_on_failed']} of {out['failed']}")
+    lines.append("# Per fold: " + "; ".join(
+        ", ".join(f"{k.split('.')[-1]}={_toml(v)}" for k, v in fold["chosen"].items()) for fold in report["per_fold"]))
+    tables: dict[str, dict[str, Any]] = {}
+    for key, value in report["chosen"].items():
+        head, _, name = key.rpartition(".")
+        tables.setdefault(head, {})[name] = value
+    for head in sorted(tables):
+        lines += ["", f"[{head}]"] + [f"{name} = {_toml(value)}" for name, value in tables[head].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _write(path: str, report: dict, cases: list) -> None:
+    command = "loopwatch calibrate " + " ".join(sys.argv[1:])
+    text = calibration_toml(report, report["sessions"], command)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise click.UsageError(f"--write {path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _cell(value: Any) -> str:

@@ -1,61 +1,150 @@
-"""`loopwatch evaluate`: how well a configuration does on hand-labelled sessions."""
+"""`loopwatch evaluate`: what a configuration does to labelled sessions and to
+sessions whose outcome is known; with `--folds`, how well thresholds chosen on some
+sessions do on the others."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 import orjson
 
-from ..evaluation import load_labels, only, replay_many, score
+from ..evaluation import Case, harm, load_labels, make_cases, only, replay_cases, score
 from ._common import config_options, make_config, progress_bar
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "load_inputs"]
+
+
+def load_inputs(labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None,
+                paths: tuple[str, ...]) -> tuple[list[Case], str]:
+    """The cases to measure and the folder their paths are relative to; a clear
+    usage error for a bad labels or outcomes file."""
+    from ..outcomes import OutcomeError, load_outcomes
+    from .paths import expand
+
+    if not labels_path and not outcome_paths:
+        raise click.UsageError("give --labels, --outcomes, or both (outcomes alone measure harm and savings)")
+    labels = None
+    if labels_path:
+        try:
+            labels = load_labels(labels_path)
+        except (OSError, ValueError) as exc:
+            raise click.UsageError(str(exc)) from None
+    outcomes = None
+    if outcome_paths:
+        try:
+            outcomes = load_outcomes(outcome_paths)
+        except OutcomeError as exc:
+            raise click.UsageError(str(exc)) from None
+    if corpus is None:
+        anchor = labels_path or outcome_paths[0]
+        corpus = anchor if os.path.isdir(anchor) else os.path.dirname(os.path.abspath(anchor))
+    files = []
+    for target in expand(paths):
+        if target.problem:
+            raise click.UsageError(f"{target.path}: {target.problem}")
+        if target.path != "-":
+            files.append(target.path)
+    if paths and not files:
+        raise click.UsageError("no session files found in the paths given")
+    cases = make_cases(labels, outcomes, corpus, files)
+    if not cases:
+        raise click.UsageError("no sessions to measure: the outcomes list no session file by path; give the session files too")
+    return cases, corpus
+
+
+def _outcome_options(func: Any) -> Any:
+    func = click.option("--outcomes", "outcome_paths", multiple=True, type=click.Path(exists=True),
+                        help="Which sessions solved their task (repeatable): a TSV with a resolved column "
+                        "(the corpus' MANIFEST.tsv), JSON of session -> resolved, SWE-bench results, "
+                        "Terminal-Bench results.json, or a folder of results.json files.")(func)
+    func = click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False),
+                        help="Tab-separated labels: local_path, label (yes|brief|no), onset_step, end_step, ...")(func)
+    func = click.option("--corpus", type=click.Path(exists=True, file_okay=False),
+                        help="Folder the listed paths are relative to (default: the labels' or outcomes' folder).")(func)
+    return func
+
+
+def fold_options(func: Any) -> Any:
+    func = click.option("--resamples", type=click.IntRange(0, 100_000), default=1000, show_default=True,
+                        help="Bootstrap resamples over sessions for the intervals.")(func)
+    func = click.option("--margin", type=click.IntRange(0, 2), default=1, show_default=True,
+                        help="Grid steps between a chosen setting and the nearest unsafe one seen in training.")(func)
+    func = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds and the bootstrap.")(func)
+    func = click.option("--folds", type=click.IntRange(0, 50), default=0,
+                        help="Cross-validate: choose thresholds on K-1 folds, score on the one left out (0: off).")(func)
+    return func
 
 
 @click.command()
-@click.option("--labels", "labels_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Tab-separated labels: local_path, label (yes|brief|no), onset_step, end_step, ...")
-@click.option("--corpus", type=click.Path(exists=True, file_okay=False),
-              help="Folder the label paths are relative to (default: the labels file's folder).")
+@click.argument("paths", nargs=-1)
+@_outcome_options
+@fold_options
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every figure, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def evaluate(labels_path: str, corpus: str | None, config_path: str | None, profile: str | None, mode: str | None,
-             as_json: bool, jobs: int, no_progress: bool) -> None:
-    """Measure detection against hand-labelled sessions.
+def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None,
+             folds: int, seed: int, margin: int, resamples: int, config_path: str | None, profile: str | None,
+             mode: str | None, as_json: bool, jobs: int, no_progress: bool) -> None:
+    """Measure detection on recorded sessions: against hand labels, and against
+    outcomes (which sessions solved their task).
 
-    Each labelled session is replayed as recorded; the step of loopwatch's first stop
-    (and of its first nudge) is compared with the label. For the whole detector and for
-    each signal alone it prints: recall (loops stopped at or after their onset, over
-    all loops), the median delay in steps from onset to stop, the share of looping
-    steps the stop would have saved, false stops (on sessions labelled `no`, and
-    before the onset of a loop) and stops on `brief` loops (which the agent escaped by
-    itself).
+    Each session is replayed as recorded, with its source's calibration as `scan`
+    uses it; the step of loopwatch's first stop (and first nudge) is compared with
+    its label and its outcome. With labels: recall (loops stopped at or after their
+    onset), median delay from onset to stop, share of looping steps saved, false stops
+    (on `no` sessions, and before a loop's onset), stops on `brief` loops. With
+    outcomes (no labels needed): stops and nudges on sessions that solved their task,
+    which loopwatch would have ended or interrupted while they were succeeding, and
+    stops on those that failed, with the share of their steps a stop would have saved.
+
+    With --folds K the sessions are split into K folds (stratified, seeded): for each
+    fold, thresholds and the evidence rule are chosen on the other K-1 (no stop on a
+    successful session beyond the fewest any setting makes, also one grid step more
+    aggressive with --margin 1; then the most loops caught, less 5 per stop on a healthy
+    session or before an onset; then the shortest delay) and scored on the fold left out.
+    The figures printed are those out-of-fold scores, with bootstrap intervals, and the
+    setting each fold chose.
 
     \b
-    Example:
-      loopwatch evaluate --labels ../shared/corpus/labels.tsv
-      loopwatch evaluate --labels labels.tsv --config strict.toml --json
+    Examples:
+      loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv
+      loopwatch evaluate --outcomes ../shared/corpus/MANIFEST.tsv --folds 5
+      loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
     """
     config = make_config(config_path, profile or "unattended", mode)
-    try:
-        labels = load_labels(labels_path)
-    except (OSError, ValueError) as exc:
-        raise click.UsageError(str(exc)) from None
-    corpus = corpus or os.path.dirname(os.path.abspath(labels_path))
+    cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
+    if folds == 1:
+        raise click.UsageError("--folds: 1 fold leaves nothing to score on; use 2 or more (or 0 for none)")
+    if folds:
+        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress)
+        if as_json:
+            sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        else:
+            print_folds(report)
+        sys.exit(2 if report["errors"] else 0)
     names = list(config.signals)
     configs = [config] + [only(config, name) for name in names]
-    with progress_bar(len(labels), "replaying", not no_progress) as bar:
-        results = replay_many(labels, corpus, configs, jobs or None, bar.advance)
-    errors = [(label.path, error) for label, error, _ in results if error]
-    report = {"sessions": len(labels), "errors": [{"path": p, "error": e} for p, e in errors], "detectors": {}}
+    with progress_bar(len(cases), "replaying", not no_progress) as bar:
+        results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
+    errors = [(r.case.path, r.error) for r in results if r.error]
+    ok = [r for r in results if not r.error]
+    report: dict[str, Any] = {
+        "sessions": len(cases),
+        "labelled": sum(1 for c in cases if c.label is not None),
+        "with_outcome": sum(1 for c in cases if c.resolved is not None),
+        "errors": [{"path": p, "error": e} for p, e in errors],
+        "detectors": {},
+    }
     for k, name in enumerate(["all"] + names):
-        stops = score((label, r[k][0]) for label, error, r in results if not error)
-        nudges = score((label, r[k][2]) for label, error, r in results if not error)
-        report["detectors"][name] = {"stop": stops.as_dict(), "nudge": nudges.as_dict()}
+        labelled = [r for r in ok if r.case.label is not None]
+        stops = score((r.case.label, r.results[k][0]) for r in labelled)
+        nudges = score((r.case.label, r.results[k][2]) for r in labelled)
+        outcomes = harm((r.case, r.steps, r.results[k][0], r.results[k][2]) for r in ok)
+        report["detectors"][name] = {"stop": stops.as_dict(), "nudge": nudges.as_dict(), "outcomes": outcomes.as_dict()}
     if as_json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -63,30 +152,123 @@ def evaluate(labels_path: str, corpus: str | None, config_path: str | None, prof
     sys.exit(2 if errors else 0)
 
 
+def cross_validated(cases: list[Case], corpus: str, config: Any, folds: int, seed: int, margin: int, resamples: int,
+                    jobs: int, no_progress: bool) -> dict[str, Any]:
+    """Replay every case under every candidate of the grid, then cross-validate."""
+    from ..crossval import GRID, candidates, cross_validate
+
+    cands = candidates(config)
+    configs = [c.config for c in cands] + [config]
+    with progress_bar(len(cases), f"replaying under {len(configs)} settings", not no_progress) as bar:
+        results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
+    errors = [{"path": r.case.path, "error": r.error} for r in results if r.error]
+    shipped = [(r.case, r.steps, r.results[-1][0], r.results[-1][2]) for r in results if not r.error]
+    for r in results:
+        r.results = r.results[:-1]
+    try:
+        report = cross_validate(results, cands, folds, seed, margin, resamples)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    from ..crossval import figures
+
+    report["grid"] = GRID
+    report["configured"] = figures(shipped)  # the configuration as given (calibrations applied), not tuned
+    report["errors"] = errors
+    return report
+
+
+def print_folds(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    console.print(
+        f"{report['sessions']} sessions, {report['folds']} folds (seed {report['seed']}, margin {report['margin']}), "
+        f"{report['candidates']} settings tried per fold"
+    )
+    table = Table(title="out of fold (chosen on the other folds) vs the configuration as given", title_justify="left")
+    for column in ("", "out of fold", "95% interval", "as configured"):
+        table.add_column(column, justify="left" if not column else "right")
+    oof, given, iv = report["out_of_fold"], report["configured"], report["intervals"]
+
+    def interval(key: str, percent: bool = False) -> str:
+        if key not in iv:
+            return "-"
+        low, high = iv[key]
+        return f"{low:.0%} - {high:.0%}" if percent else f"{low:g} - {high:g}"
+
+    rows = [
+        ("recall of loops", lambda f: f"{f['stop']['recall']:.0%} ({f['stop']['caught']}/{f['stop']['yes']})", interval("recall", True)),
+        ("median delay, onset to stop", lambda f: "-" if f["stop"]["median_delay"] is None else f"{f['stop']['median_delay']:g}", interval("median_delay")),
+        ("stops before onset", lambda f: str(f["stop"]["early_stops_on_yes"]), interval("early_stops_on_yes")),
+        ("stops on healthy (no)", lambda f: str(f["stop"]["false_stops_on_no"]), interval("false_stops_on_no")),
+        ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), "-"),
+        ("looping steps saved", lambda f: f"{f['stop']['saved']:.0%}", "-"),
+        ("stops on succeeded", lambda f: f"{f['outcomes']['stops_on_succeeded']} of {f['outcomes']['succeeded']}", interval("stops_on_succeeded")),
+        ("nudged, succeeded", lambda f: f"{f['outcomes']['nudges_on_succeeded']} ({f['outcomes']['nudges_on_succeeded_rate']:.1%})", interval("nudges_on_succeeded_rate", True)),
+        ("stops on failed", lambda f: f"{f['outcomes']['stops_on_failed']} of {f['outcomes']['failed']}", interval("stops_on_failed")),
+    ]
+    for title, cell, ci in rows:
+        table.add_row(title, cell(oof), ci, cell(given))
+    console.print(table)
+    console.print("chosen per fold:")
+    for fold in report["per_fold"]:
+        console.print(f"  fold {fold['fold']} ({fold['sessions']} sessions): " + _values(fold["chosen"]))
+    console.print("chosen on all sessions: " + _values(report["chosen"]))
+    paths = oof["outcomes"]["stopped_succeeded_paths"] + oof["stop"]["false_paths"]
+    if paths:
+        console.print("out-of-fold stops on succeeded, healthy or before onset:")
+        for path in paths:
+            console.print(f"  {path}")
+    for item in report["errors"]:
+        console.print(f"[red]could not read[/red] {item['path']}: {item['error']}")
+
+
+def _values(values: dict) -> str:
+    return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in values.items())
+
+
 def _print(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 120)
-    all_stop = report["detectors"]["all"]["stop"]
-    console.print(
-        f"{report['sessions']} labelled sessions: {all_stop['yes']} loops (yes), {all_stop['brief']} brief, "
-        f"{all_stop['no']} healthy (no)"
-    )
-    for what in ("stop", "nudge"):
-        table = Table(title=f"first {what}", title_justify="left")
-        false = "false stops" if what == "stop" else "false nudges"
-        for column in ("detector", "recall", "caught", "median delay", "saved", false, "(on no / early)", "on brief"):
+    all_ = report["detectors"]["all"]
+    if report["labelled"]:
+        stop = all_["stop"]
+        console.print(
+            f"{report['labelled']} labelled sessions: {stop['yes']} loops (yes), {stop['brief']} brief, {stop['no']} healthy (no)"
+        )
+        for what in ("stop", "nudge"):
+            table = Table(title=f"first {what}", title_justify="left")
+            false = "false stops" if what == "stop" else "false nudges"
+            for column in ("detector", "recall", "caught", "median delay", "saved", false, "(on no / early)", "on brief"):
+                table.add_column(column, justify="left" if column == "detector" else "right")
+            for name, figures in report["detectors"].items():
+                f = figures[what]
+                delay = "-" if f["median_delay"] is None else f"{f['median_delay']:g}"
+                table.add_row(
+                    name, f"{f['recall']:.0%}", f"{f['caught']}/{f['yes']}", delay, f"{f['saved']:.0%}",
+                    str(f["false_stops"]), f"{f['false_stops_on_no']} / {f['early_stops_on_yes']}", str(f["stops_on_brief"]),
+                )
+            console.print(table)
+    out = all_["outcomes"]
+    if out["succeeded"] or out["failed"]:
+        console.print(f"{report['with_outcome']} sessions with a known outcome: {out['succeeded']} solved their task, {out['failed']} failed")
+        table = Table(title="by outcome", title_justify="left")
+        for column in ("detector", "stops on succeeded", "nudged, succeeded", "stops on failed", "failed steps saved"):
             table.add_column(column, justify="left" if column == "detector" else "right")
         for name, figures in report["detectors"].items():
-            f = figures[what]
-            delay = "-" if f["median_delay"] is None else f"{f['median_delay']:g}"
-            table.add_row(
-                name, f"{f['recall']:.0%}", f"{f['caught']}/{f['yes']}", delay, f"{f['saved']:.0%}",
-                str(f["false_stops"]), f"{f['false_stops_on_no']} / {f['early_stops_on_yes']}", str(f["stops_on_brief"]),
-            )
+            o = figures["outcomes"]
+            table.add_row(name, f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})",
+                          f"{o['nudges_on_succeeded']} ({o['nudges_on_succeeded_rate']:.1%})",
+                          f"{o['stops_on_failed']}/{o['failed']}", f"{o['failed_steps_saved']:.0%}")
         console.print(table)
-    stop = report["detectors"]["all"]["stop"]
+        if out["stopped_succeeded_paths"]:
+            console.print("stopped although they solved their task (whole detector):")
+            for path in out["stopped_succeeded_paths"]:
+                console.print(f"  {path}")
+    stop = all_["stop"]
     if stop["false_paths"]:
         console.print("false stops (whole detector):")
         for path in stop["false_paths"]:

@@ -4,6 +4,9 @@ An apology now and then is manners. `threshold` model messages in a row that eac
 apologise ("I apologize", "sorry", "my mistake", "please disregard (3)") mean the model
 knows it is failing and keeps doing it. Scattered apologies are only flagged (half
 severity at most).
+
+Grade: suspicion. An apology is what the model says, not what it does: it nudges, and
+stops only when corroborated.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import SUSPICION, Finding
 from .base import Signal
 from .common import count_problem
 
@@ -32,6 +35,7 @@ class Params(NamedTuple):
 
 class Apology(Signal):
     name = "apology"
+    grade = SUSPICION
     Params = Params
 
     def __init__(self, params: Params) -> None:

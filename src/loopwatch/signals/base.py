@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..finding import Finding
+from ..finding import PROOF, Finding
 from ..lines import Line
 from ..step import Step
 
@@ -26,12 +26,34 @@ class Signal:
     `name` is the signal's name in configuration and records; `Params` its
     NamedTuple of thresholds (every field documented with its reason); `can_stop` and
     `can_block` say whether its evidence may end a run or block a call.
+
+    `grade` is the grade of its evidence, a plain class attribute (a str):
+    `"proof"` (`finding.PROOF`) when what it counts cannot happen in a run that is
+    making progress (the identical call getting the identical result, in a row; the
+    identical rejected edit resubmitted): such a streak may stop the run on its own;
+    `"suspicion"` (`finding.SUSPICION`) when healthy runs show the same
+    shape now and then (varied calls meeting the same error, near-identical calls,
+    corrections, churn, chanting, repeated output lines): it nudges, and climbs past
+    the nudge only when the policy finds it corroborated (by a second signal, or by the
+    streak going on unchanged for `evidence.confirm` rounds past the nudge with no new
+    success in between). The base class says proof, so that a signal's grade is what
+    its own file declares; every signal whose evidence is less than proof must set
+    `grade = "suspicion"` in its class body::
+
+        class RetryStorm(Signal):
+            name = "retry_storm"
+            grade = "suspicion"
+
+    A finding may carry its own `grade` where the evidence varies within one signal;
+    an empty `Finding.grade` takes the signal's. Each signal's docstring says its grade
+    and why.
     """
 
     name: ClassVar[str] = ""
     Params: ClassVar[type]
     can_stop: ClassVar[bool] = True
     can_block: ClassVar[bool] = True
+    grade: ClassVar[str] = PROOF
 
     def __init__(self, params: Any) -> None:
         self.params = params
@@ -58,7 +80,9 @@ class Signal:
     def on_turn(self, at: float, index: int) -> Finding | None:
         return None
 
-    def on_correction(self, message: bytes, at: float, index: int) -> Finding | None:
+    def on_correction(self, message: bytes, at: float, index: int, invented: bool = False) -> Finding | None:
+        """A harness correction, digested; `invented`: it refuses a tool that does not
+        exist (the tool's name is in the message, so in the digest)."""
         return None
 
     def reset_response(self) -> None:

@@ -4,6 +4,9 @@ A degenerate generation says the same passage over and over ("Let me check the f
 Let me check the file. ..."). Passages are prose sentences and lines; code blocks,
 tables and lists are skipped (see `loopwatch.text`). A passage, or a cycle of up to
 `max_period` passages, repeated `repeats` times in a row within a response is chanting.
+
+Grade: suspicion. Text that repeats itself is a degenerate generation, not yet a
+repeated action: it nudges, and stops only when corroborated.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import SUSPICION, Finding
 from ..periodic import TailCycles
 from .base import Signal
 from .common import count_problem
@@ -39,6 +42,7 @@ class Params(NamedTuple):
 
 class Chanting(Signal):
     name = "chanting"
+    grade = SUSPICION
     Params = Params
     can_block = False
 

@@ -5,6 +5,8 @@ nothing written: the agent is busy without moving. The evidence separating this 
 legitimate repetitive work is thin (a long legitimate session had 8 distinct calls in
 its worst 20-call window; three runaways had 5, 2 and 7), so churn warns and nudges,
 and never blocks or stops. No finding before a full window.
+
+Grade: suspicion (and `can_stop` False: even corroborated, it only nudges).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections import Counter, deque
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import SUSPICION, Finding
 from ..step import Step
 from .base import Signal
 
@@ -41,6 +43,7 @@ class Params(NamedTuple):
 
 class Churn(Signal):
     name = "churn"
+    grade = SUSPICION
     Params = Params
     can_stop = False
     can_block = False

@@ -1,11 +1,18 @@
 """`correction`: the harness has to tell the model the same thing again and again.
 
-"No such tool: X", "Please always provide EXACTLY ONE action": one correction given
-`threshold` times means the model is not taking it in. Given that often in a row (no
-tool call got through between them), it is a loop that may be stopped. Scattered
-through a run, it is only flagged: healthy mini-swe-agent runs in the labelled corpus
-draw up to 15 format corrections over a long session and still finish, while the one
-runaway of this kind drew 26 in a row. Counts reset at a new user message only.
+Two kinds, told apart by what the correction says:
+- an invented tool ("No such tool available: X", "Unknown tool: X"): the model calls a
+  tool that does not exist, and the tool's name is in the correction. The same
+  invented tool refused `threshold` times, in a row or scattered between other calls,
+  is the same rejected call resubmitted. Grade: proof; it nudges at the threshold and
+  stops at the next refusal.
+- a generic format correction ("Please always provide EXACTLY ONE action"): the harness
+  is already correcting the model, and models recover from it. In the shared corpus
+  every session with many of them solved its task: up to 15 over a long session, up
+  to 8 in a row, and the one runaway (31, 9 in a row) solved it too. Grade: suspicion,
+  and it never stops or blocks: `threshold` in a row (no tool call got through
+  between them) earn one nudge; scattered ones only a warning.
+Counts reset at a new user message only.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import PROOF, SUSPICION, Finding
 from .base import Signal
 from .common import count_problem
 
@@ -23,7 +30,9 @@ _MAX_KINDS = 64
 
 
 class Params(NamedTuple):
-    #: Times one correction is given. 3: twice can be bad luck, a third time is a pattern.
+    #: Times one correction is given (in a row, for format corrections). 3: twice can
+    #: be bad luck, a third time is a pattern. In the shared corpus 4 of the 261
+    #: sessions that solved their task drew 3 or more format corrections in a row.
     threshold: int = 3
 
     @property
@@ -36,6 +45,7 @@ class Params(NamedTuple):
 
 class CorrectionSignal(Signal):
     name = "correction"
+    grade = SUSPICION
     Params = Params
 
     def __init__(self, params: Params) -> None:
@@ -45,7 +55,7 @@ class CorrectionSignal(Signal):
         self.most = 0
         self.most_in_row = 0
 
-    def on_correction(self, message: bytes, at: float, index: int) -> Finding | None:
+    def on_correction(self, message: bytes, at: float, index: int, invented: bool = False) -> Finding | None:
         row = self._row
         # In a row: the same correction, and no tool call completed since the last one.
         if row is not None and row[0] == message and row[2] == index:
@@ -62,21 +72,27 @@ class CorrectionSignal(Signal):
         self.most = max(self.most, count)
         if count < 2:
             return None
-        scattered = in_row < self.params.threshold
+        scattered = in_row < self.params.threshold and not invented
+        if scattered:
+            severity = min(count / self.params.threshold, 0.99)  # scattered format corrections: a warning at most
+        else:
+            severity = (count if invented else in_row) / self.params.threshold
         return Finding(
             signal=self.name,
-            severity=count / self.params.threshold,
-            key=int.from_bytes(message[:6], "little") ^ (started_index if scattered else -started_index - 1),
-            description=f"the harness gave the same correction {count} times"
-            + ("" if scattered else f", {in_row} in a row"),
-            can_stop=not scattered,
-            can_block=not scattered,
+            severity=severity,
+            key=int.from_bytes(message[:6], "little") ^ (started_index if scattered or invented else -started_index - 1),
+            description=(f"the harness refused the same invented tool {count} times" if invented else
+                         f"the harness gave the same correction {count} times" + ("" if scattered else f", {in_row} in a row")),
+            can_stop=invented,
+            can_block=invented,
+            grade=PROOF if invented else SUSPICION,
             repeats=count,
             started_at=started_at,
             at=at,
             started_index=started_index,
             index=index,
-            hint="the harness keeps rejecting your reply for the same reason; read its message and follow the "
+            hint="that tool does not exist; use only the tools you were given" if invented else
+            "the harness keeps rejecting your reply for the same reason; read its message and follow the "
             "required format exactly",
         )
 

@@ -5,6 +5,9 @@ An action is a call together with its normalized result. When the last actions a
 (kill server, start, curl, read log; open, edit, run, revert), the run is circling.
 Period 1 is `repeat`'s business. Among equal repeat counts the shortest period wins.
 O(max period) per step, never a rescan of history.
+
+Grade: proof. Every action of the cycle is the identical call with the identical
+result it had a round before: the exact repetition of `repeat`, with a longer period.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections import deque
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import PROOF, Finding
 from ..periodic import TailCycles
 from ..step import Step
 from .base import Signal
@@ -48,6 +51,7 @@ class Params(NamedTuple):
 class Cycle(Signal):
     name = "cycle"
     Params = Params
+    grade = PROOF
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)

@@ -14,7 +14,14 @@ What it may do depends on how alike the calls are and how they fared:
   may stop (searches that find nothing, `grep pattern-1`, `grep pattern-2`, fail with
   no message: a search being refined, flagged only);
 - near-identical calls that succeeded (`git add a.py`, `git add b.py`; sibling files
-  with near-identical contents) are progress: flagged, never blocked or stopped.
+  with near-identical contents) are progress ("the same operation on different
+  targets" is not a loop by the labelling protocol): a warning at most, never a nudge
+  (they were 7 of the 18 nudges on sessions that solved their task).
+
+Grade: proof for identical calls that all failed (the identical rejected edit
+resubmitted: the protocol's own example of a loop); suspicion otherwise, because
+"nearly the same" is a similarity threshold, and healthy runs refine a search or edit
+sibling files with calls just as alike.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import PROOF, SUSPICION, Finding
 from ..step import Step
 from .base import Signal
 from .common import count_problem, span_description
@@ -87,9 +94,12 @@ class Echo(Signal):
         first = self._first or step
         may_stop = self._identical or self._failed
         alike = "the same" if self._identical else "nearly the same"
+        severity = self._count / self.params.turns
+        if not may_stop:
+            severity = min(severity, 0.99)  # the same operation on sibling targets: a warning at most
         return Finding(
             signal=self.name,
-            severity=self._count / self.params.turns,
+            severity=severity,
             key=first.index * 4 + (2 if self._identical else 0) + (1 if self._failed else 0),
             description=span_description(
                 f"{alike} {step.name} call got much the same result {self._count} times in a row", first.at, step.at
@@ -103,6 +113,7 @@ class Echo(Signal):
             index=step.index,
             can_stop=may_stop,
             can_block=may_stop,
+            grade=PROOF if self._identical and self._failed else SUSPICION,
             hint="the result is not changing in substance; change what you do, not just its wording, "
             "before trying again",
         )

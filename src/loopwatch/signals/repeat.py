@@ -6,6 +6,10 @@ changing result the same call is polling or waiting, and the streak restarts. On
 consecutive repeats count: validate, fix, validate, fix, validate is progress.
 
 Tools configured as pollers are not counted here (their repeats are the point).
+
+Grade: proof. The identical call getting the identical result, in a row, means the run
+learned nothing from the last try; a run making progress cannot produce it. It stops
+on its own, one round past its nudge.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import PROOF, Finding
 from ..step import Step
 from .base import Signal
 from .common import count_problem, span_description
@@ -22,10 +26,16 @@ __all__ = ["Repeat"]
 
 
 class Params(NamedTuple):
-    #: Copies in a row that make a loop. 3 is the protocol's own bar (a loop is
-    #: "3+ rounds without progress") and 20 of the 62 looping sessions in the labelled
-    #: corpus are of this kind; no `no` session has 3 identical calls with identical
-    #: results in a row (see BENCHMARKS.md).
+    #: Copies in a row that earn the nudge; the next one is blocked (attended) or
+    #: stopped (unattended). 3 is the protocol's own bar (a loop is "3+ rounds without
+    #: progress"), kept for live hooks, where the next rung is a block the model can
+    #: read. The built-in calibrations of recorded sources (`calibrations.py`) use 4, so
+    #: a stop falls on the 5th identical round, the protocol's bar for a stretch that is
+    #: a loop however it ends: at 3 two sessions that solved their task were stopped
+    #: after 4 identical rounds they then escaped (a rejected edit resubmitted 4 times, a
+    #: no-op `sed` re-run 4 times); every fold of `loopwatch evaluate --labels
+    #: ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds 5
+    #: --margin 0` chose 4 (BENCHMARKS.md).
     threshold: int = 3
 
     @property
@@ -39,6 +49,7 @@ class Params(NamedTuple):
 class Repeat(Signal):
     name = "repeat"
     Params = Params
+    grade = PROOF
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)

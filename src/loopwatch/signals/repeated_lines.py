@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import PROOF, SUSPICION, Finding
 from ..lines import Line
 from ..periodic import TailCycles
 from .base import Signal
@@ -130,6 +130,7 @@ class RepeatedLines(Signal):
             started_index=index,
             index=index,
             can_stop=proof,
+            grade=PROOF if proof else SUSPICION,  # what may stop is proof; the rest only warns and nudges
             can_block=False,
             hint="the output is repeating itself; stop retrying and look at why",
         )

@@ -7,6 +7,10 @@ that floor the window is inconclusive: one long tool call, or a few slow ones, i
 loop. Writing a file counts as something new.
 
 Memory is bounded: at most `memory` actions are remembered, the oldest forgotten first.
+
+Grade: suspicion. Each replay is exact, but they need not be in a row or in any order
+(re-reading the same files while thinking it over is not a loop): it nudges, and stops
+only when corroborated.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections import Counter, OrderedDict
 
 from typing import NamedTuple
 
-from ..finding import Finding
+from ..finding import SUSPICION, Finding
 from ..step import Step
 from .base import Signal
 from .common import span_description
@@ -53,6 +57,7 @@ class Params(NamedTuple):
 
 class Stagnation(Signal):
     name = "stagnation"
+    grade = SUSPICION
     Params = Params
 
     def __init__(self, params: Params) -> None:

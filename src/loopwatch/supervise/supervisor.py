@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from ..config import Config
-from ..events import Output
+from ..events import Attempt, Output
 from ..hosts import codex
 from ..monitor import Monitor
 from ..verdict import Action, Verdict
@@ -57,6 +57,11 @@ _HOOK_STOP = "loopwatch's hook in the agent ended it (terminal_reason hook_stopp
 # ... at most, once loopwatch has ended the run itself: a daemon (setsid) that keeps the
 # pipe open and prints for ever must not keep a run it ended going.
 _DRAIN_ENDED = 1.0
+# A stop decided on a Claude Code call before it ran (its tool_use in the stream) is
+# what loopwatch's own hook in the agent decides at that call too, and the hook ends the
+# run cleanly (no further model turn, exit 0, `hook_stopped`), where a SIGTERM would race
+# it. So `run` waits this long for the agent to end itself, then ends it (no hook there).
+_HOOK_GRACE = 3.0
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class Supervisor:
         self._signals: list[int] = []
         self._ended_by: str | None = None
         self._stop: Verdict | None = None
+        self._stop_due: float | None = None  # a stop left to the agent's hook until then
         self._t0 = 0.0
         self._last_output = 0.0
 
@@ -157,7 +163,9 @@ class Supervisor:
                 self.monitor.observe(event)
             for event in self.transcript.finish():
                 self._judge(child, event, self.clock())
-            if self._ended_by is None and self.source.stopped_by_hook():
+            if self._ended_by is None and self._stop_due is not None:
+                self._ended_by = "loop"  # it ended while the stop was left to its hook
+            if (self._ended_by is None or self._stop_due is not None) and self.source.stopped_by_hook():
                 # Claude Code ended itself at loopwatch's hook's stop: a loop stop, not a
                 # success, whatever its own exit status says.
                 self._ended_by = "loop"
@@ -181,7 +189,7 @@ class Supervisor:
             ended_by=self._ended_by or "exit",
             returncode=child.returncode,
             events_format=self.source.format or "lines",
-            monitor=self.transcript_monitor or self.monitor,
+            monitor=self._deciding_monitor(),
             limits=self.limits.as_dict(),
             stop=self._stop,
             signals_sent=child.signals_sent,
@@ -189,6 +197,15 @@ class Supervisor:
             output_bytes=dict(self._pump.counts),
             evidence=self._evidence(),
         )
+
+    def _deciding_monitor(self) -> Monitor:
+        """The monitor the record reports: the one that stopped the run (the stream on
+        stdout and the transcript may both be judged, and either may stop first), else
+        the transcript's when one was followed, else the console's."""
+        for monitor in (self.transcript_monitor, self.monitor):
+            if monitor is not None and monitor.stop is not None:
+                return monitor
+        return self.transcript_monitor or self.monitor
 
     def say(self, text: str) -> None:
         """One line of ours on stderr, `loopwatch: ` first, always at a line start."""
@@ -213,11 +230,13 @@ class Supervisor:
             now = self.clock()
             self._take_signals(child, now)
             self._check_limits(child, now)
+            if self._stop_due is not None and now >= self._stop_due and self._ended_by is None:
+                self._end(child, now, "loop")  # the agent did not end itself: no hook in it
             last_output = self._last_output
             child.tick(now)
             if self.transcript.due(now) and self._read_transcript(child, now):
                 self._last_output = last_output = now  # the agent is at work: it is writing its transcript
-            deadlines = [now + _TICK, child.deadline(), self.transcript.deadline()]
+            deadlines = [now + _TICK, child.deadline(), self.transcript.deadline(), self._stop_due]
             if self._ended_by is None:
                 if self.limits.max_runtime is not None:
                     deadlines.append(t0 + self.limits.max_runtime)
@@ -246,7 +265,8 @@ class Supervisor:
             if verdict.action.rank > Action.WARN.rank and type(event) is Output and self.transcript.wanted:
                 self._unheeded(verdict)  # the console's lines, while there is a transcript
             else:
-                self._act(child, verdict, at)
+                hook_first = type(event) is Attempt and self.source.format == "claude-stream"
+                self._act(child, verdict, at, hook_first)
 
     def _read_transcript(self, child: ChildGroup, now: float) -> bool:
         """Judge what the agent added to its transcript; True if it added anything."""
@@ -262,7 +282,13 @@ class Supervisor:
         """One event from the transcript, to the monitor that may end the run."""
         if self.transcript_monitor is None:
             self.transcript_monitor = Monitor(self.config, on_warning=self._warned)
-        self._act(child, self.transcript_monitor.observe(event), at)
+        verdict = self.transcript_monitor.observe(event)
+        if type(event) is Attempt:
+            # A transcript holds an Attempt only for a call loopwatch's own hook refused
+            # (the readers' rule): that hook is ending the run itself, cleanly, with no
+            # model turn after it; a SIGTERM from here would only race it.
+            return
+        self._act(child, verdict, at)
 
     def _unheeded(self, verdict: Verdict) -> None:
         """A loop seen in the console's lines while the agent's transcript is the
@@ -273,17 +299,20 @@ class Supervisor:
             whose = "the transcript shows the tool calls" if self.transcript.following else "waiting for the agent's transcript"
             self.say(f"warning (console only; {whose}): {verdict.description}")
 
-    def _act(self, child: ChildGroup, verdict: Verdict, at: float) -> None:
+    def _act(self, child: ChildGroup, verdict: Verdict, at: float, hook_first: bool = False) -> None:
         if verdict.action is Action.ALLOW or verdict.action is Action.WARN:
             return  # warnings were printed by the monitor's callback
         if verdict.action is Action.STOP:
             # Also when the child has exited and the loop is in what is still read
             # from its pipes (its last output, or a process that escaped its group):
             # a run whose monitor stopped ends as stopped, and its record says so.
-            if self._ended_by is None:
+            if self._ended_by is None and self._stop_due is None:
                 self._stop = verdict
                 self.say(f"stopping the run: {verdict.description}")
-                self._end(child, at, "loop")
+                if hook_first and child.returncode is None:
+                    self._stop_due = at + _HOOK_GRACE
+                else:
+                    self._end(child, at, "loop")
         else:  # a nudge or a block: no way to reach the model, tell the person
             self.say(f"{verdict.action.value} (not delivered, no hook into the agent): {verdict.description}")
 

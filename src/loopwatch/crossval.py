@@ -1,0 +1,269 @@
+"""Cross-validation: thresholds chosen on some sessions, measured on others.
+
+A threshold chosen as "the most aggressive value with no false stop" on a sample fits
+the sample; measured on the sessions it was chosen on, it looks better than it is. Here
+the sessions are split into K folds (stratified by label and outcome, shuffled with a
+seed); for each fold a setting is chosen on the other K-1 and scored on the one left
+out, and the out-of-fold figures are those scores put together. Intervals come from a
+bootstrap over sessions (resampled with replacement, seeded).
+
+The choice (`choose`), on the sessions it may see:
+1. no stop on a session that solved its task (the worst outcome), or, when every
+   setting of the grid makes some such stop, no more than the fewest any setting makes
+   (the floor, reported); with `margin` 1, every setting one step more aggressive on
+   any single axis must keep to that too (the shipped value is one step back from the
+   edge the sample shows, not on it);
+2. then the most loops caught, less `FALSE_STOP_COST` per false stop (on a healthy
+   session, or before a loop's onset): a false stop on a session that failed anyway
+   ended no successful work, but it must buy 5 loops to be accepted;
+3. then the shortest median delay, the fewest nudges on successful sessions, the most
+   failed sessions stopped (what outcomes alone can say), and the more conservative
+   setting (the grid's order).
+
+Deterministic for a seed. This module knows nothing of the command line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .config import Config
+from .evaluation import Case, Replayed, Score, harm, score, with_param
+
+__all__ = ["GRID", "Candidate", "assign_folds", "bootstrap", "candidates", "choose", "cross_validate", "figures"]
+
+#: The axes tuned, each from its most conservative value to its most aggressive. The
+#: thresholds that decide stops (repeat and same_error) and the evidence rule; the
+#: others keep their documented defaults (they catch few loops alone: BENCHMARKS.md).
+GRID: dict[str, list[Any]] = {
+    "signals.repeat.threshold": [4, 3],
+    "signals.same_error.threshold": [8, 7, 6, 5, 4],
+    "evidence.confirm": [0, 4, 3, 2, 1],
+    "evidence.second_signal": [False, True],
+}
+
+
+class Candidate:
+    """One point of the grid: `values` (dotted key -> value), `position` (index on
+    each axis) and the `config` it makes."""
+
+    __slots__ = ("config", "position", "values")
+
+    def __init__(self, values: dict[str, Any], position: tuple[int, ...], config: Config) -> None:
+        self.values, self.position, self.config = values, position, config
+
+    def label(self) -> str:
+        return ", ".join(f"{k}={_toml(v)}" for k, v in self.values.items())
+
+
+def apply(config: Config, values: dict[str, Any]) -> Config:
+    """`config` with dotted keys set (`signals.same_error.threshold`, `evidence.confirm`)."""
+    for key, value in values.items():
+        parts = key.split(".")
+        if parts[0] == "signals" and len(parts) == 3:
+            config = with_param(config, parts[1], parts[2], value)
+        elif parts[0] == "evidence" and len(parts) == 2:
+            config = config._replace(**{parts[1]: value})
+        else:
+            raise ValueError(f"not a tunable key: {key}")
+    return config
+
+
+def candidates(base: Config, grid: dict[str, list[Any]] | None = None) -> list[Candidate]:
+    """Every point of the grid, applied to `base` with its calibration switched off
+    (the candidate is replayed exactly as given)."""
+    grid = GRID if grid is None else grid
+    axes = list(grid)
+    base = base._replace(calibration="none")
+    out = []
+    for position in itertools.product(*(range(len(grid[a])) for a in axes)):
+        values = {a: grid[a][i] for a, i in zip(axes, position)}
+        out.append(Candidate(values, position, apply(base, values)))
+    return out
+
+
+def assign_folds(cases: Sequence[Case], k: int, seed: int) -> list[int]:
+    """A fold (0..k-1) per case: stratified by (label, outcome) so each fold gets its
+    share of loops and of successes, shuffled with `seed`."""
+    rng = random.Random(seed)
+    strata: dict[tuple, list[int]] = {}
+    for i, case in enumerate(cases):
+        strata.setdefault((case.label.label if case.label else "", case.resolved), []).append(i)
+    folds = [0] * len(cases)
+    offset = 0
+    for key in sorted(strata, key=repr):
+        members = strata[key]
+        rng.shuffle(members)
+        for j, i in enumerate(members):
+            folds[i] = (offset + j) % k
+        offset += len(members)
+    return folds
+
+
+class _Row:
+    """One case's verdicts under every candidate, reduced to what the choice needs."""
+
+    __slots__ = ("case", "nudges", "steps", "stops")
+
+    def __init__(self, replayed: Replayed) -> None:
+        self.case = replayed.case
+        self.steps = replayed.steps
+        self.stops = [r[0] for r in replayed.results]
+        self.nudges = [r[2] for r in replayed.results]
+
+
+def _harmful(row: _Row, c: int) -> bool:
+    """A stop on a session that solved its task: the worst outcome."""
+    return row.stops[c] is not None and row.case.resolved is True
+
+
+def _false(row: _Row, c: int) -> bool:
+    """A stop the labels call false: on a healthy (`no`) session or before a loop's
+    onset (on a session that did not succeed: those are `_harmful` already)."""
+    stop, case = row.stops[c], row.case
+    if stop is None or case.resolved is True or case.label is None:
+        return False
+    label = case.label
+    return label.label == "no" or (label.label == "yes" and label.onset is not None and stop < label.onset)
+
+
+def _unsafe(row: _Row, c: int) -> bool:
+    return _harmful(row, c) or _false(row, c)
+
+
+#: Loops a false stop (on a healthy session, or before the onset, on a session that
+#: did not succeed) must buy to be accepted: 5, the protocol's count of rounds for a
+#: stretch that is a loop however it ends. A stop on a session that succeeded is never
+#: traded: it is held at the least any setting of the grid makes.
+FALSE_STOP_COST = 5
+
+
+def _merit(rows: Sequence[_Row], c: int) -> tuple:
+    caught = 0
+    delays = []
+    nudged = 0
+    failed_stopped = 0
+    false = 0
+    for row in rows:
+        case, stop = row.case, row.stops[c]
+        label = case.label
+        if label is not None and label.label == "yes" and stop is not None and label.onset is not None and stop >= label.onset:
+            caught += 1
+            delays.append(stop - label.onset)
+        if case.resolved is True and (stop is not None or row.nudges[c] is not None):
+            nudged += 1
+        if case.resolved is False and stop is not None:
+            failed_stopped += 1
+        false += _false(row, c)
+    delay = statistics.median(delays) if delays else 0.0
+    return (caught - FALSE_STOP_COST * false, -delay, -nudged, failed_stopped)
+
+
+def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) -> int:
+    """The index of the candidate chosen on `rows` (see the module docstring)."""
+    harmful = [sum(1 for row in rows if _harmful(row, c)) for c in range(len(cands))]
+    floor = min(harmful, default=0)  # what no setting of the grid avoids (0 when one is safe)
+    where = {cand.position: c for c, cand in enumerate(cands)}
+    best: tuple | None = None
+    chosen = 0
+    for c, cand in enumerate(cands):
+        if harmful[c] > floor:
+            continue
+        if margin:
+            neighbours = [
+                where.get(cand.position[:a] + (cand.position[a] + step,) + cand.position[a + 1:])
+                for a in range(len(cand.position)) for step in range(1, margin + 1)
+            ]
+            if any(n is not None and harmful[n] > floor for n in neighbours):
+                continue
+        merit = _merit(rows, c)
+        if best is None or merit > best:
+            best, chosen = merit, c
+    return chosen
+
+
+def figures(items: Iterable[tuple[Case, int, int | None, int | None]]) -> dict[str, Any]:
+    """Label and outcome figures for (case, steps, stop, nudge) records."""
+    items = list(items)
+    labelled = [(case.label, stop) for case, _, stop, _ in items if case.label is not None]
+    nudged = [(case.label, nudge if nudge is not None else stop) for case, _, stop, nudge in items if case.label is not None]
+    stops: Score = score(labelled)
+    return {"stop": stops.as_dict(), "nudge": score(nudged).as_dict(), "outcomes": harm(items).as_dict()}
+
+
+def _summary(items: list[tuple[Case, int, int | None, int | None]]) -> dict[str, float]:
+    f = figures(items)
+    stop, out = f["stop"], f["outcomes"]
+    return {
+        "recall": stop["recall"],
+        "median_delay": stop["median_delay"] if stop["median_delay"] is not None else float("nan"),
+        "early_stops_on_yes": stop["early_stops_on_yes"],
+        "false_stops_on_no": stop["false_stops_on_no"],
+        "stops_on_succeeded": out["stops_on_succeeded"],
+        "nudges_on_succeeded_rate": out["nudges_on_succeeded_rate"],
+        "stops_on_failed": out["stops_on_failed"],
+    }
+
+
+def bootstrap(items: list[tuple[Case, int, int | None, int | None]], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
+    """95% percentile intervals of the summary figures, resampling sessions."""
+    rng = random.Random(seed)
+    draws: dict[str, list[float]] = {}
+    size = len(items)
+    if not size:
+        return {}
+    for _ in range(n):
+        sample = [items[rng.randrange(size)] for _ in range(size)]
+        for key, value in _summary(sample).items():
+            draws.setdefault(key, []).append(value)
+    out = {}
+    for key, values in draws.items():
+        values = sorted(v for v in values if not math.isnan(v))  # NaN: no caught loop in that draw
+        if values:
+            out[key] = [values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]]
+    return out
+
+
+def cross_validate(replayed: Sequence[Replayed], cands: Sequence[Candidate], k: int = 5, seed: int = 0,
+                   margin: int = 1, resamples: int = 1000) -> dict[str, Any]:
+    """Choose on K-1 folds, score on the one left out; figures out of fold with
+    bootstrap intervals, each fold's choice, and the choice on every session."""
+    rows = [_Row(r) for r in replayed if r.error is None]
+    if k < 2:
+        raise ValueError("folds: at least 2")
+    if len(rows) < k:
+        raise ValueError(f"folds: {k} folds need at least {k} readable sessions, got {len(rows)}")
+    fold_of = assign_folds([r.case for r in rows], k, seed)
+    out_of_fold: list[tuple[Case, int, int | None, int | None]] = []
+    chosen = []
+    for fold in range(k):
+        train = [row for row, f in zip(rows, fold_of) if f != fold]
+        c = choose(train, cands, margin)
+        chosen.append({"fold": fold, "sessions": sum(1 for f in fold_of if f == fold), "chosen": cands[c].values})
+        for row, f in zip(rows, fold_of):
+            if f == fold:
+                out_of_fold.append((row.case, row.steps, row.stops[c], row.nudges[c]))
+    final = choose(rows, cands, margin)
+    return {
+        "folds": k,
+        "seed": seed,
+        "margin": margin,
+        "sessions": len(rows),
+        "candidates": len(cands),
+        "out_of_fold": figures(out_of_fold),
+        "intervals": bootstrap(out_of_fold, resamples, seed),
+        "per_fold": chosen,
+        "chosen": cands[final].values,
+        "in_sample": figures((row.case, row.steps, row.stops[final], row.nudges[final]) for row in rows),
+    }
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,337 @@
+"""Outcomes as a measure: reading them, matching sessions, harm, folds, calibrations."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from loopwatch.config import Config, load_config
+from loopwatch.crossval import (
+    Candidate,
+    _Row,
+    assign_folds,
+    bootstrap,
+    choose,
+    cross_validate,
+)
+from loopwatch.evaluation import Case, Label, Replayed, harm
+from loopwatch.outcomes import OutcomeError, load_outcomes, parse_resolved
+
+HERE = os.path.dirname(__file__)
+SRC = os.path.join(HERE, "..", "src")
+CORPUS = os.path.join(HERE, "..", "..", "shared", "corpus")
+needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "MANIFEST.tsv")), reason="shared corpus absent")
+
+
+def run(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC)}
+    env.pop("LOOPWATCH_MODE", None)
+    return subprocess.run([sys.executable, "-m", "loopwatch", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=600, check=False)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("yes", True), ("no", False), ("no_empty_patch", False), ("no (reward 0.0)", False), ("unknown", None),
+    ("", None), (True, True), (0, False), ("resolved", True),
+])
+def test_resolved_values(value, expected):
+    assert parse_resolved(value) is expected
+
+
+@needs_corpus
+def test_the_manifest_matches_every_file_by_path_relative_to_it():
+    outcomes = load_outcomes([os.path.join(CORPUS, "MANIFEST.tsv")])
+    with open(os.path.join(CORPUS, "MANIFEST.tsv"), newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    for row in rows:
+        got = outcomes.lookup(os.path.join(CORPUS, row["local_path"]))
+        assert got is parse_resolved(row["resolved"]), row["local_path"]
+    assert sum(1 for r in rows if r["resolved"] == "yes") == sum(1 for p in outcomes.paths() if outcomes.lookup(p))
+
+
+@needs_corpus
+def test_terminal_bench_trial_results_apply_to_their_folder():
+    folder = os.path.join(CORPUS, "tb1-console-log")
+    outcomes = load_outcomes([folder])
+    with open(os.path.join(CORPUS, "MANIFEST.tsv"), newline="") as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["local_path"].startswith("tb1-console-log/")]
+    assert rows
+    for row in rows:
+        trial = os.path.join(CORPUS, os.path.dirname(row["local_path"]))
+        with open(os.path.join(trial, "results.json")) as fh:
+            expected = json.load(fh)["is_resolved"]
+        assert outcomes.lookup(os.path.join(CORPUS, row["local_path"])) is parse_resolved(expected)
+
+
+def test_swe_bench_results_are_scoped_to_their_run(tmp_path):
+    # two runs share instance ids; each run's results name only its own sessions
+    for run_name, resolved in (("run-a", ["django__django-1"]), ("run-b", [])):
+        (tmp_path / run_name / "trajs").mkdir(parents=True)
+        (tmp_path / run_name / "trajs" / "django__django-1.traj").write_text("{}")
+        (tmp_path / run_name / "results.json").write_text(json.dumps(
+            {"resolved": resolved, "unresolved_ids": [] if resolved else ["django__django-1"], "empty_patch_ids": []}))
+    outcomes = load_outcomes([str(tmp_path / "run-a" / "results.json"), str(tmp_path / "run-b" / "results.json")])
+    assert outcomes.lookup(str(tmp_path / "run-a" / "trajs" / "django__django-1.traj")) is True
+    assert outcomes.lookup(str(tmp_path / "run-b" / "trajs" / "django__django-1.traj")) is False
+    assert outcomes.lookup(str(tmp_path / "elsewhere" / "django__django-1.traj")) is None
+
+
+def test_json_and_tsv_of_session_to_resolved(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "task-7.traj.json").write_text("{}")
+    (tmp_path / "map.json").write_text(json.dumps({"task-7": True, "task-8": "no"}))
+    (tmp_path / "map.tsv").write_text("session\tresolved\ntask-7\tno\n")
+    (tmp_path / "list.json").write_text(json.dumps([{"instance_id": "task-7", "is_resolved": True}]))
+    assert load_outcomes([str(tmp_path / "map.json")]).lookup(str(tmp_path / "a" / "task-7.traj.json")) is True
+    assert load_outcomes([str(tmp_path / "map.tsv")]).lookup(str(tmp_path / "a" / "task-7.traj.json")) is False
+    assert load_outcomes([str(tmp_path / "list.json")]).lookup(str(tmp_path / "a" / "task-7.traj.json")) is True
+
+
+@pytest.mark.parametrize("text, message", [
+    ("path\tlabel\nx\tyes\n", "no resolved column"),
+    ("resolved\tnotes\nyes\tx\n", "no column naming the session"),
+    ("{not json", "not valid JSON"),
+    ('{"unrelated": {"a": 1}}', "no session outcome"),
+])
+def test_bad_outcome_files_say_why(tmp_path, text, message):
+    path = tmp_path / "outcomes.txt"
+    path.write_text(text)
+    with pytest.raises(OutcomeError, match=message):
+        load_outcomes([str(path)])
+
+
+def _case(label: str | None, resolved: bool | None, onset: int | None = None, name: str = "s") -> Case:
+    return Case(name, Label(name, label, onset, onset + 5 if onset else None) if label else None, resolved)
+
+
+def test_harm_counts_stops_and_nudges_on_sessions_that_succeeded():
+    items = [
+        (_case(None, True), 30, 12, 10),  # stopped while succeeding
+        (_case(None, True), 30, None, 8),  # nudged only
+        (_case(None, True), 30, None, None),
+        (_case(None, False), 40, 10, 9),  # a failed run stopped at 10: 30 steps saved
+        (_case(None, None), 40, 5, 5),  # unknown outcome: left out
+    ]
+    h = harm(items)
+    assert (h.succeeded, h.stopped, h.nudged, h.failed, h.failed_stopped, h.saved_steps) == (3, 1, 2, 1, 1, 30)
+
+
+def _replayed(case: Case, stops: list[int | None]) -> Replayed:
+    return Replayed(case, None, 50, "x", [(s, "sig" if s else None, s, "sig" if s else None) for s in stops])
+
+
+def _cands(n: int) -> list[Candidate]:
+    return [Candidate({"signals.x.threshold": n - i}, (i,), None) for i in range(n)]  # type: ignore[arg-type]
+
+
+def test_the_choice_never_stops_a_successful_session_and_keeps_a_margin():
+    # candidate 0 most conservative, 3 most aggressive; 3 stops a success, so with a
+    # margin of one step the choice is 1 (2's neighbour 3 is unsafe), without it 2
+    loop = _case("yes", None, onset=10, name="loop")
+    won = _case(None, True, name="won")
+    rows = [_Row(_replayed(loop, [None, 20, 15, 12])), _Row(_replayed(won, [None, None, None, 30]))]
+    assert choose(rows, _cands(4), margin=0) == 2
+    assert choose(rows, _cands(4), margin=1) == 1
+
+
+def test_a_stop_before_onset_is_unsafe():
+    loop = _case("yes", None, onset=10, name="loop")
+    rows = [_Row(_replayed(loop, [None, 12, 8]))]
+    assert choose(rows, _cands(3), margin=0) == 1
+
+
+def test_folds_are_stratified_and_deterministic():
+    cases = [_case("yes", False, 3, f"l{i}") for i in range(10)] + [_case(None, True, name=f"w{i}") for i in range(20)]
+    folds = assign_folds(cases, 5, seed=7)
+    assert folds == assign_folds(cases, 5, seed=7)
+    assert folds != assign_folds(cases, 5, seed=8)
+    for fold in range(5):
+        assert sum(1 for c, f in zip(cases, folds) if f == fold and c.label) == 2
+        assert sum(1 for c, f in zip(cases, folds) if f == fold and not c.label) == 4
+
+
+def test_cross_validation_scores_each_fold_on_a_choice_made_without_it():
+    # one success that only the most aggressive setting stops: whichever fold holds it,
+    # the other folds cannot see it, so out of fold it IS stopped (an honest miss)
+    loops = [_case("yes", None, 10, f"l{i}") for i in range(8)]
+    rows = [_replayed(c, [None, 14, 12]) for c in loops]
+    rows.append(_replayed(_case(None, True, name="won"), [None, None, 40]))
+    rows += [_replayed(_case(None, True, name=f"ok{i}"), [None, None, None]) for i in range(7)]
+    report = cross_validate(rows, _cands(3), k=4, seed=0, margin=0, resamples=50)
+    assert report["out_of_fold"]["outcomes"]["stops_on_succeeded"] == 1
+    assert report["in_sample"]["outcomes"]["stops_on_succeeded"] == 0
+    assert report["chosen"] == {"signals.x.threshold": 2}
+    again = cross_validate(rows, _cands(3), k=4, seed=0, margin=0, resamples=50)
+    assert again["intervals"] == report["intervals"]
+
+
+def test_bootstrap_intervals_contain_the_estimate():
+    items = [(_case("yes", None, 10, f"l{i}"), 50, 12 if i % 2 else None, None) for i in range(40)]
+    iv = bootstrap(items, 200, seed=1)
+    low, high = iv["recall"]
+    assert low <= 0.5 <= high and low < high
+
+
+# -- the command line -----------------------------------------------------------------
+
+
+def _runs(tmp_path) -> str:
+    """Two sessions in the events format with a results file: one loops and failed,
+    one works and succeeded."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    loop = [{"type": "tool", "name": "Bash", "input": {"command": "pytest -x"}, "result": "1 failed", "error": True}] * 12
+    work = [{"type": "tool", "name": "Bash", "input": {"command": f"cat f{i}.py"}, "result": f"body {chr(97 + i)}"} for i in range(12)]
+    for name, events in (("loop", loop), ("work", work)):
+        (runs / f"{name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (runs / "results.json").write_text(json.dumps({"resolved": ["work"], "unresolved_ids": ["loop"]}))
+    return str(runs)
+
+
+def test_evaluate_with_outcomes_alone(tmp_path):
+    runs = _runs(tmp_path)
+    result = run("evaluate", runs, "--outcomes", os.path.join(runs, "results.json"), "--json", "--jobs", "1")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    outcomes = report["detectors"]["all"]["outcomes"]
+    assert (outcomes["succeeded"], outcomes["failed"]) == (1, 1)
+    assert outcomes["stops_on_succeeded"] == 0 and outcomes["stops_on_failed"] == 1
+    assert outcomes["failed_steps_saved"] > 0.5
+
+
+def test_evaluate_needs_labels_or_outcomes(tmp_path):
+    result = run("evaluate", _runs(tmp_path))
+    assert result.returncode == 2 and "--outcomes" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_evaluate_refuses_a_bad_outcomes_file_in_one_line(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a\tb\n1\t2\n")
+    result = run("evaluate", "--outcomes", str(bad))
+    assert result.returncode == 2 and "no resolved column" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_calibrate_writes_a_calibration_the_config_loads(tmp_path):
+    runs = _runs(tmp_path)
+    out = tmp_path / "calibration.toml"
+    result = run("calibrate", runs, "--outcomes", os.path.join(runs, "results.json"), "--folds", "2",
+                 "--resamples", "20", "--write", str(out), "--jobs", "1")
+    assert result.returncode == 0, result.stderr
+    assert oct(out.stat().st_mode & 0o777) == "0o600"
+    text = out.read_text()
+    assert "Out of fold" in text and "[evidence]" in text
+    config = load_config(str(out), env={})
+    assert "evidence.confirm" in config.given
+    # a key the calibration sets is not overridden by a built-in one
+    assert config.for_source("swe-agent").confirm == config.confirm
+
+
+def test_calibrate_write_needs_folds(tmp_path):
+    result = run("calibrate", _runs(tmp_path), "--write", str(tmp_path / "c.toml"))
+    assert result.returncode == 2 and "--folds" in result.stderr
+
+
+@needs_corpus
+def test_evaluate_folds_is_deterministic_and_reports_out_of_fold(tmp_path):
+    # a small slice of the corpus: the mini-swe-agent sessions' outcomes, 3 folds
+    manifest = tmp_path / "MANIFEST.tsv"
+    with open(os.path.join(CORPUS, "MANIFEST.tsv"), newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    keep = [r for r in rows if r["local_path"].startswith("tb1-console-log/") and r["resolved"] in ("yes", "no")][:9]
+    # paths in an outcomes TSV are relative to it: here, absolute
+    manifest.write_text("local_path\tresolved\n" + "".join(
+        f"{os.path.join(CORPUS, r['local_path'])}\t{r['resolved']}\n" for r in keep))
+    args = ("evaluate", "--outcomes", str(manifest), "--corpus", CORPUS, "--folds", "3", "--resamples", "30", "--json")
+    first, second = run(*args), run(*args)
+    assert first.returncode == 0, first.stderr
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    assert a["out_of_fold"] == b["out_of_fold"] and a["per_fold"] == b["per_fold"]
+    assert len(a["per_fold"]) == 3 and a["sessions"] == len(keep)
+
+
+def test_a_calibrated_config_is_applied_by_source():
+    from loopwatch.calibrations import CALIBRATIONS
+
+    for source, profile in CALIBRATIONS.items():
+        config = Config.make(env={}).for_source(source)
+        assert config.calibrated == source
+        for signal, values in profile.get("signals", {}).items():
+            for key, value in values.items():
+                assert getattr(config.signals[signal], key) == value
+
+
+@needs_corpus
+def test_mini_swe_agent_actions_are_read_as_the_harness_reads_them():
+    # An assistant message quoting an unlabelled code block in its thought before its one
+    # ```bash block: the harness ran the bash block (the next message has its
+    # returncode), so it is a tool call; before, 12% of this run's steps were lost.
+    from loopwatch.events import ToolCall
+    from loopwatch.readers import read
+
+    path = os.path.join(CORPUS, "mini-swe-agent-traj-json/swebv-gemini-3-pro/sphinx-doc__sphinx-9320.traj.json")
+    session = next(iter(read(path)))
+    calls = [e for e in session.events if isinstance(e, ToolCall)]
+    step_of = session.meta["step_of"]
+    steps = {step_of[c.source_ref]: c.input["command"] for c in calls}
+    assert steps[24] == "sed -i 's/timeout=2/timeout=5/' test_valid_path.py"
+    with open(path) as fh:
+        messages = json.load(fh)["messages"]
+    # every reply of the harness that is not a format correction answers an action
+    answered = sum(1 for i, m in enumerate(messages[:-1]) if m["role"] == "assistant" and messages[i + 1]["role"] == "user"
+                   and not messages[i + 1]["content"].startswith("Please always provide EXACTLY ONE action"))
+    assert len(calls) == answered
+
+
+@needs_corpus
+def test_sessions_that_recover_from_format_corrections_are_not_stopped():
+    # the gemini-3-pro sessions that drew 3 or more format corrections in a row and then
+    # solved their task: the shipped configuration (with its calibration) lets them be
+    from loopwatch.evaluation import _load, first_interventions
+
+    outcomes = load_outcomes([os.path.join(CORPUS, "MANIFEST.tsv")])
+    folder = os.path.join(CORPUS, "mini-swe-agent-traj-json", "swebv-gemini-3-pro")
+    checked = 0
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if outcomes.lookup(path) is not True:
+            continue
+        events, step_of, source = _load(path, CORPUS)
+        row = best = 0
+        for e in events:
+            kind = type(e).__name__
+            if kind == "Correction":
+                row += 1
+                best = max(best, row)
+            elif kind == "ToolCall":
+                row = 0
+        if best < 3:
+            continue
+        checked += 1
+        stop = first_interventions(events, Config.make(env={}).for_source(source), step_of)[0]
+        assert stop is None, name
+    assert checked >= 3
+
+
+def test_one_signal_alone_stays_alone_under_a_calibration():
+    from loopwatch.evaluation import only
+
+    alone = only(Config.make(env={}), "repeat").for_source("swe-agent")
+    assert alone.signals["same_error"].threshold == 0 and alone.signals["repeat"].threshold == 4
+
+
+def test_a_false_stop_must_buy_five_loops():
+    # setting 2 catches one more loop but stops a healthy session that failed: not
+    # worth it; setting 3 catches six more for one false stop: worth it
+    loops = [_case("yes", False, 10, f"l{i}") for i in range(7)]
+    healthy = _case("no", False, name="h")
+    rows = [_Row(_replayed(loops[0], [None, 12, 12, 12]))]
+    rows.append(_Row(_replayed(loops[1], [None, None, 12, 12])))
+    rows += [_Row(_replayed(c, [None, None, None, 12])) for c in loops[2:]]
+    rows.append(_Row(_replayed(healthy, [None, None, 20, 20])))
+    assert choose(rows, _cands(4), margin=0) == 3
+    assert choose(rows[:2] + rows[-1:], _cands(4), margin=0) == 1
