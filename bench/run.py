@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from loopwatch import Monitor, Output  # noqa: E402
 from loopwatch.supervise.group import ChildGroup  # noqa: E402
-from loopwatch.supervise.pty import Terminal
+from loopwatch.supervise.pty import Terminal  # noqa: E402
 from loopwatch.supervise.pump import Pump  # noqa: E402
 
 WORDS = ("build test parser module request token update import error value config cache "

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from ..evaluation import SWEEP, SWITCH, load_labels, only, replay_many, score, with_param
+from ..evaluation import SWEEP, SWITCH, only, replay_many, score, with_param
 from ..replay import replay_files
 from ._common import config_options, make_config, progress_bar
-from .evaluate import cross_validated, fold_options, load_inputs, print_folds
+from .evaluate import cross_validated, fold_options, labels_or_usage, load_inputs, outcomes_or_usage, print_folds
 from .paths import expand
 
 if TYPE_CHECKING:
@@ -109,23 +109,12 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tu
         raise click.UsageError(f"--windows: expected whole numbers separated by commas, got {windows!r}") from None
     if any(w < 2 for w in sizes):
         raise click.UsageError("--windows: each window must be at least 2 calls")
-    labels = None
+    labels = labels_or_usage(labels_path)
     if labels_path:
-        try:
-            labels = load_labels(labels_path)
-        except (OSError, ValueError) as exc:
-            raise click.UsageError(str(exc)) from None
         corpus = corpus or os.path.dirname(os.path.abspath(labels_path))
     if not paths and labels is None:
         raise click.UsageError("give files or folders to calibrate on, or --labels")
-    outcomes = None
-    if outcome_paths:
-        from ..outcomes import load_outcomes
-
-        try:
-            outcomes = load_outcomes(outcome_paths)
-        except (OSError, ValueError) as exc:
-            raise click.UsageError(f"--outcomes: {exc}") from None
+    outcomes = outcomes_or_usage(outcome_paths)
     if profile_out is not None and os.path.exists(profile_out):
         raise click.UsageError(f"--write-profile: {profile_out} exists; remove it or name another file")
     if paths:

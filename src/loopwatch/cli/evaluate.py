@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -14,30 +14,44 @@ import orjson
 from ..evaluation import Case, harm, load_labels, make_cases, only, replay_cases, score
 from ._common import config_options, make_config, progress_bar
 
+if TYPE_CHECKING:
+    from ..outcomes import Outcomes
+
 __all__ = ["evaluate", "load_inputs"]
+
+
+def labels_or_usage(path: str | None) -> list | None:
+    """The labels file read, or a one-line usage error."""
+    if not path:
+        return None
+    try:
+        return load_labels(path)
+    except (OSError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def outcomes_or_usage(paths: tuple[str, ...]) -> Outcomes | None:
+    """The outcomes files read, or a one-line usage error."""
+    from ..outcomes import load_outcomes
+
+    if not paths:
+        return None
+    try:
+        return load_outcomes(paths)
+    except (OSError, ValueError) as exc:
+        raise click.UsageError(f"--outcomes: {exc}") from None
 
 
 def load_inputs(labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None,
                 paths: tuple[str, ...]) -> tuple[list[Case], str]:
     """The cases to measure and the folder their paths are relative to; a clear
     usage error for a bad labels or outcomes file."""
-    from ..outcomes import OutcomeError, load_outcomes
     from .paths import expand
 
     if not labels_path and not outcome_paths:
         raise click.UsageError("give --labels, --outcomes, or both (outcomes alone measure harm and savings)")
-    labels = None
-    if labels_path:
-        try:
-            labels = load_labels(labels_path)
-        except (OSError, ValueError) as exc:
-            raise click.UsageError(str(exc)) from None
-    outcomes = None
-    if outcome_paths:
-        try:
-            outcomes = load_outcomes(outcome_paths)
-        except OutcomeError as exc:
-            raise click.UsageError(str(exc)) from None
+    labels = labels_or_usage(labels_path)
+    outcomes = outcomes_or_usage(outcome_paths)
     if corpus is None:
         anchor = labels_path or outcome_paths[0]
         corpus = anchor if os.path.isdir(anchor) else os.path.dirname(os.path.abspath(anchor))
