@@ -203,8 +203,8 @@ class Supervisor:
         stdout and the transcript may both be judged, and either may stop first), else
         the transcript's when one was followed, else the console's."""
         for monitor in (self.transcript_monitor, self.monitor):
-            if monitor is not None and monitor.stop is not None:
-                return monitor
+            if monitor is not None and self._stop is not None and monitor.stop == self._stop._replace(message=None):
+                return monitor  # (a console's stop passed over for a transcript is not it)
         return self.transcript_monitor or self.monitor
 
     def say(self, text: str) -> None:
@@ -283,12 +283,9 @@ class Supervisor:
         if self.transcript_monitor is None:
             self.transcript_monitor = Monitor(self.config, on_warning=self._warned)
         verdict = self.transcript_monitor.observe(event)
-        if type(event) is Attempt:
-            # A transcript holds an Attempt only for a call loopwatch's own hook refused
-            # (the readers' rule): that hook is ending the run itself, cleanly, with no
-            # model turn after it; a SIGTERM from here would only race it.
-            return
-        self._act(child, verdict, at)
+        # A transcript holds an Attempt only for a call loopwatch's own hook refused (the
+        # readers' rule): that hook is ending the run itself, so it is given a moment.
+        self._act(child, verdict, at, hook_first=type(event) is Attempt)
 
     def _unheeded(self, verdict: Verdict) -> None:
         """A loop seen in the console's lines while the agent's transcript is the
