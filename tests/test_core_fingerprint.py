@@ -235,3 +235,13 @@ def test_many_different_searches_that_find_nothing_meet_same_error_past_its_thre
     assert verdicts[threshold - 1].action is Action.NUDGE and verdicts[threshold].action is Action.STOP
     # uncorroborated (no calibration), the same searches are only nudged
     assert strongest(feed(only("same_error", {}), searches)) is Action.NUDGE
+
+
+@given(st.text(alphabet="0123456789 .%kKMGTiBof/xyz-", max_size=40))
+def test_a_line_without_a_progress_hint_holds_no_progress(line):
+    """`normalize_line` skips the progress pattern unless the line holds `%`, `B`, `/` or
+    `of`: every match of the pattern holds one of them."""
+    from loopwatch.fingerprint import _LINE_PROGRESS
+
+    if _LINE_PROGRESS.findall(line):
+        assert "%" in line or "B" in line or "/" in line or "of" in line

@@ -197,7 +197,9 @@ def normalize_line(line: str) -> str:
     masked, and `N of M` / `N/M` counts are kept as progress (see `_LINE_NUMBERS`)."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
-    progress = _LINE_PROGRESS.findall(line)
+    # Each progress form holds one of these: most lines skip the pattern (a third of the cost).
+    hinted = "%" in line or "B" in line or "/" in line or "of" in line
+    progress = _LINE_PROGRESS.findall(line) if hinted else None
     line = " ".join(_LINE_NUMBERS.sub("#", line).split())
     if progress:
         line += " \x01" + " ".join(progress)
