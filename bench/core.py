@@ -215,7 +215,7 @@ def memory(events: list[Any], total: int) -> list[tuple[int, int, int]]:
 def breakdown(events: list[Any], timed: int, repeats: int, bare: float) -> None:
     """Where the time goes: the monitor with no signal (reading and digesting events,
     policy) and with one signal at a time, each as a multiple of the bare digest cost."""
-    from loopwatch.signals import SIGNALS
+    from loopwatch.core.signals import SIGNALS
 
     off = {"repeat": {"threshold": 0}, "cycle": {"repeats": 0}, "stagnation": {"window": 0.0},
            "churn": {"window": 0}, "echo": {"turns": 0}, "same_error": {"threshold": 0},

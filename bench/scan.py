@@ -32,9 +32,9 @@ from pathlib import Path
 import orjson
 
 from loopwatch.cli.paths import expand
-from loopwatch.config import Config
+from loopwatch.core.config import Config
 from loopwatch.readers import ReadError, read
-from loopwatch.replay import default_jobs, replay_files
+from loopwatch.analysis.replay import default_jobs, replay_files
 
 
 def find_corpus(given: str | None) -> Path | None:

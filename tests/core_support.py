@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from loopwatch import Action, Monitor, ToolCall, Verdict
-from loopwatch.signals import SIGNALS
+from loopwatch.core.signals import SIGNALS
 
 #: Parameters that turn each signal off (0 turns a signal off, per the issue).
 OFF: dict[str, dict[str, Any]] = {

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from loopwatch import Monitor
-from loopwatch.events import ToolCall
+from loopwatch.core.events import ToolCall
 from loopwatch.readers import HEAD_SIZE, read, reader
 
 FIXTURES = Path(__file__).parent / "fixtures"

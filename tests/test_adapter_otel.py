@@ -48,7 +48,7 @@ def agent_span(exporter):
 
 
 def findings_on(span):
-    return [dict(e.attributes) for e in span.events if e.name == "loopwatch.finding"]
+    return [dict(e.attributes) for e in span.events if e.name == "loopwatch.core.finding"]
 
 
 def test_pydantic_ai_instrumented_loop_is_found_on_the_agent_span():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Config, ConfigError, Monitor, ToolRule, load_config
-from loopwatch.signals import SIGNALS
+from loopwatch.core.signals import SIGNALS
 
 from core_support import OFF, bash, feed, only, strongest
 from loopwatch import Action

@@ -6,9 +6,9 @@ import pytest
 from core_support import OFF, actions, bash, call, feed, looping, only
 
 from loopwatch import Action, Config, Monitor
-from loopwatch.finding import PROOF, SUSPICION
-from loopwatch.signals import SIGNALS
-from loopwatch.signals.base import Signal
+from loopwatch.core.finding import PROOF, SUSPICION
+from loopwatch.core.signals import SIGNALS
+from loopwatch.core.signals.base import Signal
 
 
 def same_error(n: int, start: int = 0) -> list:
@@ -121,7 +121,7 @@ def test_an_unknown_source_keeps_the_careful_defaults():
     ({"calibration": "always"}, "calibration"),
 ])
 def test_bad_evidence_settings_are_refused_clearly(bad, message):
-    from loopwatch.config import ConfigError
+    from loopwatch.core.config import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         Config.make(bad, env={})

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from loopwatch import (
     Action, Attempt, Config, Correction, ModelText, Monitor, Output, Retry, ToolCall, Turn, UserMessage,
 )
-import loopwatch.monitor as monitor_module
+import loopwatch.core.monitor as monitor_module
 
 from core_support import _at, actions, bash, feed, looping, only, strongest
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Action, Config, Finding, Monitor
-from loopwatch.config import LADDERS
-from loopwatch.policy import ESCALATE_WITHIN, Policy
+from loopwatch.core.config import LADDERS
+from loopwatch.core.policy import ESCALATE_WITHIN, Policy
 
 from core_support import actions, bash, feed, looping, only, strongest
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Action
-from loopwatch.periodic import TailCycles
-from loopwatch.signals.cycle import Params
+from loopwatch.core.periodic import TailCycles
+from loopwatch.core.signals.cycle import Params
 
 from core_support import bash, call, feed, only, severity, strongest
 

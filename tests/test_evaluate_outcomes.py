@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from loopwatch.config import Config, load_config
-from loopwatch.crossval import (
+from loopwatch.core.config import Config, load_config
+from loopwatch.analysis.crossval import (
     Candidate,
     _Row,
     assign_folds,
@@ -19,8 +19,8 @@ from loopwatch.crossval import (
     choose,
     cross_validate,
 )
-from loopwatch.evaluation import Case, Label, Replayed, harm
-from loopwatch.outcomes import OutcomeError, load_outcomes, parse_resolved
+from loopwatch.analysis.evaluation import Case, Label, Replayed, harm
+from loopwatch.analysis.outcomes import OutcomeError, load_outcomes, parse_resolved
 
 HERE = os.path.dirname(__file__)
 SRC = os.path.join(HERE, "..", "src")
@@ -255,7 +255,7 @@ def test_evaluate_folds_is_deterministic_and_reports_out_of_fold(tmp_path):
 
 
 def test_a_calibrated_config_is_applied_by_source():
-    from loopwatch.calibrations import CALIBRATIONS
+    from loopwatch.core.calibrations import CALIBRATIONS
 
     for source, profile in CALIBRATIONS.items():
         config = Config.make(env={}).for_source(source)
@@ -270,7 +270,7 @@ def test_mini_swe_agent_actions_are_read_as_the_harness_reads_them():
     # An assistant message quoting an unlabelled code block in its thought before its one
     # ```bash block: the harness ran the bash block (the next message has its
     # returncode), so it is a tool call; before, 12% of this run's steps were lost.
-    from loopwatch.events import ToolCall
+    from loopwatch.core.events import ToolCall
     from loopwatch.readers import read
 
     path = os.path.join(CORPUS, "mini-swe-agent-traj-json/swebv-gemini-3-pro/sphinx-doc__sphinx-9320.traj.json")
@@ -291,7 +291,7 @@ def test_mini_swe_agent_actions_are_read_as_the_harness_reads_them():
 def test_sessions_that_recover_from_format_corrections_are_not_stopped():
     # the gemini-3-pro sessions that drew 3 or more format corrections in a row and then
     # solved their task: the shipped configuration (with its calibration) lets them be
-    from loopwatch.evaluation import _load, first_interventions
+    from loopwatch.analysis.evaluation import _load, first_interventions
 
     outcomes = load_outcomes([os.path.join(CORPUS, "MANIFEST.tsv")])
     folder = os.path.join(CORPUS, "mini-swe-agent-traj-json", "swebv-gemini-3-pro")
@@ -318,7 +318,7 @@ def test_sessions_that_recover_from_format_corrections_are_not_stopped():
 
 
 def test_one_signal_alone_stays_alone_under_a_calibration():
-    from loopwatch.evaluation import only
+    from loopwatch.analysis.evaluation import only
 
     alone = only(Config.make(env={}), "repeat").for_source("swe-agent")
     assert alone.signals["same_error"].threshold == 0 and alone.signals["repeat"].threshold == 4

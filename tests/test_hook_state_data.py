@@ -244,7 +244,7 @@ def crafted_rows(marker: str) -> list[bytes]:
         b"\x80\x04\x8c\x10loopwatch.config\x8c\tos.system\x93\x8c" + bytes([len(shell)]) + shell.encode() + b"\x85R.",
         b"cos\nsystem\n(S'" + shell.encode() + b"'\ntR.",
     ]
-    for tag in ("config:os.system", "loopwatch.config:os.system", "os:system", "posix:system", "builtins:eval",
+    for tag in ("config:os.system", "loopwatch.core.config:os.system", "os:system", "posix:system", "builtins:eval",
                 "config:os.getcwd", "hook.state:os.system", "monitor:Monitor.__init__", "subprocess:Popen",
                 "config:Config._make", "signals:SIGNALS", "hook.codec:_Registry"):
         rows.append(envelope(["o", tag, "x", shell]))
@@ -382,7 +382,7 @@ def test_a_row_from_another_layout_is_not_loaded(tmp_path):
 
 def test_the_layout_changes_when_a_signal_changes_its_state(monkeypatch):
     before = codec.layout()
-    from loopwatch.signals.repeat import Repeat
+    from loopwatch.core.signals.repeat import Repeat
 
     monkeypatch.setattr(codec, "_REGISTRY", None)
     def on_step(self, step):

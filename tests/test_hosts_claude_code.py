@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from loopwatch.finding import Finding
+from loopwatch.core.finding import Finding
 from loopwatch.hook.payload import parse
 from loopwatch.hook.respond import reply
 from loopwatch.hosts import claude_code as host
-from loopwatch.messages import for_model
+from loopwatch.core.messages import for_model
 from loopwatch.readers.claude_code import StreamParser, read
-from loopwatch.verdict import ALLOW, Action
+from loopwatch.core.verdict import ALLOW, Action
 
 CLIENTS = Path(os.environ.get("LOOPWATCH_CLIENTS") or Path(__file__).resolve().parents[1].parent / "shared" / "clients")
 PAYLOADS = CLIENTS / "claude-code" / "payloads"

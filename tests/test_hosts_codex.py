@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from readers_support import calls, events_of, one_session, stop_of
 
-from loopwatch.config import Config
-from loopwatch.fingerprint import normalize
+from loopwatch.core.config import Config
+from loopwatch.core.fingerprint import normalize
 from loopwatch.hook.payload import parse
 from loopwatch.hosts import codex
 from loopwatch.readers import detect
-from loopwatch.replay import replay
+from loopwatch.analysis.replay import replay
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "clients" / "codex"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/clients/codex (the real captures) is absent")

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from loopwatch import Monitor
 from loopwatch.cli.paths import is_transcript_name
-from loopwatch.console import Console
-from loopwatch.events import Output, UserMessage
+from loopwatch.core.console import Console
+from loopwatch.core.events import Output, UserMessage
 from loopwatch.readers import ReadError, detect, read
 
 CASTS = Path(os.environ.get("LOOPWATCH_CONSOLES") or Path(__file__).resolve().parents[1].parent / "shared" / "consoles") / "openhands-tb"

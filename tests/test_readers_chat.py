@@ -12,10 +12,10 @@ from readers_support import (
     stop_of,
 )
 
-from loopwatch.events import ModelText, ToolCall, Turn, UserMessage
+from loopwatch.core.events import ModelText, ToolCall, Turn, UserMessage
 from loopwatch.readers import ReadError, chat, detect
 from loopwatch.readers.jsonio import keys_at
-from loopwatch.verdict import Action
+from loopwatch.core.verdict import Action
 
 OPENAI = fixture("chat", "openai.json")
 ANTHROPIC = fixture("chat", "anthropic.json")

@@ -9,10 +9,10 @@ from readers_support import (
     stop_of,
 )
 
-from loopwatch.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
+from loopwatch.core.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
 from loopwatch.readers import ReadError, claude_code, detect, read
 from loopwatch.readers._common import iso_seconds
-from loopwatch.verdict import Action
+from loopwatch.core.verdict import Action
 
 SESSION = fixture("claude-code", "session.jsonl")
 STREAM = fixture("claude-code", "stream.jsonl")

@@ -9,10 +9,10 @@ from readers_support import (
     stop_of,
 )
 
-from loopwatch.events import Attempt, Retry, ToolCall, Turn
+from loopwatch.core.events import Attempt, Retry, ToolCall, Turn
 from loopwatch.readers import ReadError, codex, detect
 from loopwatch.readers._common import iso_seconds
-from loopwatch.verdict import Action
+from loopwatch.core.verdict import Action
 
 ROLLOUT = fixture("codex", "rollout.jsonl")
 EXEC = fixture("codex", "exec.jsonl")

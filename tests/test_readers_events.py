@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
+from loopwatch.core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from loopwatch.readers import detect, read
 from loopwatch.readers import events as reader
 

@@ -13,7 +13,7 @@ from readers_support import (
 
 from loopwatch.readers import ReadError, detect, openhands, read
 from loopwatch.readers._common import iso_seconds
-from loopwatch.verdict import Action
+from loopwatch.core.verdict import Action
 
 TRAJECTORY = fixture("openhands", "trajectory.json")
 PAIRS = fixture("openhands", "history-pairs.json")

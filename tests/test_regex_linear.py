@@ -80,8 +80,8 @@ def _time(pattern: re.Pattern, text: str | bytes) -> float:
 
 def test_the_walk_finds_the_patterns_that_read_results():
     names = {name for name, _ in PATTERNS}
-    for expected in ("loopwatch.fingerprint._PROGRESS", "loopwatch.fingerprint._LINE_PROGRESS",
-                     "loopwatch.readers._common._WRITES", "loopwatch.lines._PROGRESS"):
+    for expected in ("loopwatch.core.fingerprint._PROGRESS", "loopwatch.core.fingerprint._LINE_PROGRESS",
+                     "loopwatch.readers._common._WRITES", "loopwatch.core.lines._PROGRESS"):
         assert expected in names
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from loopwatch.cli.paths import expand, is_transcript_name
-from loopwatch.config import Config
+from loopwatch.core.config import Config
 from loopwatch.readers import Session
-from loopwatch.replay import replay, replay_file, replay_files
-from loopwatch.events import ToolCall, Turn
+from loopwatch.analysis.replay import replay, replay_file, replay_files
+from loopwatch.core.events import ToolCall, Turn
 
 from conftest import ROOT, healthy_events, jsonl, looping_events
 
@@ -156,7 +156,7 @@ def test_parallel_and_single_process_results_are_identical(tmp_path, examples):
 
 def test_results_do_not_depend_on_the_hash_seed():
     # Masked arguments were picked from a set: another process, another result.
-    code = ("from loopwatch.fingerprint import arguments_of;"
+    code = ("from loopwatch.core.fingerprint import arguments_of;"
             "print(arguments_of({'command': ' '.join(f'tok{i:02d}' for i in range(40))}))")
     outputs = set()
     for seed in ("1", "2", "3", "4"):

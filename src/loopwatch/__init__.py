@@ -6,11 +6,11 @@ them, and it answers each with a `Verdict` (allow, warn, nudge, block, stop).
 
 from typing import TYPE_CHECKING, Any
 
-from .config import Config, ConfigError, ToolRule, load_config
-from .events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
-from .finding import Finding
-from .monitor import Monitor
-from .verdict import Action, Verdict
+from .core.config import Config, ConfigError, ToolRule, load_config
+from .core.events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
+from .core.finding import Finding
+from .core.monitor import Monitor
+from .core.verdict import Action, Verdict
 
 __all__ = [
     "Action",

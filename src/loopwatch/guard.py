@@ -46,11 +46,11 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from .config import Config
-from .events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
-from .fingerprint import digest_call
-from .monitor import Monitor
-from .verdict import ALLOW, Action, Verdict
+from .core.config import Config
+from .core.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
+from .core.fingerprint import digest_call
+from .core.monitor import Monitor
+from .core.verdict import ALLOW, Action, Verdict
 
 __all__ = ["Decision", "Guard", "drop"]
 

@@ -39,7 +39,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.langchain needs LangChain v1: pip install 'loopwatch[langchain]'") from exc
 
 from ..guard import Decision, Guard
-from ..verdict import Action
+from ..core.verdict import Action
 
 __all__ = ["LoopwatchCallbackHandler", "LoopwatchMiddleware"]
 

@@ -36,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.mcp_proxy needs the MCP SDK: pip install 'loopwatch[mcp]'") from exc
 
 from ..guard import Decision, Guard
-from ..verdict import Action
+from ..core.verdict import Action
 
 __all__ = ["make_server", "serve"]
 

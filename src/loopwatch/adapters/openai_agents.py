@@ -54,7 +54,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.openai_agents needs the OpenAI Agents SDK: pip install 'loopwatch[openai-agents]'") from exc
 
 from ..guard import Decision, Guard
-from ..verdict import Action
+from ..core.verdict import Action
 
 __all__ = ["TRIPWIRES", "LoopwatchHooks", "guard_tools", "stop_reason"]
 

@@ -16,7 +16,7 @@ names are read too); a span with status ERROR is a failed call. `chat` spans are
 turns (their `gen_ai.output.messages` text is read when recorded).
 
 A tool span has ended by the time its result is known, and an ended span cannot be
-changed, so each finding is added as a `loopwatch.finding` event (attributes
+changed, so each finding is added as a `loopwatch.core.finding` event (attributes
 `loopwatch.action`, what loopwatch would have done: nudge, block or stop; `loopwatch.signal`; `loopwatch.description`;
 `loopwatch.tool.name`; `loopwatch.tool.span_id`) to the nearest ancestor span still
 open (the agent's run), which also gets the first of its strongest findings as attributes
@@ -46,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.otel needs the OpenTelemetry SDK: pip install 'loopwatch[otel]'") from exc
 
 from ..guard import Decision, Guard
-from ..verdict import Action
+from ..core.verdict import Action
 
 __all__ = ["LoopwatchSpanProcessor", "SpanFinding"]
 
@@ -210,7 +210,7 @@ class LoopwatchSpanProcessor(SpanProcessor):
         while parent is not None:
             target = self._open.get(parent.span_id)
             if target is not None and target.is_recording():
-                target.add_event("loopwatch.finding", event)
+                target.add_event("loopwatch.core.finding", event)
                 if rank > self._strongest.get(parent.span_id, 0):  # the first of the strongest: where it began
                     self._strongest[parent.span_id] = rank
                     target.set_attributes({k: event[k] for k in ("loopwatch.action", "loopwatch.signal", "loopwatch.description")})

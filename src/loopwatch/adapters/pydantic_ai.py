@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.pydantic_ai needs pydantic-ai: pip install 'loopwatch[pydantic-ai]'") from exc
 
 from ..guard import Decision, Guard
-from ..verdict import Action
+from ..core.verdict import Action
 from . import LoopStopped
 
 __all__ = ["LoopStopped", "Loopwatch"]

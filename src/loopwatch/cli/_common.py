@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..config import Config, ConfigError, load_config
+from ..core.config import Config, ConfigError, load_config
 
 __all__ = ["config_options", "make_config", "progress_bar"]
 

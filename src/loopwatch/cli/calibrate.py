@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from ..evaluation import SWEEP, SWITCH, only, replay_many, score, with_param
-from ..replay import replay_files
+from ..analysis.evaluation import SWEEP, SWITCH, only, replay_many, score, with_param
+from ..analysis.replay import replay_files
 from ._common import config_options, make_config, progress_bar
 from .evaluate import cross_validated, fold_options, labels_or_usage, load_inputs, outcomes_or_usage, print_folds
 from .paths import expand
 
 if TYPE_CHECKING:
-    from ..outcomes import Outcomes
+    from ..analysis.outcomes import Outcomes
 
 __all__ = ["calibrate"]
 
@@ -167,7 +167,7 @@ def _write_profile(path: str, sessions: list[dict], outcomes: Outcomes | None) -
         raise click.UsageError("--write-profile: no healthy session to measure (none read, or none resolved = yes)")
     most = max(int(row["calibration"].get("lines_most") or 0) for row in healthy)
     # One copy more than any healthy run showed, and never below the default.
-    from ..signals.repeated_lines import Params
+    from ..core.signals.repeated_lines import Params
 
     repeats = max(most + 1, Params().repeats)
     text = (

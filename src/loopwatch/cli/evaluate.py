@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from ..evaluation import Case, harm, load_labels, make_cases, only, replay_cases, score
+from ..analysis.evaluation import Case, harm, load_labels, make_cases, only, replay_cases, score
 from ._common import config_options, make_config, progress_bar
 
 if TYPE_CHECKING:
-    from ..outcomes import Outcomes
+    from ..analysis.outcomes import Outcomes
 
 __all__ = ["evaluate", "load_inputs"]
 
@@ -32,7 +32,7 @@ def labels_or_usage(path: str | None) -> list | None:
 
 def outcomes_or_usage(paths: tuple[str, ...]) -> Outcomes | None:
     """The outcomes files read, or a one-line usage error."""
-    from ..outcomes import load_outcomes
+    from ..analysis.outcomes import load_outcomes
 
     if not paths:
         return None
@@ -169,7 +169,7 @@ def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tup
 def cross_validated(cases: list[Case], corpus: str, config: Any, folds: int, seed: int, margin: int, resamples: int,
                     jobs: int, no_progress: bool) -> dict[str, Any]:
     """Replay every case under every candidate of the grid, then cross-validate."""
-    from ..crossval import GRID, candidates, cross_validate
+    from ..analysis.crossval import GRID, candidates, cross_validate
 
     cands = candidates(config)
     configs = [c.config for c in cands] + [config]
@@ -183,7 +183,7 @@ def cross_validated(cases: list[Case], corpus: str, config: Any, folds: int, see
         report = cross_validate(results, cands, folds, seed, margin, resamples)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    from ..crossval import figures
+    from ..analysis.crossval import figures
 
     report["grid"] = GRID
     report["configured"] = figures(shipped)  # the configuration as given (calibrations applied), not tuned

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..config import ConfigError, load_config
+from ..core.config import ConfigError, load_config
 
 __all__ = ["mcp_proxy"]
 

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..replay import SessionResult
+from ..analysis.replay import SessionResult
 
 __all__ = ["Totals", "first_block", "print_table", "print_problems"]
 

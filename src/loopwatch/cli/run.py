@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from ..config import ConfigError, load_config
+from ..core.config import ConfigError, load_config
 from ..supervise import FORMATS, Limits, Supervisor, write_record
 
 __all__ = ["run"]

@@ -92,7 +92,7 @@ def _details(store: Any, row: dict, limit: int) -> dict:
 
 
 def _ago(at: float) -> str:
-    from ..messages import duration
+    from ..core.messages import duration
 
     return duration(time.time() - at) + " ago"
 

@@ -67,8 +67,8 @@ class StateError(ValueError):
 # afresh when loading. A lock cannot be shared between processes; a warning callback
 # belongs to whoever made the monitor.
 def _transients() -> dict[type, dict[str, Any]]:
-    from ..monitor import Monitor
-    from ..policy import Policy
+    from ..core.monitor import Monitor
+    from ..core.policy import Policy
 
     return {Monitor: {"_lock": threading.Lock}, Policy: {"on_warning": lambda: None}}
 
@@ -76,16 +76,16 @@ def _transients() -> dict[type, dict[str, Any]]:
 def _classes(extra: tuple[type, ...]) -> list[type]:
     """Every class a session's state may hold. Explicit on purpose: adding a class
     to a signal's state means adding it here (a test says so)."""
-    from ..config import Config, ToolRule
-    from ..finding import Finding
-    from ..lines import Line, LineCutter, _Screen
-    from ..monitor import Monitor
-    from ..periodic import TailCycles
-    from ..policy import Policy
-    from ..signals import SIGNALS
-    from ..step import Step
-    from ..text import PassageCutter
-    from ..verdict import Action, Verdict
+    from ..core.config import Config, ToolRule
+    from ..core.finding import Finding
+    from ..core.lines import Line, LineCutter, _Screen
+    from ..core.monitor import Monitor
+    from ..core.periodic import TailCycles
+    from ..core.policy import Policy
+    from ..core.signals import SIGNALS
+    from ..core.step import Step
+    from ..core.text import PassageCutter
+    from ..core.verdict import Action, Verdict
 
     core: list[type] = [Monitor, Policy, Config, ToolRule, Step, Finding, Verdict, Action,
                         LineCutter, Line, _Screen, PassageCutter, TailCycles]
@@ -95,7 +95,7 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
 
 
 def _tag(cls: type) -> str:
-    return f"{cls.__module__.removeprefix('loopwatch.')}:{cls.__qualname__}"
+    return f"{cls.__module__.removeprefix('loopwatch.core.').removeprefix('loopwatch.')}:{cls.__qualname__}"
 
 
 def _kind(cls: type) -> str:

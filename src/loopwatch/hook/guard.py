@@ -27,11 +27,11 @@ import os
 import time
 from typing import Any
 
-from ..config import Config
-from ..events import Attempt, ToolCall, Turn, UserMessage
+from ..core.config import Config
+from ..core.events import Attempt, ToolCall, Turn, UserMessage
 from ..hosts import codex
-from ..monitor import Monitor
-from ..verdict import ALLOW, Action, Verdict
+from ..core.monitor import Monitor
+from ..core.verdict import ALLOW, Action, Verdict
 from .payload import Payload
 from .respond import ALLOW_REPLY, Reply, reply
 from .settings import detect_profile

@@ -28,7 +28,7 @@ schemas and parser in openai/codex codex-rs/hooks):
 
 from __future__ import annotations
 
-from ..verdict import Action, Verdict
+from ..core.verdict import Action, Verdict
 
 __all__ = ["Reply", "reply", "refuse"]
 

@@ -76,7 +76,7 @@ def user_config(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(base, "loopwatch", "loopwatch.toml")
 
 
-_MODES = ("off", "warn", "enforce")  # weakest first (loopwatch.config.MODES, kept light here)
+_MODES = ("off", "warn", "enforce")  # weakest first (loopwatch.core.config.MODES, kept light here)
 
 
 def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any], str | None]:
@@ -86,7 +86,7 @@ def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any]
     Returns the hook settings, the raw core table (for `Config.make`, validated
     there), and the user's file it came from (None: defaults). Raises `ConfigError`
     for a broken user file; a broken project file is only told to `log`."""
-    from ..config import ConfigError, _find
+    from ..core.config import ConfigError, _find
 
     candidate = user_config()
     source = candidate if os.path.isfile(candidate) else None
@@ -149,7 +149,7 @@ def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any]
 def _read(path: str) -> dict[str, Any]:
     import tomllib
 
-    from ..config import ConfigError
+    from ..core.config import ConfigError
 
     try:
         with open(path, "rb") as fh:
@@ -165,7 +165,7 @@ def _read(path: str) -> dict[str, Any]:
 
 
 def _settings(table: Any) -> HookSettings:
-    from ..config import ConfigError, _check_keys
+    from ..core.config import ConfigError, _check_keys
 
     if not isinstance(table, Mapping):
         raise ConfigError("hook: expected a table")

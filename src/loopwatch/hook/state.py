@@ -41,8 +41,8 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
-from ..monitor import Monitor
-from ..verdict import Verdict
+from ..core.monitor import Monitor
+from ..core.verdict import Verdict
 from . import codec
 
 __all__ = ["SessionState", "Store", "UnsafeStateError", "dumps", "loads", "secure_folder"]

@@ -83,7 +83,7 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch
 #: The only event whose `continue: false` Claude Code honours (see the module doc).
 STOP_EVENT = "PostToolBatch"
 
-#: How loopwatch's own denials begin (`loopwatch.messages.for_model` and
+#: How loopwatch's own denials begin (`loopwatch.core.messages.for_model` and
 #: `loopwatch.hook.respond`), so a transcript or stream can tell them from the tool's
 #: own errors. A test pins these against the messages.
 STOP_TEXT = "loopwatch stopped the run"

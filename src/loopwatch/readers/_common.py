@@ -8,7 +8,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..events import ToolCall
+from ..core.events import ToolCall
 from .base import ReadError
 
 __all__ = ["empty_search", "iso_seconds", "load_json", "read_bytes", "shell_call", "shell_error", "shell_writes"]

@@ -3,7 +3,7 @@
 A JSON header line (`{"version": 2, "width": ..., "height": ...}`), then one JSON array
 per event: `[seconds, "o", text]` (written to the terminal) or `[seconds, "i", text]`
 (typed into it). Terminal-Bench records every agent run this way. Events go through
-`loopwatch.console.Console`, the path `loopwatch run` uses for live output: `o` is an
+`loopwatch.core.console.Console`, the path `loopwatch run` uses for live output: `o` is an
 `Output` at its time, a finished `i` line a `UserMessage` (see `console`). Other event
 kinds (`m` markers, `r` resizes) are skipped. `source_ref = "line N"` (the file's line).
 
@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..console import Console
+from ..core.console import Console
 from .base import ReadError, Session
 
 __all__ = ["NAME", "read", "sniff"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO, Iterator
 
-from ..events import ModelText, ToolCall, UserMessage
+from ..core.events import ModelText, ToolCall, UserMessage
 from ._common import iso_seconds, load_json
 from .base import ReadError, Session
 from .jsonio import tokens_of

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO, Iterator
 
-from ..events import Event, ModelText, ToolCall, Turn, UserMessage
+from ..core.events import Event, ModelText, ToolCall, Turn, UserMessage
 from ._common import iso_seconds, load_json
 from .base import ReadError, Session
 from .jsonio import blocks_text, decode_arguments, head_objects, keys_at, session_name, tokens_of

@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, BinaryIO, Iterator
 
-from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from ..core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from ..hosts import claude_code as host
 from ._common import iso_seconds
 from .base import ReadError, Session

@@ -56,7 +56,7 @@ from typing import Any, BinaryIO, Iterator
 
 import orjson
 
-from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from ..core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from ..hosts import codex
 from ._common import iso_seconds
 from .base import ReadError, Session

@@ -3,7 +3,7 @@
     {"type": "tool", "name": "Bash", "input": {"command": "ls"}, "result": "a.py", "error": false, "changed": [], "at": 12.5}
 
 `type` is one of `tool`, `attempt`, `text`, `output`, `retry`, `turn`, `correction`,
-`user`; the other fields are those of the matching class in `loopwatch.events`
+`user`; the other fields are those of the matching class in `loopwatch.core.events`
 (`text` -> ModelText(text, chunk), `output` -> Output(data, stream),
 `correction` -> Correction(message), `user` -> UserMessage). `at` (seconds, any
 origin) is optional everywhere. `id` is accepted for `call_id`. Unknown fields are
@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 import orjson
 
-from ..events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
+from ..core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .base import Session
 
 __all__ = ["NAME", "TYPES", "sniff", "read", "parse_line"]

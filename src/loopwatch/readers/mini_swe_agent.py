@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, BinaryIO, Iterator
 
-from ..events import Correction, ModelText, Turn
+from ..core.events import Correction, ModelText, Turn
 from ._common import load_json, shell_call
 from .base import ReadError, Session
 from .jsonio import number_of, tokens_of

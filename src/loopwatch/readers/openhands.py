@@ -45,7 +45,7 @@ from typing import Any, BinaryIO, Iterator
 
 import orjson
 
-from ..events import Event, ModelText, ToolCall, UserMessage
+from ..core.events import Event, ModelText, ToolCall, UserMessage
 from ._common import iso_seconds, load_json
 from .base import ReadError, Session
 from .jsonio import JsonLines, keys_at, session_name

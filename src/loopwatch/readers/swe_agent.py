@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO, Iterator
 
-from ..events import ToolCall
+from ..core.events import ToolCall
 from ._common import empty_search, load_json, shell_error, shell_writes
 from .base import ReadError, Session
 

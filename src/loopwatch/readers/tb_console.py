@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, BinaryIO, Iterator
 
-from ..events import ModelText, Output
+from ..core.events import ModelText, Output
 from ._common import read_bytes, shell_call
 from .base import Session
 from .mini_swe_agent import bash_block

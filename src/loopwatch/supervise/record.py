@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..messages import duration
-from ..monitor import Monitor
-from ..verdict import Verdict
+from ..core.messages import duration
+from ..core.monitor import Monitor
+from ..core.verdict import Verdict
 
 __all__ = ["EXIT_IDLE", "EXIT_LOOP", "EXIT_MAX_RUNTIME", "ENDED_BY", "MASK", "Outcome", "masked_argv", "write_record"]
 

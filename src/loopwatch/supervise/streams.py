@@ -1,7 +1,7 @@
 """What the child prints, as monitor events.
 
 Plain output goes to the monitor as `Output` (the `repeated_lines` signal), through
-`loopwatch.console.Console`: the path the asciicast reader takes for recordings, so a
+`loopwatch.core.console.Console`: the path the asciicast reader takes for recordings, so a
 live run and its recording are judged alike. Two agent
 CLIs print structured JSON Lines on stdout instead, and give real events:
 
@@ -34,8 +34,8 @@ from typing import Any, Iterator
 
 import orjson
 
-from ..console import Console
-from ..events import Output
+from ..core.console import Console
+from ..core.events import Output
 
 __all__ = ["FORMATS", "EventSource", "detect"]
 

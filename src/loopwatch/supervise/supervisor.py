@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
-from ..config import Config
-from ..events import Attempt, Output
+from ..core.config import Config
+from ..core.events import Attempt, Output
 from ..hosts import codex
-from ..monitor import Monitor
-from ..verdict import Action, Verdict
+from ..core.monitor import Monitor
+from ..core.verdict import Action, Verdict
 from .group import ChildGroup
 from .pty import Terminal
 from .pump import Pump

@@ -1,6 +1,6 @@
 """Replaying recorded sessions through a fresh `Monitor`: what loopwatch would have done.
 
-    from loopwatch.replay import replay_file
+    from loopwatch.analysis.replay import replay_file
     for result in replay_file("runs/task-7.traj", config):
         print(result.verdict, result.saved)
 
@@ -24,12 +24,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-from .config import Config
-from .events import ToolCall, Turn
-from .hosts import codex
-from .monitor import Monitor
-from .readers import ReadError, Session, open_stdin, read
-from .record import finding_record, verdict_record
+from ..core.config import Config
+from ..core.events import ToolCall, Turn
+from ..hosts import codex
+from ..core.monitor import Monitor
+from ..readers import ReadError, Session, open_stdin, read
+from ..core.record import finding_record, verdict_record
 
 __all__ = ["SessionResult", "replay", "replay_file", "replay_files", "default_jobs"]
 

@@ -32,7 +32,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .config import Config
+from ..core.config import Config
 from .evaluation import Case, Replayed, Score, harm, score, with_param
 
 __all__ = ["GRID", "Candidate", "assign_folds", "bootstrap", "candidates", "choose", "cross_validate", "figures"]

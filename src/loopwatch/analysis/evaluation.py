@@ -13,7 +13,7 @@ compared with the label:
 - false stops: stops on `no` sessions, and stops on `yes` sessions before their onset;
 - stops on `brief` sessions (premature: the agent would have escaped by itself).
 
-Outcomes (`loopwatch.outcomes`: did the session solve its task?) need no hand labels:
+Outcomes (`loopwatch.analysis.outcomes`: did the session solve its task?) need no hand labels:
 a stop on a session that succeeded ended successful work (`Harm.stopped`), a nudge
 there interrupted it (`Harm.nudged`), and a stop on one that failed spared the rest of
 it (`Harm.failed_stopped`, `Harm.saved_steps`).
@@ -32,9 +32,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .config import Config
-from .monitor import Monitor
-from .verdict import Action
+from ..core.config import Config
+from ..core.monitor import Monitor
+from ..core.verdict import Action
 
 __all__ = [
     "Case", "Harm", "Label", "Outcome", "Replayed", "Score", "first_interventions", "harm", "load_labels",
@@ -146,7 +146,7 @@ def load_session(label: Label | Case, corpus: str) -> tuple[list[Any], dict[str,
 
 
 def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
-    from .readers import ReadError, read
+    from ..readers import ReadError, read
 
     sessions = list(read(os.path.join(corpus, path)))
     if not sessions:
@@ -163,7 +163,7 @@ def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
 def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool = False) -> Outcome:
     """Replay one labelled session. With `by_signal`, also note the step at which each
     signal alone would first have stopped it (its own ladder, the others silent)."""
-    from .readers import ReadError
+    from ..readers import ReadError
 
     outcome = Outcome(label)
     try:
@@ -327,7 +327,7 @@ def score(pairs: Iterable[tuple[Label, int | None]]) -> Score:
 
 
 def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
-    from .readers import ReadError
+    from ..readers import ReadError
 
     case, corpus, configs = task
     try:

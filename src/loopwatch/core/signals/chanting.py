@@ -2,7 +2,7 @@
 
 A degenerate generation says the same passage over and over ("Let me check the file.
 Let me check the file. ..."). Passages are prose sentences and lines; code blocks,
-tables and lists are skipped (see `loopwatch.text`). A passage, or a cycle of up to
+tables and lists are skipped (see `loopwatch.core.text`). A passage, or a cycle of up to
 `max_period` passages, repeated `repeats` times in a row within a response is chanting.
 
 Grade: suspicion. Text that repeats itself is a degenerate generation, not yet a

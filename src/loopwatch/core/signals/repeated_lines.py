@@ -1,7 +1,7 @@
 """`repeated_lines`: unstructured output repeating a line, or a cycle of lines.
 
 For agents with no structured events (a CLI's stdout and stderr): each countable line
-(see `loopwatch.lines`) is digested, and a line or a cycle of up to `max_period` lines
+(see `loopwatch.core.lines`) is digested, and a line or a cycle of up to `max_period` lines
 repeated `repeats` times in a row is a loop: the same retry message forever, a
 three-line traceback with a moving counter. Progress bars, pytest dots and blank lines
 never count.
