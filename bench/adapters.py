@@ -77,7 +77,7 @@ def per_call(calls: int, rounds: int = 3) -> tuple[float, float]:
     results = [f"{i} passed in {i / 100:.2f}s; file_{i}.py ok" for i in range(calls)]
 
     def bare() -> float:
-        monitor = Monitor(env={})
+        monitor = Monitor()
         start = time.perf_counter()
         for i, (value, result) in enumerate(zip(inputs, results)):
             monitor.check(Attempt("Bash", value, at=float(i)))
@@ -85,7 +85,7 @@ def per_call(calls: int, rounds: int = 3) -> tuple[float, float]:
         return time.perf_counter() - start
 
     def guarded() -> float:
-        guard = Guard(env={}, clock=None)
+        guard = Guard(clock=None)
         start = time.perf_counter()
         for i, (value, result) in enumerate(zip(inputs, results)):
             guard.before_call("Bash", value, at=float(i))

@@ -86,7 +86,7 @@ def cast_events(path: Path) -> list:
 
 
 def judge(events) -> dict:
-    monitor = Monitor(env={})
+    monitor = Monitor()
     first_nudge = None
     for k, event in enumerate(events):
         verdict = monitor.observe(event)
@@ -111,7 +111,7 @@ def judge_cast(path: str) -> dict:
 def judge_tb1(path: str) -> dict:
     data = Path(path).read_bytes()
     install_end = install_end_offset(data)
-    monitor = Monitor(env={})
+    monitor = Monitor()
     stop_offset = None
     for k, start in enumerate(range(0, len(data), CHUNK)):
         verdict = monitor.observe(Output(data[start:start + CHUNK], "stdout", at=k * 0.1))

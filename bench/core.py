@@ -200,7 +200,7 @@ def memory(events: list[Any], total: int) -> list[tuple[int, int, int]]:
         pass
     gc.collect()
     tracemalloc.start()
-    monitor = Monitor(Config.make(env={}))
+    monitor = Monitor(Config.make())
     out = []
     for mark in sorted({min(m, total) for m in (10_000, 100_000, total // 4, total // 2, total)}):
         for event in islice(stream, mark - monitor.events):
@@ -224,7 +224,7 @@ def breakdown(events: list[Any], timed: int, repeats: int, bare: float) -> None:
     assert set(off) == set(SIGNALS)
     runs = {"no signal": off} | {f"only {name}": {**off, name: {}} for name in SIGNALS}
     for label, signals in runs.items():
-        r = best_rate(lambda: Monitor(Config.make(env={}, signals=signals)).observe, events, timed, repeats)
+        r = best_rate(lambda: Monitor(Config.make(signals=signals)).observe, events, timed, repeats)
         print(f"  {label:24s} {r:12,.0f} events/s  {bare / r:6.2f}x bare")
 
 
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     timed = min(args.timed, args.events)
 
     bare = best_rate(lambda: bare_digest, events, timed, args.repeats)
-    whole = best_rate(lambda: Monitor(Config.make(env={})).observe, events, timed, args.repeats)
+    whole = best_rate(lambda: Monitor(Config.make()).observe, events, timed, args.repeats)
     ratio = bare / whole
     print(f"bare digest (orjson sorted keys + blake2b-8): {bare:12,.0f} events/s")
     print(f"Monitor.observe, all signals, defaults:      {whole:12,.0f} events/s")

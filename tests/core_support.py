@@ -31,7 +31,6 @@ def only(signal: str, params: dict[str, Any] | None = None, **config: Any) -> Mo
     """A monitor with every signal off but `signal` (with `params`)."""
     assert signal in SIGNALS, signal
     signals = {**OFF, signal: dict(params or {})}
-    config.setdefault("env", {})  # hermetic: ignore LOOPWATCH_MODE in the environment
     return Monitor(signals=signals, **config)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Config, ConfigError, Monitor, ToolRule, load_config
+from loopwatch.configfile import apply_env
 from loopwatch.core.signals import SIGNALS
 
 from core_support import OFF, bash, feed, only, strongest
@@ -13,27 +14,27 @@ from loopwatch import Action
 
 def test_every_signal_can_be_turned_off_and_each_alone_on():
     assert set(OFF) == set(SIGNALS)
-    assert Monitor(env={}, signals=OFF)._signals == []
+    assert Monitor(signals=OFF)._signals == []
     for name in SIGNALS:
         assert [s.name for s in only(name)._signals] == [name]
 
 
 def test_defaults():
-    config = Config.make(env={})
+    config = Config.make()
     assert (config.mode, config.profile, config.stop) == ("enforce", "unattended", False)
     assert set(config.signals) == set(SIGNALS)
     assert config.rule("Bash") == ToolRule()
 
 
 def test_keyword_thresholds_merge_with_the_defaults():
-    config = Config.make({"signals": {"repeat": {"threshold": 5}}}, signals={"cycle": {"repeats": 4}}, env={})
+    config = Config.make({"signals": {"repeat": {"threshold": 5}}}, signals={"cycle": {"repeats": 4}})
     assert config.params("repeat").threshold == 5
     assert config.params("cycle").repeats == 4
     assert config.params("cycle").max_period == SIGNALS["cycle"].Params().max_period
 
 
 def test_keywords_override_the_mapping():
-    config = Config.make({"mode": "warn", "signals": {"repeat": {"threshold": 5}}}, env={}, mode="enforce",
+    config = Config.make({"mode": "warn", "signals": {"repeat": {"threshold": 5}}}, mode="enforce",
                          signals={"repeat": {"threshold": 7}})
     assert config.mode == "enforce" and config.params("repeat").threshold == 7
 
@@ -45,17 +46,17 @@ def test_keywords_override_the_mapping():
 ])
 def test_a_threshold_of_one_is_refused(signal, key):
     with pytest.raises(ConfigError, match=rf"signals\.{signal}\.{key}"):
-        Config.make(env={}, signals={signal: {key: 1}})
+        Config.make(signals={signal: {key: 1}})
 
 
 @pytest.mark.parametrize("signal, key", [("repeat", "threshold"), ("cycle", "repeats"), ("echo", "turns")])
 def test_a_negative_threshold_is_refused(signal, key):
     with pytest.raises(ConfigError, match=rf"signals\.{signal}\.{key}"):
-        Config.make(env={}, signals={signal: {key: -2}})
+        Config.make(signals={signal: {key: -2}})
 
 
 def test_zero_turns_a_signal_off():
-    m = Monitor(env={}, signals={"repeat": {"threshold": 0}, **{k: v for k, v in OFF.items() if k != "repeat"}})
+    m = Monitor(signals={"repeat": {"threshold": 0}, **{k: v for k, v in OFF.items() if k != "repeat"}})
     assert not m.config.params("repeat").enabled
     assert strongest(feed(m, [bash("ls", "a") for _ in range(30)])) is Action.ALLOW
 
@@ -63,11 +64,11 @@ def test_zero_turns_a_signal_off():
 @pytest.mark.parametrize("value", [1.01, 2, 0.0, -0.5])
 def test_a_similarity_outside_zero_to_one_is_refused(value):
     with pytest.raises(ConfigError, match=r"signals\.echo\.similarity"):
-        Config.make(env={}, signals={"echo": {"similarity": value}})
+        Config.make(signals={"echo": {"similarity": value}})
 
 
 def test_a_similarity_of_one_is_accepted():
-    assert Config.make(env={}, signals={"echo": {"similarity": 1}}).params("echo").similarity == 1.0
+    assert Config.make(signals={"echo": {"similarity": 1}}).params("echo").similarity == 1.0
 
 
 @pytest.mark.parametrize("data, where, nearest", [
@@ -80,14 +81,14 @@ def test_a_similarity_of_one_is_accepted():
 ])
 def test_an_unknown_key_is_refused_with_the_nearest_valid_name(data, where, nearest):
     with pytest.raises(ConfigError) as info:
-        Config.make(data, env={})
+        Config.make(data)
     assert where in str(info.value)
     assert f"did you mean {nearest!r}" in str(info.value)
 
 
 def test_an_unknown_key_far_from_any_name_lists_the_valid_ones():
     with pytest.raises(ConfigError, match="valid: .*mode.*profile"):
-        Config.make({"zzzzzz": 1}, env={})
+        Config.make({"zzzzzz": 1})
 
 
 @pytest.mark.parametrize("data, match", [
@@ -104,22 +105,31 @@ def test_an_unknown_key_far_from_any_name_lists_the_valid_ones():
 ])
 def test_bad_values_are_refused_clearly(data, match):
     with pytest.raises(ConfigError, match=match):
-        Config.make(data, env={})
+        Config.make(data)
 
 
 def test_loopwatch_mode_off_in_the_environment_disables_everything():
-    assert Config.make(mode="enforce", env={"LOOPWATCH_MODE": "off"}).mode == "off"
-    assert Config.make(env={"LOOPWATCH_MODE": " Warn "}).mode == "warn"
-    assert Config.make(mode="warn", env={"LOOPWATCH_MODE": ""}).mode == "warn"
+    assert apply_env(Config.make(mode="enforce"), {"LOOPWATCH_MODE": "off"}).mode == "off"
+    assert apply_env(Config.make(), {"LOOPWATCH_MODE": " Warn "}).mode == "warn"
+    assert apply_env(Config.make(mode="warn"), {"LOOPWATCH_MODE": ""}).mode == "warn"
+    assert load_config(mode="enforce", env={"LOOPWATCH_MODE": "off"}).mode == "off"
 
 
 def test_a_bad_loopwatch_mode_is_refused():
     with pytest.raises(ConfigError, match="LOOPWATCH_MODE='disabled'"):
-        Config.make(env={"LOOPWATCH_MODE": "disabled"})
+        apply_env(Config.make(), {"LOOPWATCH_MODE": "disabled"})
+
+
+def test_the_core_reads_no_environment(monkeypatch):
+    # the pure core: only loopwatch.configfile (the CLI, the hook, Guard) applies it
+    monkeypatch.setenv("LOOPWATCH_MODE", "off")
+    assert Config.make(mode="enforce").mode == "enforce"
+    assert Monitor(mode="warn").config.mode == "warn"
+    assert apply_env(Config.make(mode="enforce")).mode == "off"  # this process's environment
 
 
 def test_tool_rules():
-    config = Config.make(env={}, tools={"Bash": {"identity": ["command"]}, "Write": {"role": "writer"},
+    config = Config.make(tools={"Bash": {"identity": ["command"]}, "Write": {"role": "writer"},
                                 "BashOutput": {"role": "poller"}, "TodoWrite": {"role": "exempt"}})
     assert config.rule("Bash") == ToolRule(identity=("command",))
     assert config.rule("Write").role == "writer"
@@ -159,8 +169,8 @@ def check_loaded(config: Config) -> None:
 
 def test_loads_loopwatch_toml(tmp_path):
     (tmp_path / "loopwatch.toml").write_text(TOML)
-    check_loaded(load_config(start=tmp_path, env={}))
-    check_loaded(load_config(tmp_path / "loopwatch.toml", env={}))
+    check_loaded(load_config(start=tmp_path))
+    check_loaded(load_config(tmp_path / "loopwatch.toml"))
 
 
 def test_loads_tool_loopwatch_from_pyproject(tmp_path):
@@ -168,14 +178,14 @@ def test_loads_tool_loopwatch_from_pyproject(tmp_path):
     head, _, rest = body.partition("[tool.loopwatch.signals.repeat]")
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "demo"\n\n[tool.loopwatch]\n' + head + "[tool.loopwatch.signals.repeat]" + rest)
-    check_loaded(load_config(start=tmp_path, env={}))
+    check_loaded(load_config(start=tmp_path))
 
 
 def test_finds_the_file_in_a_parent_folder(tmp_path):
     (tmp_path / "loopwatch.toml").write_text(TOML)
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
-    check_loaded(load_config(start=deep, env={}))
+    check_loaded(load_config(start=deep))
 
 
 def test_a_pyproject_without_loopwatch_is_skipped(tmp_path):
@@ -183,16 +193,16 @@ def test_a_pyproject_without_loopwatch_is_skipped(tmp_path):
     inner = tmp_path / "pkg"
     inner.mkdir()
     (inner / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    assert load_config(start=inner, env={}).mode == "off"
+    assert load_config(start=inner).mode == "off"
 
 
 def test_no_file_gives_the_defaults(tmp_path):
-    assert load_config(start=tmp_path, env={}) == Config.make(env={})
+    assert load_config(start=tmp_path) == Config.make()
 
 
 def test_keywords_override_the_file(tmp_path):
     (tmp_path / "loopwatch.toml").write_text(TOML)
-    config = load_config(start=tmp_path, env={}, mode="enforce", signals={"repeat": {"threshold": 9}})
+    config = load_config(start=tmp_path, mode="enforce", signals={"repeat": {"threshold": 9}})
     assert config.mode == "enforce" and config.params("repeat").threshold == 9
     assert config.params("echo").similarity == 0.95
 
@@ -206,7 +216,7 @@ def test_errors_in_a_file_name_the_file(tmp_path):
     path = tmp_path / "loopwatch.toml"
     path.write_text("[signals.repeat]\ntreshold = 3\n")
     with pytest.raises(ConfigError) as info:
-        load_config(path, env={})
+        load_config(path)
     assert str(path) in str(info.value) and "did you mean 'threshold'" in str(info.value)
 
 
@@ -214,12 +224,12 @@ def test_invalid_toml_is_refused(tmp_path):
     path = tmp_path / "loopwatch.toml"
     path.write_text("mode = \n")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        load_config(path, env={})
+        load_config(path)
 
 
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
-        load_config(tmp_path / "nope.toml", env={})
+        load_config(tmp_path / "nope.toml")
 
 
 # -- one rule for every numeric setting, and files that are not what they should be ----
@@ -247,7 +257,7 @@ def test_every_numeric_setting_is_refused_clearly_or_works(signal, key, kind):
         if kind is int and isinstance(value, float):
             continue
         try:
-            monitor = Monitor(env={}, signals={signal: {key: value}})
+            monitor = Monitor(signals={signal: {key: value}})
         except ConfigError as exc:
             assert f"signals.{signal}." in str(exc)  # this key, or one it must agree with
             bounds = re.search(r"between (\d+) and (\d+)", str(exc)) if f".{key}:" in str(exc) else None
@@ -256,10 +266,10 @@ def test_every_numeric_setting_is_refused_clearly_or_works(signal, key, kind):
                 off = "0 turns it off" in str(exc)
                 assert not low <= value <= high, f"{value} is within the bounds the message gives: {exc}"
                 for inside in (low, high):
-                    Monitor(env={}, signals={signal: {key: inside}})  # must be accepted
+                    Monitor(signals={signal: {key: inside}})  # must be accepted
                 if low - 1 >= 0 and not (off and low - 1 == 0):
                     with pytest.raises(ConfigError):
-                        Monitor(env={}, signals={signal: {key: low - 1}})
+                        Monitor(signals={signal: {key: low - 1}})
             continue
         assert not (isinstance(value, float) and not math.isfinite(value)), f"{value} was accepted"
         feed(monitor, [bash("pytest", "E fail", error=True) for _ in range(6)])
@@ -268,17 +278,17 @@ def test_every_numeric_setting_is_refused_clearly_or_works(signal, key, kind):
 def test_warn_every_must_be_finite():
     for value in (float("nan"), float("inf")):
         with pytest.raises(ConfigError, match="warn_every"):
-            Config.make({"warn_every": value}, env={})
+            Config.make({"warn_every": value})
 
 
 def test_the_huge_repeats_of_the_issue_are_refused_not_an_overflow():
     with pytest.raises(ConfigError, match=r"signals\.cycle\.repeats: .*out of range"):
-        Config.make({"signals": {"cycle": {"repeats": 9223372036854775807}}}, env={})
+        Config.make({"signals": {"cycle": {"repeats": 9223372036854775807}}})
 
 
 def test_cycle_max_period_1_is_refused_as_the_message_says():
     with pytest.raises(ConfigError, match="between 2 and 16"):
-        Config.make({"signals": {"cycle": {"max_period": 1}}}, env={})
+        Config.make({"signals": {"cycle": {"max_period": 1}}})
 
 
 @pytest.mark.parametrize("name,content,match", [
@@ -293,7 +303,7 @@ def test_broken_files_are_one_clear_config_error(tmp_path, name, content, match)
     path.write_bytes(content)
     for source in (path, None):  # named, and found from the folder
         with pytest.raises(ConfigError, match=match) as info:
-            load_config(source, start=tmp_path, env={})
+            load_config(source, start=tmp_path)
         assert str(path) in str(info.value)
 
 

@@ -79,13 +79,13 @@ def test_a_second_signal_corroborates_suspicion():
     # the same failing call resubmitted (repeat, proof) inside a same_error streak
     signals = {**OFF, "same_error": {"threshold": 3}, "echo": {"turns": 3, "similarity": 0.6}}
     edits = [bash(f"javac -g:{c} Main.java", "bash: javac: command not found", error=True) for c in "abcdefgh"]
-    alone = Monitor(signals={**OFF, "same_error": {"threshold": 3}}, env={}, evidence={"second_signal": True})
+    alone = Monitor(signals={**OFF, "same_error": {"threshold": 3}}, evidence={"second_signal": True})
     assert Action.STOP not in actions(feed(alone, edits))
-    both = Monitor(signals=signals, env={}, evidence={"second_signal": True})
+    both = Monitor(signals=signals, evidence={"second_signal": True})
     got = feed(both, edits)
     stops = [v for v in got if v.action is Action.STOP]
     assert stops, actions(got)
-    none = Monitor(signals=signals, env={})
+    none = Monitor(signals=signals)
     assert Action.STOP not in actions(feed(none, edits))
 
 
@@ -98,19 +98,19 @@ def test_held_suspicion_takes_the_next_rung_not_the_last():
 
 def test_a_calibration_applies_only_to_keys_the_configuration_does_not_set():
     profile = {"signals": {"same_error": {"threshold": 5}}, "evidence": {"confirm": 3, "second_signal": True}}
-    mine = Config.make(env={}, signals={"same_error": {"threshold": 9}})
+    mine = Config.make(signals={"same_error": {"threshold": 9}})
     applied = mine.with_calibration(profile, "test")
     assert applied.signals["same_error"].threshold == 9
     assert applied.confirm == 3 and applied.second_signal is True and applied.calibrated == "test"
-    given = Config.make(env={}, evidence={"confirm": 1}).with_calibration(profile, "test")
+    given = Config.make(evidence={"confirm": 1}).with_calibration(profile, "test")
     assert given.confirm == 1 and given.signals["same_error"].threshold == 5
 
 
 def test_an_unknown_source_keeps_the_careful_defaults():
-    config = Config.make(env={})
+    config = Config.make()
     assert config.for_source("no-such-format") is config
     assert config.confirm == 0 and config.second_signal is False
-    assert Config.make(env={}, calibration="none").for_source("swe-agent").calibrated == ""
+    assert Config.make(calibration="none").for_source("swe-agent").calibrated == ""
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -124,7 +124,7 @@ def test_bad_evidence_settings_are_refused_clearly(bad, message):
     from loopwatch.core.config import ConfigError
 
     with pytest.raises(ConfigError, match=message):
-        Config.make(bad, env={})
+        Config.make(bad)
 
 
 def test_varied_searches_answered_no_match_with_no_error_flag_are_a_same_result_loop():

@@ -66,7 +66,7 @@ def test_eight_different_searches_with_the_same_empty_result_are_not_a_loop():
     assert strongest(verdicts) is Action.ALLOW
     assert severity(monitor, "repeat") == 0.0
     # nor with every signal on (default thresholds): progress, never blocked or stopped
-    monitor = Monitor(env={})
+    monitor = Monitor()
     assert strongest(feed(monitor, [bash(f"grep -rn pattern-{i} src", "") for i in range(1, 9)])).rank < Action.BLOCK.rank
 
 

@@ -14,6 +14,8 @@ from loopwatch import (
     Action, Attempt, Config, Correction, ModelText, Monitor, Output, Retry, ToolCall, Turn, UserMessage,
 )
 import loopwatch.core.monitor as monitor_module
+from loopwatch import load_config
+from loopwatch.configfile import apply_env
 
 from core_support import _at, actions, bash, feed, looping, only, strongest
 
@@ -103,7 +105,7 @@ def test_after_a_nudge_a_user_message_starts_the_ladder_again():
 
 
 def test_a_user_message_resets_every_signal():
-    m = Monitor(env={}, signals={"cycle": {"repeats": 3}, "correction": {"threshold": 3}, "apology": {"threshold": 3},
+    m = Monitor(signals={"cycle": {"repeats": 3}, "correction": {"threshold": 3}, "apology": {"threshold": 3},
                          "repeated_lines": {"repeats": 3}})
     half = [bash("a", "1"), bash("b", "2")] * 2 + [Correction("No such tool: X")] * 2 + \
         [ModelText("Sorry.")] * 2 + [Output("same\n")] * 2
@@ -120,10 +122,10 @@ def everything_looping():
             + [Output("connection refused\n")] * 12 + [Retry()] * 12 + [Attempt("Bash", {"command": "pytest -x"})])
 
 
-@pytest.mark.parametrize("config", [{"env": {"LOOPWATCH_MODE": "off"}}, {"mode": "off"},
-                                    {"env": {"LOOPWATCH_MODE": "OFF"}, "mode": "enforce"}])
-def test_mode_off_allows_everything_but_keeps_calibration(config):
-    m = Monitor(Config.make(profile="attended", stop=True, **config))
+@pytest.mark.parametrize("env", [{"LOOPWATCH_MODE": "off"}, {}, {"LOOPWATCH_MODE": "OFF"}])
+def test_mode_off_allows_everything_but_keeps_calibration(env):
+    config = Config.make(profile="attended", stop=True, mode="enforce" if env else "off")
+    m = Monitor(apply_env(config, env))
     verdicts = feed(m, everything_looping(), step=30.0)
     assert set(actions(verdicts)) == {Action.ALLOW}
     assert m.warnings == 0 and m.interventions == [] and m.stop is None
@@ -137,15 +139,16 @@ def test_mode_off_allows_everything_but_keeps_calibration(config):
     assert m.record()["calibration"] == figures
 
 
-def test_the_environment_overrides_the_mode(monkeypatch):
+def test_the_environment_overrides_the_mode_where_it_is_read(monkeypatch):
     monkeypatch.setenv("LOOPWATCH_MODE", "off")
-    m = Monitor(mode="enforce")
+    m = Monitor(load_config(mode="enforce", start="/"))
     assert m.config.mode == "off"
     assert set(actions(feed(m, everything_looping()))) == {Action.ALLOW}
+    assert Monitor(mode="enforce").config.mode == "enforce"  # the core itself reads none
 
 
 def test_the_same_stream_is_stopped_in_enforce_mode():
-    m = Monitor(Config.make(env={}))
+    m = Monitor(Config.make())
     feed(m, everything_looping(), step=30.0)
     assert m.stop is not None
 
@@ -154,7 +157,7 @@ def test_the_same_stream_is_stopped_in_enforce_mode():
 
 
 def test_missing_times_count_as_one_second_apart():
-    m = Monitor(env={})
+    m = Monitor()
     for event in [Turn(at=5.0), Turn(), Turn(), ModelText("hi")]:
         m.observe(event)
     assert (m.first_at, m.last_at) == (5.0, 8.0)
@@ -162,7 +165,7 @@ def test_missing_times_count_as_one_second_apart():
 
 
 def test_events_never_go_back_in_time():
-    m = Monitor(env={})
+    m = Monitor()
     for at in (10.0, 20.0, 15.0, 25.0):
         m.observe(Turn(at=at))
     assert m.last_at == 25.0 and m.record()["duration"] == 15.0
@@ -176,17 +179,17 @@ def test_a_verdict_carries_its_source_ref():
 
 def test_an_unknown_event_is_refused():
     with pytest.raises(TypeError, match="not a loopwatch event"):
-        Monitor(env={}).observe({"type": "tool"})
+        Monitor().observe({"type": "tool"})
 
 
 def test_counts_events_and_actions():
-    m = Monitor(env={}, tools={"TodoWrite": {"role": "exempt"}})
+    m = Monitor(tools={"TodoWrite": {"role": "exempt"}})
     feed(m, [bash("ls"), ToolCall("TodoWrite"), Turn(), Retry(), bash("pwd")])
     assert (m.events, m.actions) == (5, 2)
 
 
 def test_a_monitor_is_safe_to_share_between_threads():
-    m = Monitor(env={})
+    m = Monitor()
     errors = []
 
     def work(t: int):
@@ -274,7 +277,7 @@ def mixed_stream(n: int, seed: int = 7):
 
 def test_memory_stays_bounded_however_long_the_run(monkeypatch):
     monkeypatch.setattr(monitor_module, "_MAX_INTERVENTIONS", 50)  # reach every cap early
-    m = Monitor(Config.make(env={}, signals={"stagnation": {"memory": 512}}))
+    m = Monitor(Config.make(signals={"stagnation": {"memory": 512}}))
     events = mixed_stream(50_000)
     pickled, items, largest = [], [], {}
     for i, event in enumerate(events, 1):
@@ -314,7 +317,7 @@ def test_property_memory_is_bounded_for_any_stream_shape(pattern):
 
     from unittest import mock
 
-    m = Monitor(Config.make(env={}, signals={"stagnation": {"memory": 256}}))
+    m = Monitor(Config.make(signals={"stagnation": {"memory": 256}}))
     largest: dict[str, int] = {}
     with mock.patch.object(monitor_module, "_MAX_INTERVENTIONS", 100):
         for i in range(6000):

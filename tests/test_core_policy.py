@@ -40,10 +40,10 @@ def test_attended_with_stop_climbs_nudge_block_stop():
 
 
 def test_the_ladders_are_the_documented_ones():
-    assert Config.make(env={}, profile="unattended").ladder == LADDERS["unattended"] == ("nudge", "stop")
-    assert Config.make(env={}, profile="attended").ladder == ("nudge", "block")
-    assert Config.make(env={}, profile="attended", stop=True).ladder == ("nudge", "block", "stop")
-    assert Config.make(env={}, profile="unattended", stop=True).ladder == ("nudge", "stop")
+    assert Config.make(profile="unattended").ladder == LADDERS["unattended"] == ("nudge", "stop")
+    assert Config.make(profile="attended").ladder == ("nudge", "block")
+    assert Config.make(profile="attended", stop=True).ladder == ("nudge", "block", "stop")
+    assert Config.make(profile="unattended", stop=True).ladder == ("nudge", "stop")
 
 
 def progress(n: int):
@@ -81,7 +81,7 @@ def finding(signal="churn", severity=1.0, key=1, **kw) -> Finding:
 
 @pytest.mark.parametrize("ladder", [{"profile": "unattended"}, {"profile": "attended", "stop": True}])
 def test_a_finding_that_cannot_stop_or_block_only_nudges_once(ladder):
-    policy = Policy(Config.make(env={}, **ladder))
+    policy = Policy(Config.make(**ladder))
     got = [policy.decide([finding(can_stop=False, can_block=False)], float(t), lambda f, a: "m").action for t in range(10)]
     assert got[0] is Action.NUDGE
     assert Action.STOP not in got and Action.BLOCK not in got
@@ -89,13 +89,13 @@ def test_a_finding_that_cannot_stop_or_block_only_nudges_once(ladder):
 
 
 def test_a_finding_that_cannot_block_goes_from_nudge_to_stop_when_stopping_is_allowed():
-    policy = Policy(Config.make(env={}, profile="attended", stop=True))
+    policy = Policy(Config.make(profile="attended", stop=True))
     got = [policy.decide([finding(can_block=False)], float(t), lambda f, a: "m").action for t in range(3)]
     assert got == [Action.NUDGE, Action.STOP, Action.STOP]
 
 
 def test_the_strongest_rung_wins_among_findings():
-    policy = Policy(Config.make(env={}, profile="unattended"))
+    policy = Policy(Config.make(profile="unattended"))
     policy.decide([finding("repeat", key=7)], 0.0, lambda f, a: "m")  # nudged
     verdict = policy.decide([finding("churn", key=1, can_stop=False, can_block=False), finding("repeat", key=7)],
                             1.0, lambda f, a: "m")
@@ -124,7 +124,7 @@ def test_warnings_are_throttled_plus_one_when_conclusive(warn_every):
 
 
 def test_the_default_throttle_is_120_seconds():
-    assert Config().warn_every == 120.0 == Config.make(env={}).warn_every
+    assert Config().warn_every == 120.0 == Config.make().warn_every
 
 
 def test_warnings_are_never_one_per_event():
@@ -137,7 +137,7 @@ def test_warnings_are_never_one_per_event():
 
 def test_the_warning_callback_gets_each_warning():
     seen = []
-    m = Monitor(env={}, signals={"repeat": {"threshold": 10}}, mode="warn", on_warning=seen.append)
+    m = Monitor(signals={"repeat": {"threshold": 10}}, mode="warn", on_warning=seen.append)
     verdicts = feed(m, looping(300))
     assert seen == [v for v in verdicts if v.action is Action.WARN]
     assert len(seen) >= 2
@@ -150,14 +150,14 @@ def test_a_warning_callback_that_raises_is_not_called_again():
         calls.append(verdict)
         raise RuntimeError("display is gone")
 
-    m = Monitor(env={}, signals={"repeat": {"threshold": 10}}, mode="warn", on_warning=broken)
+    m = Monitor(signals={"repeat": {"threshold": 10}}, mode="warn", on_warning=broken)
     verdicts = feed(m, looping(300))
     assert len(calls) == 1
     assert m.warnings == len(warn_times(verdicts)) >= 2  # warnings still counted and returned
 
 
 def test_off_mode_decides_nothing():
-    policy = Policy(Config.make(env={}, mode="off"))
+    policy = Policy(Config.make(mode="off"))
     assert policy.decide([finding("repeat", severity=5.0)], 0.0, lambda f, a: "m").action is Action.ALLOW
     assert policy.warnings == 0
 
@@ -168,7 +168,7 @@ def test_warn_mode_never_nudges():
 
 
 def test_streaks_remembered_are_bounded():
-    policy = Policy(Config.make(env={}))
+    policy = Policy(Config.make())
     for key in range(5000):
         policy.decide([finding("repeat", key=key)], float(key), lambda f, a: "m")
     assert len(policy._rungs) <= 256

@@ -51,7 +51,7 @@ def test_the_record_of_a_stopped_cycle():
 
 
 def test_the_record_of_a_quiet_run():
-    m = Monitor(env={})
+    m = Monitor()
     feed(m, [bash(f"echo {w}", w) for w in ("alpha", "beta", "gamma")] + [Turn()])
     record = m.record()
     assert record["verdict"] is None and record["interventions"] == [] and record["warnings"] == 0
@@ -76,7 +76,7 @@ def test_the_record_counts_warnings_and_keeps_findings():
 
 
 def test_the_record_is_json():
-    m = Monitor(env={})
+    m = Monitor()
     feed(m, cycle_round() * 5 + [ModelText("Sorry."), Output("x\n"), Retry(), Correction("no")])
     record = m.record()
     assert json.loads(json.dumps(record)) == record
@@ -153,7 +153,7 @@ def secret_everywhere():
 
 @pytest.mark.parametrize("profile", ["unattended", "attended"])
 def test_the_monitor_keeps_no_input_result_text_or_output(profile):
-    m = Monitor(env={}, profile=profile, signals={"repeat": {"threshold": 0}, "echo": {"turns": 0}})
+    m = Monitor(profile=profile, signals={"repeat": {"threshold": 0}, "echo": {"turns": 0}})
     feed(m, secret_everywhere(), step=30.0)
     assert m.interventions_total > 0  # the stream looped: findings and verdicts were made
     assert_no_secret(m)

@@ -62,7 +62,7 @@ def test_git_add_of_several_files_is_never_blocked_or_stopped(profile, stop):
     events = [bash(f"git add src/mod_{c}.py", "") for c in "abcdefghijklmnopqrstuvwxyz"]
     m = only("echo", {"turns": 2, "similarity": 0.5}, profile=profile, stop=stop)
     assert strongest(feed(m, events)).rank < Action.BLOCK.rank
-    every = Monitor(env={}, profile=profile, stop=stop)  # all signals, default thresholds
+    every = Monitor(profile=profile, stop=stop)  # all signals, default thresholds
     assert strongest(feed(every, events)).rank < Action.BLOCK.rank
 
 
@@ -73,7 +73,7 @@ def test_sibling_files_with_near_identical_contents_are_never_blocked_or_stopped
               for p in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")]
     m = only("echo", {"turns": 2, "similarity": 0.5}, profile=profile, stop=stop)
     assert strongest(feed(m, events)).rank < Action.BLOCK.rank
-    every = Monitor(env={}, profile=profile, stop=stop)
+    every = Monitor(profile=profile, stop=stop)
     assert strongest(feed(every, events)).rank < Action.BLOCK.rank
 
 

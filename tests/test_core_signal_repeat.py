@@ -55,7 +55,7 @@ def test_rerunning_the_tests_after_different_edits_never_stops():
         events.append(bash("pytest -x", "FAILED tests/test_a.py::test_x - assert 1 == 2", error=True))
         events.append(call("Edit", {"file_path": "src/a.py", "old_string": f"x = {i}", "new_string": f"x = {i + 1}"},
                            "The file src/a.py has been updated.", changed=["src/a.py"]))
-    monitor = Monitor(env={})  # every signal on, default thresholds
+    monitor = Monitor()  # every signal on, default thresholds
     verdicts = feed(monitor, events, step=20.0)
     assert strongest(verdicts).rank < Action.BLOCK.rank
     assert monitor.stop is None

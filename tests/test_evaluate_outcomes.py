@@ -258,7 +258,7 @@ def test_a_calibrated_config_is_applied_by_source():
     from loopwatch.core.calibrations import CALIBRATIONS
 
     for source, profile in CALIBRATIONS.items():
-        config = Config.make(env={}).for_source(source)
+        config = Config.make().for_source(source)
         assert config.calibrated == source
         for signal, values in profile.get("signals", {}).items():
             for key, value in values.items():
@@ -312,7 +312,7 @@ def test_sessions_that_recover_from_format_corrections_are_not_stopped():
         if best < 3:
             continue
         checked += 1
-        stop = first_interventions(events, Config.make(env={}).for_source(source), step_of)[0]
+        stop = first_interventions(events, Config.make().for_source(source), step_of)[0]
         assert stop is None, name
     assert checked >= 3
 
@@ -320,7 +320,7 @@ def test_sessions_that_recover_from_format_corrections_are_not_stopped():
 def test_one_signal_alone_stays_alone_under_a_calibration():
     from loopwatch.analysis.evaluation import only
 
-    alone = only(Config.make(env={}), "repeat").for_source("swe-agent")
+    alone = only(Config.make(), "repeat").for_source("swe-agent")
     assert alone.signals["same_error"].threshold == 0 and alone.signals["repeat"].threshold == 4
 
 

@@ -156,7 +156,7 @@ def test_clock_is_the_callers_or_monotonic():
     import time
 
     before = time.monotonic()
-    default = Guard(env={})
+    default = Guard()
     default.turn()
     assert before <= default.monitor.last_at <= time.monotonic()
 
@@ -165,7 +165,7 @@ def test_passing_both_a_monitor_and_a_config_is_refused():
     from loopwatch import Monitor
 
     with pytest.raises(TypeError):
-        Guard(Monitor(env={}), profile="attended")
+        Guard(Monitor(), profile="attended")
 
 
 def test_text_and_turns_reach_the_monitor():

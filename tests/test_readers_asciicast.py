@@ -98,7 +98,7 @@ def test_fuzz_the_reader_never_raises_anything_but_read_error(lines):
     data = json.dumps(HEADER).encode() + b"\n" + b"\n".join(lines)
     try:
         for session in read("fuzz.cast", "asciicast", io.BytesIO(data)):
-            monitor = Monitor(env={})
+            monitor = Monitor()
             for event in session.events:
                 monitor.observe(event)
     except ReadError:
@@ -120,7 +120,7 @@ def test_no_recorded_run_that_solved_its_task_is_stopped():
         if resolved != "yes":
             continue
         solved += 1
-        monitor = Monitor(env={})
+        monitor = Monitor()
         for session in read(str(CASTS / name)):
             for event in session.events:
                 monitor.observe(event)

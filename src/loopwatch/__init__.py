@@ -6,7 +6,8 @@ them, and it answers each with a `Verdict` (allow, warn, nudge, block, stop).
 
 from typing import TYPE_CHECKING, Any
 
-from .core.config import Config, ConfigError, ToolRule, load_config
+from .configfile import load_config
+from .core.config import Config, ConfigError, ToolRule
 from .core.events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .core.finding import Finding
 from .core.monitor import Monitor

@@ -46,6 +46,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from .configfile import apply_env
 from .core.config import Config
 from .core.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
 from .core.fingerprint import digest_call
@@ -114,8 +115,9 @@ class Guard:
     """One agent's guard. See the module docstring.
 
     `monitor` is used as given; otherwise `config` or keyword arguments build one
-    (`Guard(profile="attended", stop=True)`, as for `Monitor`). `keys` maps a tool
-    name to a function of its input returning what identifies the call.
+    (`Guard(profile="attended", stop=True)`, as for `Monitor`); `LOOPWATCH_MODE` in
+    `env` (default: this process's environment) then overrides the mode. `keys` maps a
+    tool name to a function of its input returning what identifies the call.
     """
 
     def __init__(
@@ -126,10 +128,15 @@ class Guard:
         clock: Callable[[], float] | None = time.monotonic,
         keys: Mapping[str, Callable[[Any], Any]] | None = None,
         on_warning: Callable[[Verdict], object] | None = None,
+        env: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         if monitor is None:
-            monitor = Monitor(config, on_warning=on_warning, **kwargs)
+            # Built here from keyword arguments: `LOOPWATCH_MODE` applies, as to the CLI
+            # and the hook (the core itself reads no environment).
+            if config is None:
+                config = apply_env(Config.make(**kwargs), env)
+            monitor = Monitor(config, on_warning=on_warning)
         elif config is not None or kwargs:
             raise TypeError("Guard: pass a monitor or its configuration, not both")
         self.monitor = monitor

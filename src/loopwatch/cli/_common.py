@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from ..core.config import Config, ConfigError, load_config
+from ..configfile import load_config
+from ..core.config import Config, ConfigError
 
 __all__ = ["config_options", "make_config", "progress_bar"]
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from ..core.config import ConfigError, load_config
+from ..configfile import load_config
+from ..core.config import ConfigError
 
 __all__ = ["mcp_proxy"]
 

@@ -9,7 +9,8 @@ import sys
 
 import click
 
-from ..core.config import ConfigError, load_config
+from ..configfile import load_config
+from ..core.config import ConfigError
 from ..supervise import FORMATS, Limits, Supervisor, write_record
 
 __all__ = ["run"]

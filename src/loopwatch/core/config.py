@@ -1,10 +1,10 @@
 """Configuration: mode, profile, each signal's thresholds, and per-tool rules.
 
-Read from `loopwatch.toml` or `[tool.loopwatch]` in `pyproject.toml`, and from keyword
-arguments. Everything is validated with a clear message: an unknown key is refused
-with the nearest valid name, a repeat threshold of 1 is refused (0 turns a signal
-off), a similarity above 1 is refused. `LOOPWATCH_MODE` in the environment overrides
-the mode (`LOOPWATCH_MODE=off` disables everything).
+A table of settings (as read from TOML) and keyword arguments, validated with a clear
+message: an unknown key is refused with the nearest valid name, a repeat threshold of 1
+is refused (0 turns a signal off), a similarity above 1 is refused. This module reads
+no file and no environment: `loopwatch.configfile` finds and reads `loopwatch.toml` or
+`[tool.loopwatch]` in `pyproject.toml`, and applies `LOOPWATCH_MODE`.
 
 Example::
 
@@ -38,11 +38,10 @@ a file from a team's own runs.
 from __future__ import annotations
 
 import math
-import os
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
-__all__ = ["Config", "ConfigError", "ToolRule", "load_config", "MODES", "PROFILES"]
+__all__ = ["Config", "ConfigError", "ToolRule", "MODES", "PROFILES", "check_keys"]
 
 MODES = ("off", "warn", "enforce")
 PROFILES = ("unattended", "attended")
@@ -142,10 +141,11 @@ class Config(NamedTuple):
         return self._replace(signals=signals, calibrated=name, **evidence)
 
     @classmethod
-    def make(cls, data: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None, **kwargs: Any) -> "Config":
+    def make(cls, data: Mapping[str, Any] | None = None, **kwargs: Any) -> "Config":
         """Validate a mapping (as read from TOML) merged with keyword arguments.
 
-        Signal thresholds may be given as `signals={"repeat": {"threshold": 4}}`."""
+        Signal thresholds may be given as `signals={"repeat": {"threshold": 4}}`. The
+        environment is not read (`loopwatch.configfile.apply_env` applies it)."""
         if data is not None and not isinstance(data, Mapping):
             raise ConfigError(f"expected a table of settings, got {type(data).__name__}")
         merged: dict[str, Any] = dict(data or {})
@@ -160,14 +160,7 @@ class Config(NamedTuple):
                 merged[key] = inner
             else:
                 merged[key] = value
-        config = _validate(merged)
-        environ = os.environ if env is None else env
-        override = environ.get("LOOPWATCH_MODE", "").strip().lower()
-        if override:
-            if override not in MODES:
-                raise ConfigError(f"LOOPWATCH_MODE={override!r}: expected one of {', '.join(MODES)}")
-            config = config._replace(mode=override)
-        return config
+        return _validate(merged)
 
 
 _DEFAULT_RULE = ToolRule()
@@ -197,7 +190,8 @@ def _nearest(key: str, valid: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else f" (valid: {', '.join(sorted(valid))})"
 
 
-def _check_keys(where: str, given: Mapping[str, Any], valid: list[str]) -> None:
+def check_keys(where: str, given: Mapping[str, Any], valid: list[str]) -> None:
+    """Refuse a key of `given` not in `valid`, naming the nearest valid one."""
     for key in given:
         if key not in valid:
             raise ConfigError(f"{where}unknown key {key!r}{_nearest(str(key), valid)}")
@@ -209,7 +203,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
     if not isinstance(data, Mapping):
         raise ConfigError(f"expected a table of settings, got {type(data).__name__}")
     top = ["mode", "profile", "stop", "warn_every", "signals", "tools", "hook", "evidence", "calibration"]
-    _check_keys("", data, top)
+    check_keys("", data, top)
     # `[hook]` holds the settings of `loopwatch hook` (fail open or closed, limits);
     # the hook validates them itself, the core only accepts the table.
     if not isinstance(data.get("hook", {}), Mapping):
@@ -232,7 +226,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
     raw_signals = data.get("signals", {})
     if not isinstance(raw_signals, Mapping):
         raise ConfigError("signals: expected a table of signal names")
-    _check_keys("signals: ", raw_signals, list(SIGNALS))
+    check_keys("signals: ", raw_signals, list(SIGNALS))
     signals = {}
     for name, cls in SIGNALS.items():
         given = raw_signals.get(name, {})
@@ -243,7 +237,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
     evidence = data.get("evidence", {})
     if not isinstance(evidence, Mapping):
         raise ConfigError("evidence: expected a table with confirm and/or second_signal")
-    _check_keys("evidence: ", evidence, ["confirm", "second_signal"])
+    check_keys("evidence: ", evidence, ["confirm", "second_signal"])
     confirm = evidence.get("confirm", 0)
     if isinstance(confirm, bool) or not isinstance(confirm, int) or confirm < 0:
         raise ConfigError(f"evidence.confirm: expected rounds >= 0 (0: suspicion never stops by rounds), got {confirm!r}")
@@ -263,7 +257,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
     for tool, rule in raw_tools.items():
         if not isinstance(rule, Mapping):
             raise ConfigError(f"tools.{tool}: expected a table with identity and/or role")
-        _check_keys(f"tools.{tool}: ", rule, ["identity", "role"])
+        check_keys(f"tools.{tool}: ", rule, ["identity", "role"])
         identity = rule.get("identity")
         if identity is not None:
             if not isinstance(identity, (list, tuple)) or not all(isinstance(x, str) for x in identity):
@@ -279,7 +273,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
 
 def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
     names = list(params_cls._fields)
-    _check_keys(f"{where}: ", given, names)
+    check_keys(f"{where}: ", given, names)
     defaults = params_cls()
     values = {}
     for name in names:
@@ -301,68 +295,3 @@ def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
         if problem:
             raise ConfigError(f"{where}.{problem}")
     return params
-
-
-def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
-    """Load configuration from `path`, or find `loopwatch.toml` / `pyproject.toml`
-    (`[tool.loopwatch]`) in `start` (default: the working directory) and its parents.
-    Keyword arguments override the file."""
-    import tomllib
-
-    data: dict[str, Any] = {}
-    source = os.fspath(path) if path else _find(os.fspath(start) if start else os.getcwd())
-    if source is not None:
-        try:
-            with open(source, "rb") as fh:
-                parsed = tomllib.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
-        if os.path.basename(source) == "pyproject.toml":
-            parsed = _pyproject_table(source, parsed)
-        data = parsed
-    try:
-        return Config.make(data, env=env, **kwargs)
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}" if source else str(exc)) from None
-
-
-def _pyproject_table(source: str, parsed: dict[str, Any]) -> Any:
-    """`[tool.loopwatch]` of a parsed pyproject.toml; ConfigError when `tool` or
-    `tool.loopwatch` is not a table (`tool = 5`, `tool.loopwatch = [1]`)."""
-    tool = parsed.get("tool", {})
-    if not isinstance(tool, dict):
-        raise ConfigError(f"{source}: tool: expected a table, got {type(tool).__name__}")
-    table = tool.get("loopwatch", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{source}: tool.loopwatch: expected a table, got {type(table).__name__}")
-    return table
-
-
-def _find(start: str) -> str | None:
-    """`loopwatch.toml`, or a `pyproject.toml` with `[tool.loopwatch]`, in `start` or
-    the nearest folder above it."""
-    folder = os.path.abspath(start)
-    while True:
-        candidate = os.path.join(folder, "loopwatch.toml")
-        if os.path.isfile(candidate):
-            return candidate
-        pyproject = os.path.join(folder, "pyproject.toml")
-        if os.path.isfile(pyproject):
-            try:
-                import tomllib
-
-                with open(pyproject, "rb") as fh:
-                    tool = tomllib.load(fh).get("tool", {})
-                # a `tool` that is not a table is reported when the file is loaded
-                if not isinstance(tool, dict) or "loopwatch" in tool:
-                    return pyproject
-            except (OSError, ValueError):
-                pass
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent

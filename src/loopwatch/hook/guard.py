@@ -27,6 +27,7 @@ import os
 import time
 from typing import Any
 
+from ..configfile import apply_env
 from ..core.config import Config
 from ..core.events import Attempt, ToolCall, Turn, UserMessage
 from ..hosts import codex
@@ -67,7 +68,7 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
         tools = {**DEFAULT_TOOLS, **dict(data.get("tools", {}))}
         if payload.host == "codex":
             tools = codex.shared_tool_rules(tools)  # Bash, exec_command, command_execution: one tool
-        monitor = Monitor(Config.make({**data, "tools": tools, "profile": profile}))
+        monitor = Monitor(apply_env(Config.make({**data, "tools": tools, "profile": profile})))
         return SessionState(monitor, payload.host, profile, why)
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:

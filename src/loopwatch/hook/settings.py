@@ -86,11 +86,12 @@ def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any]
     Returns the hook settings, the raw core table (for `Config.make`, validated
     there), and the user's file it came from (None: defaults). Raises `ConfigError`
     for a broken user file; a broken project file is only told to `log`."""
-    from ..core.config import ConfigError, _find
+    from ..configfile import find_config, read_config_file
+    from ..core.config import ConfigError
 
     candidate = user_config()
     source = candidate if os.path.isfile(candidate) else None
-    data: dict[str, Any] = _read(source) if source else {}
+    data: dict[str, Any] = read_config_file(source) if source else {}
     try:
         settings = _settings(data.get("hook", {}))
     except ConfigError as exc:
@@ -100,13 +101,13 @@ def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any]
     project = None
     if cwd and os.path.isdir(cwd):
         try:
-            project = _find(cwd)
+            project = find_config(cwd)
         except (OSError, ValueError):
             project = None
     if project is None or (source is not None and os.path.realpath(project) == os.path.realpath(source)):
         return settings, data, source
     try:
-        theirs = _read(project)
+        theirs = read_config_file(project)
         if not isinstance(theirs, Mapping):
             raise ConfigError("expected a table")
     except (ConfigError, ValueError, TypeError) as exc:
@@ -146,31 +147,13 @@ def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any]
     return settings, merged, source
 
 
-def _read(path: str) -> dict[str, Any]:
-    import tomllib
-
-    from ..core.config import ConfigError
-
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    if os.path.basename(path) == "pyproject.toml":
-        tool = data.get("tool", {})
-        data = tool.get("loopwatch", {}) if isinstance(tool, Mapping) else {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: [tool.loopwatch]: expected a table")
-    return data
-
-
 def _settings(table: Any) -> HookSettings:
-    from ..core.config import ConfigError, _check_keys
+    from ..core.config import ConfigError, check_keys
 
     if not isinstance(table, Mapping):
         raise ConfigError("hook: expected a table")
     names = list(HookSettings.NAMES)
-    _check_keys("hook: ", table, names)
+    check_keys("hook: ", table, names)
     values: dict[str, Any] = {}
     for name in names:
         if name not in table:

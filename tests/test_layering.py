@@ -1,0 +1,176 @@
+"""The layering is physical: what each package may import, checked on the source.
+
+- `loopwatch.core` (events, fingerprints, steps, signals, policy, monitor, config) is the
+  pure detector: it imports nothing of loopwatch outside itself, nothing but the standard
+  library and rapidfuzz, and reads no environment and no clock.
+- `loopwatch.analysis` (replay, evaluation, cross-validation, outcomes) reads sessions:
+  it may use the core, the readers and the hosts' shapes, never the CLI, the hook, the
+  supervisor or the adapters.
+- No import cycle anywhere in the package, counting imports inside functions too.
+
+Read from the files with `ast` rather than by importing them, so a lazy import inside a
+function is seen as well as one at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "loopwatch"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def type_only(tree: ast.Module) -> set[int]:
+    """ids of the import nodes under `if TYPE_CHECKING:`: never run, so never a cycle."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return skipped
+
+
+def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
+    """(module imported, line) for every import statement in the file that runs,
+    resolved; inside functions too, not under `if TYPE_CHECKING:`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skipped = type_only(tree)
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.append((target, node.lineno))
+            for alias in node.names:  # `from . import messages` imports a module
+                if f"{target}.{alias.name}" in known:
+                    found.append((f"{target}.{alias.name}", node.lineno))
+    return found
+
+
+def internal_graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        edges = set()
+        for target, _ in imports(name, path, known):
+            if target in known and target != name:
+                edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+STDLIB = set(sys.stdlib_module_names) | {"__future__"}
+CORE_MAY_USE = {"rapidfuzz"}  # echo's similarity, imported lazily
+
+
+def test_the_core_imports_nothing_of_loopwatch_outside_itself() -> None:
+    mods = modules()
+    problems = []
+    for name, path in mods.items():
+        if not name.startswith("loopwatch.core"):
+            continue
+        for target, line in imports(name, path, set(mods)):
+            top = target.split(".")[0]
+            if top == "loopwatch":
+                if not (target == "loopwatch.core" or target.startswith("loopwatch.core.")):
+                    problems.append(f"{path.relative_to(SRC)}:{line} imports {target}")
+            elif top not in STDLIB and top not in CORE_MAY_USE:
+                problems.append(f"{path.relative_to(SRC)}:{line} imports {target} (not the standard library)")
+    assert problems == []
+
+
+def test_the_core_reads_no_environment_and_no_clock() -> None:
+    problems = []
+    for name, path in modules().items():
+        if not name.startswith("loopwatch.core"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if (node.value.id, node.attr) in {("os", "environ"), ("os", "getenv"), ("os", "environb"),
+                                                    ("time", "time"), ("time", "monotonic"), ("time", "perf_counter")}:
+                    problems.append(f"{path.relative_to(SRC)}:{node.lineno} {node.value.id}.{node.attr}")
+            if isinstance(node, ast.ImportFrom) and node.module in ("os", "time"):
+                names = {a.name for a in node.names}
+                if names & {"environ", "getenv", "time", "monotonic", "perf_counter"}:
+                    problems.append(f"{path.relative_to(SRC)}:{node.lineno} from {node.module} import {names}")
+    assert problems == []
+
+
+def test_analysis_uses_the_core_and_the_readers_but_no_front_end() -> None:
+    mods = modules()
+    front_ends = ("loopwatch.cli", "loopwatch.hook", "loopwatch.supervise", "loopwatch.adapters", "loopwatch.guard")
+    problems = []
+    for name, path in mods.items():
+        if not name.startswith("loopwatch.analysis"):
+            continue
+        for target, line in imports(name, path, set(mods)):
+            if any(target == f or target.startswith(f + ".") for f in front_ends):
+                problems.append(f"{path.relative_to(SRC)}:{line} imports {target}")
+    assert problems == []
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    # A package's __init__ importing its own submodules is not a cycle of concepts
+    # (`signals/__init__` lists the signals; a signal importing `..finding` is not
+    # importing `signals`), so an edge from a module to its own package is left out.
+    def edges(node: str) -> set[str]:
+        return {t for t in graph[node] if not node.startswith(t + ".")}
+
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(edges(node)):
+            if state.get(target) == 1:
+                return stack[stack.index(target):] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycle_counting_lazy_imports() -> None:
+    assert find_cycle(internal_graph()) is None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    # the check above must be able to fail: a lazy import back is a cycle
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"p": set(), "p.x": {"p"}, "q": {"p.x"}}) is None
+
+
+@pytest.mark.parametrize("name", ["loopwatch.core", "loopwatch.analysis"])
+def test_each_layer_is_a_package(name: str) -> None:
+    assert name in modules()
