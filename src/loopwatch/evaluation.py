@@ -20,6 +20,10 @@ it (`Harm.failed_stopped`, `Harm.saved_steps`).
 
 Each session is replayed with its source's calibration (`Config.for_source`), as
 `scan` does; configurations made with `calibration = "none"` are replayed as given.
+Each agent of a session (`ToolCall.agent`: CodeR's sub-agents) has its own monitor, as
+in the live hook; a sub-agent's stop ends that sub-agent only (`first_interventions`),
+and `Harm` says how many stops on successful sessions were a sub-agent's and how many
+came after the session's last file change, next to the plain count.
 
 This module knows nothing of the command line; `loopwatch evaluate` prints its results.
 """
