@@ -407,3 +407,19 @@ def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_ag
     assert (session_stop is None) == (sub_agent is not None)
     written = last_write(events, step_of)
     assert written is not None and (stop >= written) == after_last_write
+
+
+@needs_corpus
+def test_evaluate_shows_both_counts_of_stops_on_successful_sessions():
+    names = ["swe-agent-traj/coder-swebench-lite/mwaskom__seaborn-3010.traj",
+             "swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj"]
+    args = ("evaluate", "--outcomes", os.path.join(CORPUS, "MANIFEST.tsv"), "--jobs", "1", "--no-progress",
+            *(os.path.join(CORPUS, n) for n in names))
+    done = run(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)["detectors"]["all"]["outcomes"]
+    assert out["stops_on_succeeded"] == 2  # the plain count keeps both
+    assert (out["stops_on_succeeded_of_session_agent"], out["stops_on_succeeded_by_sub_agent"]) == (1, 1)
+    assert out["stops_on_succeeded_after_last_write"] == 1  # jib-4035; seaborn-3010 was stopped before its fix
+    text = run(*args)
+    assert all(words in text.stdout for words in ("(own agent /", "sub-agent)", "(after last", "write)"))  # wrapped headers
