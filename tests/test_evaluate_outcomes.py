@@ -335,3 +335,91 @@ def test_a_false_stop_must_buy_five_loops():
     rows.append(_Row(_replayed(healthy, [None, None, 20, 20])))
     assert choose(rows, _cands(4), margin=0) == 3
     assert choose(rows[:2] + rows[-1:], _cands(4), margin=0) == 1
+
+
+# -- sub-agents: one monitor each; what a sub-agent's stop means -----------------------
+
+def _calls(agent: str | None, n: int, start: int, command: str = "javac Test.java") -> list:
+    from loopwatch.events import ToolCall
+
+    return [ToolCall("bash", {"command": command}, "bash: javac: command not found", error=True, agent=agent,
+                     source_ref=f"s{start + i}") for i in range(n)]
+
+
+def _steps(events: list) -> dict[str, int]:
+    return {e.source_ref: i + 1 for i, e in enumerate(events)}
+
+
+def test_a_streak_never_runs_across_two_sub_agents():
+    from loopwatch.evaluation import first_interventions
+
+    config = Config.make(env={}).for_source("swe-agent")  # repeat: stop on the 5th identical round
+    split = _calls("Manager", 1, 0, "plan") + _calls("Reproducer", 4, 1) + _calls("Programmer", 4, 5)
+    assert first_interventions(split, config, _steps(split))[0] is None
+    # the same calls from one agent are one streak of 8, stopped
+    single = [e._replace(agent=None) for e in split]
+    assert first_interventions(single, config, _steps(single))[0] is not None
+
+
+def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
+    from loopwatch.evaluation import first_interventions
+
+    config = Config.make(env={}).for_source("swe-agent")
+    events = (_calls("Manager", 1, 0, "plan") + _calls("Programmer", 8, 1)
+              + _calls("Tester", 2, 9, "python reproduce.py") + _calls("Manager", 8, 11, "submit"))
+    stop, _, nudge, _, session_stop, agent = first_interventions(events, config, _steps(events))
+    assert agent == "Programmer" and stop is not None and nudge is not None and nudge <= stop <= 9
+    # the Programmer's later calls are skipped; the Manager's own streak stops the session
+    assert session_stop is not None and session_stop > 11
+
+
+def test_harm_says_which_stops_were_a_sub_agent_s_and_which_came_after_the_last_write():
+    cases = [Case(f"s{i}", None, True) for i in range(4)]
+    items = [
+        (cases[0], 30, 10, 9, 10, None, 5),  # own agent, after the last write
+        (cases[1], 30, 12, 11, None, "Programmer", 20),  # a sub-agent, before the last write
+        (cases[2], 30, 8, 7, 8, None, 8),  # stopped at the write itself: the write had run
+        (cases[3], 30, None, None, None, None, 3),
+    ]
+    result = harm(items)
+    assert (result.stopped, result.stopped_session, result.stopped_sub_agent, result.stopped_after_last_write) == (3, 2, 1, 2)
+    # the plain count is not changed by the breakdown
+    assert harm(item[:4] for item in items).stopped == 3
+
+
+@needs_corpus
+@pytest.mark.parametrize("name, sub_agent, after_last_write", [
+    # the Programmer wrote its fix (steps 3-4), then resubmitted a rejected test edit
+    # 27 times until its own exit_cost; the session was submitted and solved
+    ("swe-agent-traj/coder-swebench-lite/django__django-11039.traj", "Programmer", True),
+    # the Programmer's rejected edit resubmitted 18 times, then its own fix at step 46:
+    # the stop (a sub-agent's) comes before the work that solved the task
+    ("swe-agent-traj/coder-swebench-lite/mwaskom__seaborn-3010.traj", "Programmer", False),
+    # one agent: 20 identical javac calls to the cost cap, then autosubmit of step 3's edit
+    ("swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj", None, True),
+])
+def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_agent, after_last_write):
+    from loopwatch.evaluation import _load, first_interventions, last_write
+
+    events, step_of, source = _load(name, CORPUS)
+    stop, _, _, _, session_stop, agent = first_interventions(events, Config.make(env={}).for_source(source), step_of)
+    assert stop is not None and agent == sub_agent
+    assert (session_stop is None) == (sub_agent is not None)
+    written = last_write(events, step_of)
+    assert written is not None and (stop >= written) == after_last_write
+
+
+@needs_corpus
+def test_evaluate_shows_both_counts_of_stops_on_successful_sessions():
+    names = ["swe-agent-traj/coder-swebench-lite/mwaskom__seaborn-3010.traj",
+             "swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj"]
+    args = ("evaluate", "--outcomes", os.path.join(CORPUS, "MANIFEST.tsv"), "--jobs", "1", "--no-progress",
+            *(os.path.join(CORPUS, n) for n in names))
+    done = run(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)["detectors"]["all"]["outcomes"]
+    assert out["stops_on_succeeded"] == 2  # the plain count keeps both
+    assert (out["stops_on_succeeded_of_session_agent"], out["stops_on_succeeded_by_sub_agent"]) == (1, 1)
+    assert out["stops_on_succeeded_after_last_write"] == 1  # jib-4035; seaborn-3010 was stopped before its fix
+    text = run(*args)
+    assert all(words in text.stdout for words in ("(own agent /", "sub-agent)", "(after last", "write)"))  # wrapped headers

@@ -108,13 +108,20 @@ def assign_folds(cases: Sequence[Case], k: int, seed: int) -> list[int]:
 class _Row:
     """One case's verdicts under every candidate, reduced to what the choice needs."""
 
-    __slots__ = ("case", "nudges", "steps", "stops")
+    __slots__ = ("agents", "case", "last_write", "nudges", "session_stops", "steps", "stops")
 
     def __init__(self, replayed: Replayed) -> None:
         self.case = replayed.case
         self.steps = replayed.steps
         self.stops = [r[0] for r in replayed.results]
         self.nudges = [r[2] for r in replayed.results]
+        self.session_stops = [r[4] if len(r) > 4 else r[0] for r in replayed.results]
+        self.agents = [r[5] if len(r) > 5 else None for r in replayed.results]
+        self.last_write = replayed.last_write
+
+    def item(self, c: int) -> tuple:
+        """The record `figures` and `harm` take, under candidate `c`."""
+        return (self.case, self.steps, self.stops[c], self.nudges[c], self.session_stops[c], self.agents[c], self.last_write)
 
 
 def _harmful(row: _Row, c: int) -> bool:
@@ -187,16 +194,16 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     return chosen
 
 
-def figures(items: Iterable[tuple[Case, int, int | None, int | None]]) -> dict[str, Any]:
-    """Label and outcome figures for (case, steps, stop, nudge) records."""
+def figures(items: Iterable[tuple]) -> dict[str, Any]:
+    """Label and outcome figures for (case, steps, stop, nudge, ...) records (`harm`'s)."""
     items = list(items)
-    labelled = [(case.label, stop) for case, _, stop, _ in items if case.label is not None]
-    nudged = [(case.label, nudge if nudge is not None else stop) for case, _, stop, nudge in items if case.label is not None]
+    labelled = [(item[0].label, item[2]) for item in items if item[0].label is not None]
+    nudged = [(item[0].label, item[3] if item[3] is not None else item[2]) for item in items if item[0].label is not None]
     stops: Score = score(labelled)
     return {"stop": stops.as_dict(), "nudge": score(nudged).as_dict(), "outcomes": harm(items).as_dict()}
 
 
-def _summary(items: list[tuple[Case, int, int | None, int | None]]) -> dict[str, float]:
+def _summary(items: list[tuple]) -> dict[str, float]:
     f = figures(items)
     stop, out = f["stop"], f["outcomes"]
     return {
@@ -210,7 +217,7 @@ def _summary(items: list[tuple[Case, int, int | None, int | None]]) -> dict[str,
     }
 
 
-def bootstrap(items: list[tuple[Case, int, int | None, int | None]], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
+def bootstrap(items: list[tuple], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
     """95% percentile intervals of the summary figures, resampling sessions."""
     rng = random.Random(seed)
     draws: dict[str, list[float]] = {}
@@ -239,7 +246,7 @@ def cross_validate(replayed: Sequence[Replayed], cands: Sequence[Candidate], k: 
     if len(rows) < k:
         raise ValueError(f"folds: {k} folds need at least {k} readable sessions, got {len(rows)}")
     fold_of = assign_folds([r.case for r in rows], k, seed)
-    out_of_fold: list[tuple[Case, int, int | None, int | None]] = []
+    out_of_fold: list[tuple] = []
     chosen = []
     for fold in range(k):
         train = [row for row, f in zip(rows, fold_of) if f != fold]
@@ -247,7 +254,7 @@ def cross_validate(replayed: Sequence[Replayed], cands: Sequence[Candidate], k: 
         chosen.append({"fold": fold, "sessions": sum(1 for f in fold_of if f == fold), "chosen": cands[c].values})
         for row, f in zip(rows, fold_of):
             if f == fold:
-                out_of_fold.append((row.case, row.steps, row.stops[c], row.nudges[c]))
+                out_of_fold.append(row.item(c))
     final = choose(rows, cands, margin)
     return {
         "folds": k,
@@ -259,7 +266,7 @@ def cross_validate(replayed: Sequence[Replayed], cands: Sequence[Candidate], k: 
         "intervals": bootstrap(out_of_fold, resamples, seed),
         "per_fold": chosen,
         "chosen": cands[final].values,
-        "in_sample": figures((row.case, row.steps, row.stops[final], row.nudges[final]) for row in rows),
+        "in_sample": figures(row.item(final) for row in rows),
     }
 
 

@@ -20,6 +20,10 @@ it (`Harm.failed_stopped`, `Harm.saved_steps`).
 
 Each session is replayed with its source's calibration (`Config.for_source`), as
 `scan` does; configurations made with `calibration = "none"` are replayed as given.
+Each agent of a session (`ToolCall.agent`: CodeR's sub-agents) has its own monitor, as
+in the live hook; a sub-agent's stop ends that sub-agent only (`first_interventions`),
+and `Harm` says how many stops on successful sessions were a sub-agent's and how many
+came after the session's last file change, next to the plain count.
 
 This module knows nothing of the command line; `loopwatch evaluate` prints its results.
 """
@@ -37,8 +41,8 @@ from ..core.monitor import Monitor
 from ..core.verdict import Action
 
 __all__ = [
-    "Case", "Harm", "Label", "Outcome", "Replayed", "Score", "first_interventions", "harm", "load_labels",
-    "load_session", "make_cases", "only", "replay_cases", "replay_labelled", "score", "with_param",
+    "Case", "Harm", "Label", "Outcome", "Replayed", "Score", "first_interventions", "harm", "last_write",
+    "load_labels", "load_session", "make_cases", "only", "replay_cases", "replay_labelled", "score", "with_param",
 ]
 
 
@@ -85,6 +89,12 @@ class Replayed:
     steps: int = 0
     format: str | None = None
     results: list[tuple] = field(default_factory=list)
+    last_write: int | None = None  # step of the last call that changed a file
+
+    def item(self, k: int) -> tuple:
+        """The record `harm` takes, under configuration `k`."""
+        r = self.results[k]
+        return (self.case, self.steps, r[0], r[2], r[4] if len(r) > 4 else r[0], r[5] if len(r) > 5 else None, self.last_write)
 
 
 def make_cases(labels: list[Label] | None, outcomes: Any, corpus: str, paths: Iterable[str] = ()) -> list[Case]:
@@ -173,10 +183,10 @@ def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool =
         return outcome
     config = config.for_source(source)
     outcome.steps = len(step_of)
-    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(events, config, step_of)
+    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(events, config, step_of)[:4]
     if by_signal:
         for name in config.signals:
-            step, _, _, _ = first_interventions(events, only(config, name), step_of)
+            step = first_interventions(events, only(config, name), step_of)[0]
             if step is not None:
                 outcome.signals[name] = step
     return outcome
@@ -225,18 +235,47 @@ class _Replayer(Monitor):
 
 
 def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str, int],
-                        cache: dict[int, Any] | None = None) -> tuple[int | None, str | None, int | None, str | None]:
-    """Replay: (step, signal) of the first stop, then of the first nudge or stronger.
+                        cache: dict[int, Any] | None = None) -> tuple[Any, ...]:
+    """Replay: (step, signal) of the first stop, then of the first nudge or stronger,
+    then the step of the first stop of the session's own agent and the sub-agent whose
+    stop came first (None when it was the session's own agent).
+
+    Each agent gets its own monitor (`ToolCall.agent`; the session's own agent is the
+    one that acts first, the Manager of a CodeR run), as the live hook gives each
+    sub-agent its own streaks: a streak never runs across two agents. A sub-agent's stop
+    ends that sub-agent only (CodeR's Manager goes on after a sub-agent's own
+    `exit_cost` or `fail`): its later events are skipped and the others replayed on,
+    until the session's own agent is stopped. The first stop of any agent is the one
+    scored (recall, harm, the choice of settings): the work a stopped sub-agent would
+    have done is lost with it.
     `cache` (one dict per list of events, kept while they live) shares call digests
     between replays of the same events under configurations with the same tool rules."""
-    monitor = Monitor(config) if cache is None else _Replayer(config, cache)
-    stop = nudge = None
+    monitors: dict[str | None, Monitor] = {}
+    root: str | None = None
+    stopped: set[str | None] = set()
+    stop = nudge = session_stop = None
+    stop_agent: str | None = None
     for event in events:
+        agent = getattr(event, "agent", None)
+        if not monitors:
+            root = agent
+        if agent is None:
+            agent = root
+        if agent in stopped:
+            continue
+        monitor = monitors.get(agent)
+        if monitor is None:
+            monitor = monitors[agent] = Monitor(config) if cache is None else _Replayer(config, cache)
         verdict = monitor.observe(event)
-        if verdict.action is Action.STOP and stop is None:
-            stop = verdict
-            break
-        if verdict.action.rank >= Action.NUDGE.rank and nudge is None:
+        if verdict.action is Action.STOP:
+            if stop is None:
+                stop, stop_agent = verdict, (None if agent == root else agent)
+            if agent == root:
+                session_stop = verdict
+                break
+            stopped.add(agent)
+            continue
+        if verdict.action.rank >= Action.NUDGE.rank and nudge is None and stop is None:
             nudge = verdict
 
     def step(v: Any) -> int | None:
@@ -248,7 +287,18 @@ def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str
 
     if nudge is None:
         nudge = stop
-    return step(stop), stop.signal if stop else None, step(nudge), nudge.signal if nudge else None
+    return (step(stop), stop.signal if stop else None, step(nudge), nudge.signal if nudge else None,
+            step(session_stop), stop_agent)
+
+
+def last_write(events: Iterable[Any], step_of: dict[str, int]) -> int | None:
+    """The step of the session's last call that changed a file (`ToolCall.changed`),
+    None if none did: a stop after it ended no work that reached the files."""
+    last = None
+    for event in events:
+        if getattr(event, "changed", None) and getattr(event, "source_ref", None) in step_of:
+            last = step_of[event.source_ref]
+    return last
 
 
 @dataclass
@@ -342,7 +392,7 @@ def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
         if cache and config.tools != configs[0].tools:
             cache = {}
         results.append(first_interventions(events, config.for_source(source), step_of, cache))
-    return Replayed(case, None, len(step_of), source, results)
+    return Replayed(case, None, len(step_of), source, results, last_write(events, step_of))
 
 
 def replay_cases(cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None) -> list[Replayed]:
@@ -390,6 +440,14 @@ class Harm:
     failed_steps: int = 0
     saved_steps: int = 0  # steps after the stop, on the sessions that failed
     stopped_paths: list[str] = field(default_factory=list)
+    #: Of `stopped`: those where the first stop was a sub-agent's (its session went on
+    #: without it), those where the session's own agent was stopped (at any point), and
+    #: those where the stop came after the session's last file change (it ended no work
+    #: that reached the files; a sub-agent's later edits included). Shown next to
+    #: `stopped`, never instead of it.
+    stopped_sub_agent: int = 0
+    stopped_session: int = 0
+    stopped_after_last_write: int = 0
 
     @property
     def stopped_rate(self) -> float:
@@ -414,19 +472,29 @@ class Harm:
             "stops_on_failed": self.failed_stopped,
             "failed_steps_saved": round(self.saved, 4),
             "stopped_succeeded_paths": self.stopped_paths,
+            "stops_on_succeeded_by_sub_agent": self.stopped_sub_agent,
+            "stops_on_succeeded_of_session_agent": self.stopped_session,
+            "stops_on_succeeded_after_last_write": self.stopped_after_last_write,
         }
 
 
-def harm(items: Iterable[tuple[Case, int, int | None, int | None]]) -> Harm:
-    """Score (case, steps, stop step or None, nudge step or None) by outcome; cases
-    with no known outcome are left out."""
+def harm(items: Iterable[tuple]) -> Harm:
+    """Score (case, steps, stop step or None, nudge step or None[, step of the
+    session's own agent's stop, sub-agent of the first stop, step of the last write])
+    by outcome; cases with no known outcome are left out. Without the last three a
+    stop is taken as the session's own, with no write known."""
     result = Harm()
-    for case, steps, stop, nudge in items:
+    for item in items:
+        case, steps, stop, nudge = item[:4]
+        session_stop, agent, written = item[4:7] if len(item) >= 7 else (stop, None, None)
         if case.resolved is True:
             result.succeeded += 1
             if stop is not None:
                 result.stopped += 1
                 result.stopped_paths.append(case.path)
+                result.stopped_sub_agent += agent is not None
+                result.stopped_session += session_stop is not None
+                result.stopped_after_last_write += written is not None and stop >= written  # the stopped call ran
             if nudge is not None or stop is not None:
                 result.nudged += 1
         elif case.resolved is False:

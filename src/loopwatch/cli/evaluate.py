@@ -114,6 +114,11 @@ def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tup
     outcomes (no labels needed): stops and nudges on sessions that solved their task,
     which loopwatch would have ended or interrupted while they were succeeding, and
     stops on those that failed, with the share of their steps a stop would have saved.
+    Of the stops on successful sessions it also says how many stopped the session's
+    own agent and how many a sub-agent (each agent of a multi-agent session, as CodeR's,
+    is replayed with its own monitor; a stopped sub-agent ends, the session goes on),
+    and how many came after the session's last file change (they ended no work that
+    reached the files); every one of them is counted in the plain figure all the same.
 
     With --folds K the sessions are split into K folds (stratified, seeded): for each
     fold, thresholds and the evidence rule are chosen on the other K-1 (no stop on a
@@ -157,7 +162,7 @@ def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tup
         labelled = [r for r in ok if r.case.label is not None]
         stops = score((r.case.label, r.results[k][0]) for r in labelled)
         nudges = score((r.case.label, r.results[k][2]) for r in labelled)
-        outcomes = harm((r.case, r.steps, r.results[k][0], r.results[k][2]) for r in ok)
+        outcomes = harm(r.item(k) for r in ok)
         report["detectors"][name] = {"stop": stops.as_dict(), "nudge": nudges.as_dict(), "outcomes": outcomes.as_dict()}
     if as_json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -176,7 +181,7 @@ def cross_validated(cases: list[Case], corpus: str, config: Any, folds: int, see
     with progress_bar(len(cases), f"replaying under {len(configs)} settings", not no_progress) as bar:
         results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
     errors = [{"path": r.case.path, "error": r.error} for r in results if r.error]
-    shipped = [(r.case, r.steps, r.results[-1][0], r.results[-1][2]) for r in results if not r.error]
+    shipped = [r.item(len(r.results) - 1) for r in results if not r.error]
     for r in results:
         r.results = r.results[:-1]
     try:
@@ -219,6 +224,8 @@ def print_folds(report: dict) -> None:
         ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), "-"),
         ("looping steps saved", lambda f: f"{f['stop']['saved']:.0%}", "-"),
         ("stops on succeeded", lambda f: f"{f['outcomes']['stops_on_succeeded']} of {f['outcomes']['succeeded']}", interval("stops_on_succeeded")),
+        ("  of them: session's own agent / sub-agent", _agents, "-"),
+        ("  of them: after the last file change", lambda f: str(f["outcomes"]["stops_on_succeeded_after_last_write"]), "-"),
         ("nudged, succeeded", lambda f: f"{f['outcomes']['nudges_on_succeeded']} ({f['outcomes']['nudges_on_succeeded_rate']:.1%})", interval("nudges_on_succeeded_rate", True)),
         ("stops on failed", lambda f: f"{f['outcomes']['stops_on_failed']} of {f['outcomes']['failed']}", interval("stops_on_failed")),
     ]
@@ -236,6 +243,11 @@ def print_folds(report: dict) -> None:
             console.print(f"  {path}")
     for item in report["errors"]:
         console.print(f"[red]could not read[/red] {item['path']}: {item['error']}")
+
+
+def _agents(figures: dict) -> str:
+    o = figures["outcomes"]
+    return f"{o['stops_on_succeeded_of_session_agent']} / {o['stops_on_succeeded_by_sub_agent']}"
 
 
 def _values(values: dict) -> str:
@@ -270,11 +282,13 @@ def _print(report: dict) -> None:
     if out["succeeded"] or out["failed"]:
         console.print(f"{report['with_outcome']} sessions with a known outcome: {out['succeeded']} solved their task, {out['failed']} failed")
         table = Table(title="by outcome", title_justify="left")
-        for column in ("detector", "stops on succeeded", "nudged, succeeded", "stops on failed", "failed steps saved"):
+        for column in ("detector", "stops on succeeded", "(own agent / sub-agent)", "(after last write)",
+                       "nudged, succeeded", "stops on failed", "failed steps saved"):
             table.add_column(column, justify="left" if column == "detector" else "right")
         for name, figures in report["detectors"].items():
             o = figures["outcomes"]
-            table.add_row(name, f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})",
+            table.add_row(name, f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})", _agents(figures),
+                          str(o["stops_on_succeeded_after_last_write"]),
                           f"{o['nudges_on_succeeded']} ({o['nudges_on_succeeded_rate']:.1%})",
                           f"{o['stops_on_failed']}/{o['failed']}", f"{o['failed_steps_saved']:.0%}")
         console.print(table)

@@ -28,6 +28,17 @@ __all__ = ["CALIBRATIONS"]
 #: are in BENCHMARKS.md ("Evidence: out-of-fold figures and harm"); the labelled loops
 #: are nearly all SWE-agent ones, so for mini-swe-agent and Terminal-Bench this is
 #: measured on outcomes (no stop on a successful session) more than on loops.
+#:
+#: Round 2 (the same command, each agent of a CodeR session replayed with its own
+#: monitor): the same choice on all sessions and in every fold (same_error 7 in one);
+#: out of fold recall 76% (47/62), median delay 6, 1 stop before onset, 0 on healthy
+#: sessions, 3 of 261 successful sessions stopped (one by its own agent, two by a
+#: CodeR sub-agent; two of the three after the session's last file change), 3.4% of
+#: them nudged (was 5.0%: streaks no longer run across two sub-agents). Screened and
+#: not adopted: echo 2 or 4, cycle 3, stagnation 10 (no loop more without harm). A
+#: proof streak stopping without its nudge round (with repeat 5) gained one loop and
+#: took two nudges off successful sessions out of fold, no harm more; not shipped yet
+#: (it needs an `[evidence]` key): BENCHMARKS.md "Evidence, round 2".
 _MEASURED: dict[str, Any] = {
     "signals": {"repeat": {"threshold": 4}, "same_error": {"threshold": 6}},
     "evidence": {"confirm": 1, "second_signal": False},
