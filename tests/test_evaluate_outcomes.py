@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from loopwatch.core.config import Config, load_config
+from loopwatch import load_config
+from loopwatch.core.config import Config
 from loopwatch.analysis.crossval import (
     Candidate,
     _Row,
@@ -340,7 +341,7 @@ def test_a_false_stop_must_buy_five_loops():
 # -- sub-agents: one monitor each; what a sub-agent's stop means -----------------------
 
 def _calls(agent: str | None, n: int, start: int, command: str = "javac Test.java") -> list:
-    from loopwatch.events import ToolCall
+    from loopwatch.core.events import ToolCall
 
     return [ToolCall("bash", {"command": command}, "bash: javac: command not found", error=True, agent=agent,
                      source_ref=f"s{start + i}") for i in range(n)]
@@ -351,9 +352,9 @@ def _steps(events: list) -> dict[str, int]:
 
 
 def test_a_streak_never_runs_across_two_sub_agents():
-    from loopwatch.evaluation import first_interventions
+    from loopwatch.analysis.evaluation import first_interventions
 
-    config = Config.make(env={}).for_source("swe-agent")  # repeat: stop on the 5th identical round
+    config = Config.make().for_source("swe-agent")  # repeat: stop on the 5th identical round
     split = _calls("Manager", 1, 0, "plan") + _calls("Reproducer", 4, 1) + _calls("Programmer", 4, 5)
     assert first_interventions(split, config, _steps(split))[0] is None
     # the same calls from one agent are one streak of 8, stopped
@@ -362,9 +363,9 @@ def test_a_streak_never_runs_across_two_sub_agents():
 
 
 def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
-    from loopwatch.evaluation import first_interventions
+    from loopwatch.analysis.evaluation import first_interventions
 
-    config = Config.make(env={}).for_source("swe-agent")
+    config = Config.make().for_source("swe-agent")
     events = (_calls("Manager", 1, 0, "plan") + _calls("Programmer", 8, 1)
               + _calls("Tester", 2, 9, "python reproduce.py") + _calls("Manager", 8, 11, "submit"))
     stop, _, nudge, _, session_stop, agent = first_interventions(events, config, _steps(events))
@@ -399,10 +400,10 @@ def test_harm_says_which_stops_were_a_sub_agent_s_and_which_came_after_the_last_
     ("swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj", None, True),
 ])
 def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_agent, after_last_write):
-    from loopwatch.evaluation import _load, first_interventions, last_write
+    from loopwatch.analysis.evaluation import _load, first_interventions, last_write
 
     events, step_of, source = _load(name, CORPUS)
-    stop, _, _, _, session_stop, agent = first_interventions(events, Config.make(env={}).for_source(source), step_of)
+    stop, _, _, _, session_stop, agent = first_interventions(events, Config.make().for_source(source), step_of)
     assert stop is not None and agent == sub_agent
     assert (session_stop is None) == (sub_agent is not None)
     written = last_write(events, step_of)
