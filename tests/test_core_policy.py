@@ -6,6 +6,7 @@ import pytest
 
 from loopwatch import Action, Config, Finding, Monitor
 from loopwatch.core.config import LADDERS
+from loopwatch.core.messages import FewDistinct
 from loopwatch.core.policy import ESCALATE_WITHIN, Policy
 
 from core_support import actions, bash, feed, looping, only, strongest
@@ -76,7 +77,7 @@ def test_the_message_for_each_rung_says_what_happened():
 
 
 def finding(signal="churn", severity=1.0, key=1, **kw) -> Finding:
-    return Finding(signal=signal, severity=severity, key=key, description=f"{signal} finding", **kw)
+    return Finding(signal=signal, severity=severity, key=key, message=FewDistinct(3, 20), **kw)
 
 
 @pytest.mark.parametrize("ladder", [{"profile": "unattended"}, {"profile": "attended", "stop": True}])

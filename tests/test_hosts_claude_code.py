@@ -14,7 +14,7 @@ from loopwatch.core.finding import Finding
 from loopwatch.hook.payload import parse
 from loopwatch.hook.respond import reply
 from loopwatch.hosts import claude_code as host
-from loopwatch.core.messages import for_model
+from loopwatch.core.messages import SameResult, for_model
 from loopwatch.readers.claude_code import StreamParser, read
 from loopwatch.core.verdict import ALLOW, Action
 
@@ -77,7 +77,7 @@ def test_exit_code_reads_only_claude_codes_head():
 
 
 def test_the_denial_prefixes_are_loopwatchs_own_words():
-    finding = Finding("repeat", 1.0, 1, "the same Bash call returned the same result 3 times in a row")
+    finding = Finding("repeat", 1.0, 1, SameResult("Bash", 3))
     assert for_model(finding, Action.STOP).startswith(host.STOP_TEXT)
     assert for_model(finding, Action.BLOCK).startswith(host.BLOCK_TEXT)
     refused = reply("claude-code", "PreToolUse", ALLOW, stopped="the same call 3 times")

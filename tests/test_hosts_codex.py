@@ -193,3 +193,82 @@ def test_hex_masking_keeps_words():
     assert normalize("deadbeef cafe") == "deadbeef cafe"  # no digit: words, not ids
     assert normalize("id 01a2303a-294e-7363-9b2e-56f628c7dd1d") == "id #-#-#-#-#"
 
+
+
+# -- one rule for a Codex output, for the hook and the reader ------------------------------
+
+
+@pytest.mark.parametrize("output, text, failed", [
+    ({"content": "boom", "success": False}, "boom", True),  # the rollout's failure form
+    ({"content": "fine", "success": True}, "fine", False),
+    ({"exit_code": 2, "output": "x"}, "x", True),  # a structured hook result
+    ({"exitCode": 0, "output": "x"}, "x", False),
+    ({"is_error": True, "content": "no"}, "no", True),
+    ({"exit_code": 0, "success": False, "output": "x"}, "x", True),  # a failure said anywhere wins
+    ({"exit_code": True, "output": "x"}, "x", None),  # a bool is no exit code
+    ('{"output": "done", "metadata": {"exit_code": 0}}', "done", False),  # older rollouts
+    ('{"output": "oops", "metadata": {"exit_code": 1}}', "oops", True),
+    ('{"output": "?", "metadata": {}}', "?", None),
+    ("Chunk ID: e1\nWall time: 0 seconds\nProcess exited with code 2\nOutput:\nx", None, True),
+    ("Exit code: 0\nOutput:\nok", None, False),
+    ("ls: cannot access 'x'\n", None, None),
+    ({"content": [{"type": "input_text", "text": "hi"}]}, [{"type": "input_text", "text": "hi"}], None),
+])
+def test_output_status(output, text, failed):
+    got_text, got_failed = codex.output_status(output)
+    assert got_failed is failed
+    assert got_text == (output if text is None else text)
+
+
+_OUTPUTS = st.recursive(
+    st.one_of(
+        st.text(max_size=30),
+        st.sampled_from(["Exit code: 0\nOutput:\n", "Process exited with code 3\n", "Exit code 1\n",
+                         '{"output": "o", "metadata": {"exit_code": 2}}', '{"output": "o", "metadata": {"exit_code": 0}}']),
+        st.integers(-2, 3), st.booleans(), st.none(),
+    ),
+    lambda inner: st.dictionaries(
+        st.sampled_from(["exit_code", "exitCode", "success", "is_error", "content", "output", "other"]), inner, max_size=4),
+    max_leaves=6,
+)
+
+
+@given(_OUTPUTS)
+def test_the_hook_and_the_reader_judge_an_output_alike(output):
+    """The hook (`payload._failed`) and the rollout reader (`readers.codex._output`)
+    once judged an output by two rules; now by one."""
+    from loopwatch.hook.payload import _failed
+    from loopwatch.readers.codex import _output
+
+    assert _failed(output) == _output(output, None)[1]
+    _, error, known = _output(output, None)
+    assert known or not error
+
+
+@needs_shared
+def test_every_real_output_is_judged_alike_by_the_hook_and_the_reader():
+    from loopwatch.hook.payload import _failed
+    from loopwatch.readers.codex import _output
+
+    outputs = []
+    for path in sorted(ROLLOUTS.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            payload = json.loads(line).get("payload") or {}
+            if payload.get("type") in ("function_call_output", "custom_tool_call_output"):
+                outputs.append(payload.get("output"))
+    for raw in _payload_pairs("c2-bypass-trust") + _payload_pairs("c5-healthy-bypass-trust"):
+        if raw["hook_event_name"] == "PostToolUse":
+            outputs.append(raw["tool_response"])
+    assert len(outputs) > 20
+    assert any(_failed(o) for o in outputs) and not all(_failed(o) for o in outputs)
+    for output in outputs:
+        assert _failed(output) == _output(output, None)[1], str(output)[:200]
+
+
+def test_a_command_item_without_a_code_is_1_when_failed_else_0():
+    item = {"type": "CommandExecution", "id": "c", "status": "failed"}
+    assert codex.item_exit_code(item) == ("c", 1)
+    assert codex.item_exit_code({**item, "status": "completed"}) == ("c", 0)
+    assert codex.item_exit_code({**item, "exit_code": 7}) == ("c", 7)
+    assert codex.item_exit_code({**item, "type": "command_execution", "exit_code": 0}) == ("c", 0)
+    assert codex.item_exit_code({"type": "AgentMessage", "id": "c"}) is None

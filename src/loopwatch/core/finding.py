@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .messages import Message
 
 __all__ = ["GRADES", "PROOF", "SUSPICION", "Finding"]
 
@@ -31,13 +34,17 @@ class Finding(NamedTuple):
 
     Times are event times in seconds (the caller's monotonic clock); `started_index`
     and `index` count tool calls from 1. `tools` lists the tool names involved, the
-    most repeated first. `hint` is what the model should do instead.
+    most repeated first.
+
+    `message` says what was seen, as data: its kind (a class of `messages`) and its
+    arguments (names, counts, seconds). `description` (for a person) and `hint` (what
+    the model should do instead) are rendered from it, in `messages` only.
     """
 
     signal: str
     severity: float
     key: int
-    description: str
+    message: Message
     repeats: int = 0
     period: int = 0
     tools: tuple[str, ...] = ()
@@ -47,9 +54,19 @@ class Finding(NamedTuple):
     index: int = 0
     can_stop: bool = True
     can_block: bool = True
-    hint: str = ""
     source_ref: str | None = None
     grade: str = ""
+
+    @property
+    def description(self) -> str:
+        """The finding as a person reads it: "the same 4-step action cycle ... repeated
+        5 times over 9m14s"."""
+        return self.message.text()
+
+    @property
+    def hint(self) -> str:
+        """What the model should do instead."""
+        return self.message.hint()
 
     @property
     def conclusive(self) -> bool:

@@ -1,20 +1,41 @@
-"""Words: what the model is told, and how a person reads a finding.
+"""Words: one class per kind of finding, and what the model is told.
 
-The model-facing message may name the call being repeated (a short label built from
-the event at hand, which the model has just written itself); nothing here is stored.
+As pyflakes does (`pyflakes.messages`): each kind of finding is a small class with its
+`template`, the sentence a person reads, and its arguments, set by `__init__` as
+attributes. The arguments are names, counts and seconds only (the tool names involved,
+how many times, over how long), never a call's input, result or output, so a record may
+keep them (`Message.args`) and anyone may word them again. The wording lives here and
+nowhere else: a signal says *what* it saw by making a message; `Finding.description`
+and `Finding.hint` render it; durations are worded by `duration`, one way everywhere.
+
+The model-facing message (`for_model`) may also name the call being repeated, a short
+label built from the event at hand (which the model has just written itself): that is
+passed in when the message is rendered, never stored in a message.
+
+What this does not do: decide anything. Severity, grade and what may stop belong to the
+signal and the policy.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .finding import Finding
 from .verdict import Action
 
-__all__ = ["duration", "for_model", "label", "tools_phrase"]
+if TYPE_CHECKING:
+    from .finding import Finding
+
+__all__ = [
+    "MESSAGES", "ActionCycle", "Apologies", "Chant", "FewDistinct", "InventedTool", "Message", "MuchTheSame",
+    "NothingNew", "ProviderRetries", "RecurringError", "RepeatedOutput", "SameCorrection", "SameResult",
+    "duration", "for_model", "label", "tools_phrase",
+]
 
 _LABEL_FIELDS = ("command", "cmd", "file_path", "path", "pattern", "query", "url")
 _LABEL_MAX = 80
+
+#: What a message's arguments may be: names, counts, seconds, flags, a few tool names.
+Arg = str | int | float | bool | tuple[str, ...]
 
 
 def label(name: str, value: Any) -> str:
@@ -35,8 +56,8 @@ def label(name: str, value: Any) -> str:
 
 
 def duration(seconds: float) -> str:
-    """`9m14s`, `2h03m`, `42s`."""
-    seconds = max(0, int(round(seconds)))
+    """`9m14s`, `2h03m`, `42s`: every duration loopwatch words, worded one way."""
+    seconds = max(0, round(seconds))
     if seconds < 60:
         return f"{seconds}s"
     minutes, seconds = divmod(seconds, 60)
@@ -50,11 +71,246 @@ def tools_phrase(tools: tuple[str, ...]) -> str:
     return ", ".join(tools)
 
 
+class Message:
+    """One kind of finding: its wording (`template`, `hint_template`) and its arguments.
+
+    A subclass declares its arguments in `__init__` (typed, each an attribute) and its
+    `template`, a `str.format` template over them; `{over}` in a template stands for
+    the span, " over 9m14s", or nothing under a second (`span` is an argument of
+    every message that has one). A subclass whose wording depends on its arguments
+    beyond a plain substitution overrides `fields`; one whose model-facing sentence
+    may name the call overrides `for_model`.
+
+    Messages are plain data: equal when their kind and arguments are, and stored as
+    their attributes by the hook's state codec.
+    """
+
+    template: ClassVar[str] = ""
+    hint_template: ClassVar[str] = "change your approach before trying again"
+
+    @property
+    def kind(self) -> str:
+        """The message's name in records: its class name."""
+        return type(self).__name__
+
+    @property
+    def args(self) -> dict[str, Arg]:
+        """The arguments, as a record keeps them."""
+        return dict(vars(self))
+
+    def fields(self) -> dict[str, Any]:
+        """What the templates are filled with: the arguments, and `over`."""
+        out: dict[str, Any] = dict(vars(self))
+        span = out.get("span")
+        out["over"] = f" over {duration(span)}" if isinstance(span, (int, float)) and span >= 1 else ""
+        return out
+
+    def text(self) -> str:
+        """The finding as a person reads it (`Finding.description`)."""
+        return self.template.format(**self.fields())
+
+    def hint(self) -> str:
+        """What the model should do instead (`Finding.hint`)."""
+        return self.hint_template.format(**self.fields())
+
+    def for_model(self, call_label: str = "") -> str:
+        """What the model is told it is circling; `call_label` names the call at hand."""
+        return self.text()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(vars(self).items())))
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+class _SameCall(Message):
+    """A streak of one call: the model is told the call by its label."""
+
+    count: int
+
+    def for_model(self, call_label: str = "") -> str:
+        if not call_label:
+            return self.text()
+        return f"you ran `{call_label}` {self.count} times and got the same result each time"
+
+
+class SameResult(_SameCall):
+    """`repeat`: the identical call getting the identical result, in a row."""
+
+    template = "the same {tool} call returned the same result {count} times in a row{over}"
+    hint_template = "read the result, then change the command, the code or the approach before running it again"
+
+    def __init__(self, tool: str, count: int, span: float = 0.0) -> None:
+        self.tool, self.count, self.span = tool, count, span
+
+
+class MuchTheSame(_SameCall):
+    """`echo`: (nearly) the same call getting much the same result, in a row."""
+
+    template = "{alike} {tool} call got much the same result {count} times in a row{over}"
+    hint_template = "the result is not changing in substance; change what you do, not just its wording, before trying again"
+
+    def __init__(self, tool: str, count: int, identical: bool, span: float = 0.0) -> None:
+        self.tool, self.count, self.identical, self.span = tool, count, identical, span
+
+    def fields(self) -> dict[str, Any]:
+        return super().fields() | {"alike": "the same" if self.identical else "nearly the same"}
+
+
+class ActionCycle(Message):
+    """`cycle`: a cycle of `period` actions repeated `count` times."""
+
+    template = "the same {period}-step action cycle ({names}) repeated {count} times{again}{over}"
+    hint_template = ("you have been doing these {period} things over and over with the same results; "
+                     "stop, say what you expected to change, and try a different approach")
+
+    def __init__(self, period: int, names: tuple[str, ...], count: int, begun_again: bool, span: float = 0.0) -> None:
+        self.period, self.names, self.count, self.begun_again, self.span = period, names, count, begun_again, span
+
+    def fields(self) -> dict[str, Any]:
+        return super().fields() | {"names": tools_phrase(self.names), "again": " and begun again" if self.begun_again else ""}
+
+
+class NothingNew(Message):
+    """`stagnation`: replayed actions and no new one."""
+
+    template = "{count} actions in a row that the run had already done, with no new action{over}"
+    hint_template = ("everything you have done for a while repeats earlier steps with the same results; "
+                     "step back, state what is blocking you, and try something you have not tried")
+
+    def __init__(self, count: int, span: float = 0.0) -> None:
+        self.count, self.span = count, span
+
+
+class FewDistinct(Message):
+    """`churn`: few distinct calls in a window, nothing written."""
+
+    template = "only {distinct} distinct calls in the last {window}, and no file written"
+    hint_template = ("you keep making the same few calls without changing anything; decide what you need to learn "
+                     "or change, and do that")
+
+    def __init__(self, distinct: int, window: int) -> None:
+        self.distinct, self.window = distinct, window
+
+
+class RecurringError(Message):
+    """`same_error`: one error back from varied calls (`capped`: the calls counted
+    reached the number remembered, so there may be more)."""
+
+    template = "the same {tool} error came back {count} times from {calls}{more} different calls{over}"
+    hint_template = ("variations of the same call keep failing the same way; find the cause of this error "
+                     "(read it, check the environment) before another variation")
+
+    def __init__(self, tool: str, count: int, calls: int, capped: bool, span: float = 0.0) -> None:
+        self.tool, self.count, self.calls, self.capped, self.span = tool, count, calls, capped, span
+
+    def fields(self) -> dict[str, Any]:
+        return super().fields() | {"more": " or more" if self.capped else ""}
+
+
+class InventedTool(Message):
+    """`correction`: the harness refused the same invented tool again."""
+
+    template = "the harness refused the same invented tool {count} times"
+    hint_template = "that tool does not exist; use only the tools you were given"
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
+class SameCorrection(Message):
+    """`correction`: the same format correction again (`in_row` 0: scattered)."""
+
+    template = "the harness gave the same correction {count} times{row}"
+    hint_template = ("the harness keeps rejecting your reply for the same reason; read its message and follow the "
+                     "required format exactly")
+
+    def __init__(self, count: int, in_row: int = 0) -> None:
+        self.count, self.in_row = count, in_row
+
+    def fields(self) -> dict[str, Any]:
+        return super().fields() | {"row": f", {self.in_row} in a row" if self.in_row else ""}
+
+
+class Apologies(Message):
+    """`apology`: apologising messages in a row."""
+
+    template = "the model apologised in {count} messages in a row"
+    hint_template = ("apologising and retrying the same way has not worked; explain what is failing and try a "
+                     "different approach, or ask for help")
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
+class Chant(Message):
+    """`chanting`: a passage, or a cycle of passages, repeated within one response."""
+
+    template = "the model repeated the same {what} {count} times in one response"
+    hint_template = "you are repeating yourself; stop, summarise what you know, and take one concrete next step"
+
+    def __init__(self, period: int, count: int) -> None:
+        self.period, self.count = period, count
+
+    def fields(self) -> dict[str, Any]:
+        return super().fields() | {"what": "passage" if self.period == 1 else f"{self.period} passages"}
+
+
+#: How a streak of output lines is described, by `RepeatedOutput.how`.
+_HOW = {
+    "exact": "",
+    "retry": " (a retry message)",
+    "failing": " (a failing cycle)",
+    "burst": " (in one burst)",
+    "masked": " (alike once numbers are masked)",
+}
+
+
+class RepeatedOutput(Message):
+    """`repeated_lines`: an output line, or a cycle of lines, repeated in a row.
+
+    `how`: `exact` (repeated numbers and all, over time), `retry` (a retry message is
+    among the lines), `failing` (a failing cycle, over time), `burst` (exact or failing,
+    but in one burst) or `masked` (alike only once numbers are masked)."""
+
+    template = "{what} repeated {count} times in a row{how_text}"
+    hint_template = "the output is repeating itself; stop retrying and look at why"
+
+    def __init__(self, period: int, count: int, how: str) -> None:
+        self.period, self.count, self.how = period, count, how
+
+    def fields(self) -> dict[str, Any]:
+        what = "the same output line" if self.period == 1 else f"the same {self.period}-line output cycle"
+        return super().fields() | {"what": what, "how_text": _HOW[self.how]}
+
+
+class ProviderRetries(Message):
+    """`retry_storm`: provider retries in a row, and no answer."""
+
+    template = "{count} provider retries in a row{over} with no answer"
+    hint_template = "the model provider keeps failing; wait and resume later"
+
+    def __init__(self, count: int, span: float = 0.0) -> None:
+        self.count, self.span = count, span
+
+
+#: Every kind of message, by name (`Message.kind`): what a record's `message` names.
+MESSAGES: dict[str, type[Message]] = {
+    cls.__name__: cls
+    for cls in (
+        SameResult, MuchTheSame, ActionCycle, NothingNew, FewDistinct, RecurringError,
+        InventedTool, SameCorrection, Apologies, Chant, RepeatedOutput, ProviderRetries,
+    )
+}
+
+
 def for_model(finding: Finding, action: Action, call_label: str = "") -> str:
     """The message for the model: what it is circling, and what to do instead."""
-    what = finding.description
-    if call_label and finding.period <= 1 and finding.signal in ("repeat", "echo"):
-        what = f"you ran `{call_label}` {finding.repeats} times and got the same result each time"
+    what = finding.message.for_model(call_label)
     head = {
         Action.NUDGE: "loopwatch: you appear to be going in circles: ",
         Action.BLOCK: "loopwatch blocked this call: ",

@@ -1,6 +1,8 @@
 """The JSON record of a run: what happened and why, in names, counts and times.
 
 Times are seconds relative to the first event. Nothing of the inputs, results or text.
+A finding's `message` (its kind, a class of `messages`) and `args` (its names, counts
+and seconds) are kept beside its `description`, so a record can be worded again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from .verdict import Verdict
 if TYPE_CHECKING:
     from .monitor import Monitor
 
-__all__ = ["make_record", "verdict_record", "finding_record"]
+__all__ = ["finding_record", "make_record", "message_record", "verdict_record"]
+
+
+def message_record(finding: Finding) -> dict[str, Any]:
+    """The finding's message as data: `{"message": kind, "args": {...}}`."""
+    message = finding.message
+    return {"message": message.kind, "args": {k: list(v) if isinstance(v, tuple) else v for k, v in message.args.items()}}
 
 
 def finding_record(finding: Finding, origin: float) -> dict[str, Any]:
@@ -29,6 +37,7 @@ def finding_record(finding: Finding, origin: float) -> dict[str, Any]:
         "at_action": finding.index,
         "can_stop": finding.can_stop,
         "description": finding.description,
+        **message_record(finding),
     }
 
 
@@ -50,11 +59,12 @@ def verdict_record(verdict: Verdict, origin: float) -> dict[str, Any]:
             started_at=round(f.started_at - origin, 3),
             started_action=f.started_index,
             detected_at=round(f.at - origin, 3),
+            **message_record(f),
         )
     return out
 
 
-def make_record(monitor: "Monitor") -> dict[str, Any]:
+def make_record(monitor: Monitor) -> dict[str, Any]:
     origin = monitor.first_at or 0.0
     strongest = max(monitor.interventions, key=lambda v: v.action.rank, default=None)
     chosen = monitor.stop or strongest

@@ -79,6 +79,7 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
     from ..core.config import Config, ToolRule
     from ..core.finding import Finding
     from ..core.lines import Line, LineCutter, _Screen
+    from ..core.messages import MESSAGES
     from ..core.monitor import Monitor
     from ..core.periodic import TailCycles
     from ..core.policy import Policy
@@ -89,6 +90,7 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
 
     core: list[type] = [Monitor, Policy, Config, ToolRule, Step, Finding, Verdict, Action,
                         LineCutter, Line, _Screen, PassageCutter, TailCycles]
+    core += MESSAGES.values()  # a finding holds its message (`messages`)
     for signal in SIGNALS.values():
         core += [signal, signal.Params]
     return core + list(extra)
@@ -103,7 +105,8 @@ def _kind(cls: type) -> str:
         return "e"
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return "n"
-    if cls.__new__ is not object.__new__ or hasattr(cls, "__slots__") or issubclass(cls, (tuple, list, dict, set)):
+    slotted = any(vars(klass).get("__slots__") for klass in cls.__mro__)  # Generic's empty slots are no slots
+    if cls.__new__ is not object.__new__ or slotted or issubclass(cls, (tuple, list, dict, set)):
         raise TypeError(f"{_tag(cls)}: only plain classes, NamedTuples and enums can be stored")
     return "o"
 

@@ -30,7 +30,7 @@ from typing import Any
 from ..configfile import apply_env
 from ..core.config import Config
 from ..core.events import Attempt, ToolCall, Turn, UserMessage
-from ..hosts import codex
+from ..hosts import WRITERS, codex
 from ..core.monitor import Monitor
 from ..core.verdict import ALLOW, Action, Verdict
 from .payload import Payload
@@ -44,14 +44,10 @@ __all__ = ["handle", "DEFAULT_TOOLS"]
 #: not imported from there: the hook path stays small).
 SUPERVISED = "LOOPWATCH_SUPERVISED"
 
-#: Tool rules the hook adds under the user's own (theirs win): edits are progress;
-#: polling a background shell is waiting.
+#: Tool rules the hook adds under the user's own (theirs win): edits are progress
+#: (the tools of `hosts.WRITERS`); polling a background shell is waiting.
 DEFAULT_TOOLS = {
-    "Edit": {"role": "writer"},
-    "MultiEdit": {"role": "writer"},
-    "Write": {"role": "writer"},
-    "NotebookEdit": {"role": "writer"},
-    "apply_patch": {"role": "writer"},
+    **{name: {"role": "writer"} for name in WRITERS},
     "BashOutput": {"role": "poller"},
 }
 

@@ -223,17 +223,8 @@ def _claude_call(raw: dict, event: str, name: str, call_id: str | None, tool_inp
 def _failed(result: Any) -> bool:
     """Did a completed call fail, by what its result says? Claude Code sends failures
     to PostToolUseFailure, so this matters for Codex, whose PostToolUse covers both:
-    its shell output may carry an exit-code header (`hosts.codex.output_exit_code`),
-    and structured results may carry `exit_code`, `success` or `is_error`."""
-    if isinstance(result, dict):
-        code = result.get("exit_code", result.get("exitCode"))
-        if isinstance(code, int) and not isinstance(code, bool):
-            return code != 0
-        if result.get("success") is False or result.get("is_error") is True:
-            return True
-        result = result.get("output")
-    code = codex.output_exit_code(result)
-    return code is not None and code != 0
+    the rule is the reader's, `hosts.codex.output_status`."""
+    return bool(codex.output_status(result)[1])
 
 
 def trim(value: Any, depth: int = 0) -> Any:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 __all__ = [
     "SHELL_TOOLS",
@@ -43,6 +43,7 @@ __all__ = [
     "shared_tool_rules",
     "output_exit_code",
     "item_exit_code",
+    "output_status",
     "rollout_exit_code",
     "codex_home",
     "hook_key",
@@ -104,19 +105,65 @@ def output_exit_code(text: Any) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def item_exit_code(item: Any) -> tuple[str, int | None, bool] | None:
-    """(call id, exit code, failed) of a finished command item: a rollout's
-    `item_completed` `CommandExecution` or a `codex exec --json` `command_execution`.
-    None for any other item."""
+def _code(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def item_exit_code(item: Any) -> tuple[str, int] | None:
+    """(call id, exit code) of a finished command item: a rollout's `item_completed`
+    `CommandExecution` or a `codex exec --json` `command_execution`. The code is the
+    item's `exit_code`; an item with none is 1 when its `status` is `failed`, else 0.
+    None for any other item. The one rule for a command item, wherever it is read."""
     if not isinstance(item, dict) or item.get("type") not in ("CommandExecution", "command_execution"):
         return None
     call_id = item.get("id")
     if not isinstance(call_id, str):
         return None
-    code = item.get("exit_code")
-    code = code if isinstance(code, int) and not isinstance(code, bool) else None
-    failed = item.get("status") == "failed" or (code is not None and code != 0)
-    return call_id, code, failed
+    code = _code(item.get("exit_code"))
+    if code is None:
+        code = 1 if item.get("status") == "failed" else 0
+    return call_id, code
+
+
+def output_status(output: Any, loads: Callable[[str], Any] = json.loads) -> tuple[Any, bool | None]:
+    """A tool output's text and whether the call failed, by what the output says
+    (None: it does not say). The one rule for a Codex output, for the hook's
+    PostToolUse `tool_response` and a rollout's `function_call_output` alike:
+    - an object: `exit_code` (or `exitCode`) not 0, `success: false` or
+      `is_error: true` is a failure, `exit_code` 0 or `success: true` a success; its
+      text is under `content` or `output`;
+    - a JSON string `{"output": ..., "metadata": {"exit_code": N}}` (older rollouts):
+      N, and the text is `output`;
+    - else the exit-code header (`output_exit_code`).
+    A failure said anywhere wins. `loads` parses the JSON string form (the reader
+    passes a faster parser)."""
+    failed: bool | None = None
+    if isinstance(output, dict):
+        code = _code(output.get("exit_code", output.get("exitCode")))
+        if code is not None:
+            failed = code != 0
+        if isinstance(output.get("success"), bool):
+            failed = bool(failed) or not output["success"]
+        if output.get("is_error") is True:
+            failed = True
+        output = output.get("content", output.get("output", output))
+    if not isinstance(output, str):
+        return output, failed
+    if output.startswith("{") and '"metadata"' in output:
+        try:
+            parsed = loads(output)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and "output" in parsed:
+            metadata = parsed.get("metadata")
+            code = _code(metadata.get("exit_code")) if isinstance(metadata, dict) else None
+            if code is not None:
+                failed = bool(failed) or code != 0
+            return parsed["output"], failed
+    code = output_exit_code(output)
+    if code is not None:
+        failed = bool(failed) or code != 0
+    return output, failed
 
 
 def rollout_exit_code(path: Any, call_id: Any) -> int | None:
@@ -145,7 +192,7 @@ def rollout_exit_code(path: Any, call_id: Any) -> int | None:
         if isinstance(payload, dict) and payload.get("type") == "item_completed":
             found = item_exit_code(payload.get("item"))
             if found is not None and found[0] == call_id:
-                return found[1] if found[1] is not None else (1 if found[2] else 0)
+                return found[1]
     return None
 
 

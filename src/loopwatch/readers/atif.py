@@ -5,7 +5,7 @@
 `observation.results[{source_call_id, content}]`. Each tool call becomes a `ToolCall`
 with `source_ref = "steps[i]"` (0-based index into `steps[]`; `Session.meta["step_of"]`
 maps it to `step_id`). A failure is `extra.tool_result_is_error`, or a result marked
-`<tool_use_error>`; a write is a successful Write/Edit/MultiEdit/NotebookEdit call.
+`<tool_use_error>`; a write is a successful call of a tool in `hosts.WRITERS`.
 User steps are user messages; agent text is model text.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO, Iterator
 
 from ..core.events import ModelText, ToolCall, UserMessage
+from ..hosts import WRITERS
 from ._common import iso_seconds, load_json
 from .base import ReadError, Session
 from .jsonio import tokens_of
@@ -21,7 +22,6 @@ from .jsonio import tokens_of
 __all__ = ["NAME", "read", "sniff"]
 
 NAME = "atif"
-_WRITERS = {"Write", "Edit", "MultiEdit", "NotebookEdit", "str_replace_editor", "apply_patch"}
 
 
 def sniff(path: str, head: bytes) -> bool:
@@ -71,7 +71,7 @@ def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
             text = result if isinstance(result, str) else ""
             error = bool(extra.get("tool_result_is_error")) or "<tool_use_error>" in text[:200]
             changed = ()
-            if name in _WRITERS and not error and isinstance(arguments, dict):
+            if name in WRITERS and not error and isinstance(arguments, dict):
                 changed = (str(arguments.get("file_path") or arguments.get("path") or "?"),)
             yield ToolCall(
                 name=name, input=arguments, result=result, error=error, changed=changed,

@@ -60,6 +60,7 @@ from collections import OrderedDict
 from typing import Any, BinaryIO, Iterator
 
 from ..core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from ..hosts import WRITERS  # tools whose success changes a file, and the input field naming it
 from ..hosts import claude_code as host
 from ._common import iso_seconds
 from .base import ReadError, Session
@@ -68,9 +69,6 @@ from .jsonio import JsonLines, blocks_text, head_objects, parsed_events, session
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
 NAME = "claude-code"
-
-#: tools whose success changes a file, and the input field naming it
-WRITERS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "NotebookEdit": "notebook_path"}
 
 _USAGE = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 _PEEK = 50  # lines looked at to recognize the format and find the session id

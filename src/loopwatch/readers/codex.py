@@ -288,8 +288,7 @@ class StreamParser:
         elif kind == "item_completed":  # 0.171: the command's end, before its output
             found = codex.item_exit_code(event.get("item"))
             if found is not None and found[0] in self._calls:
-                call_id, code, failed = found
-                self._exit_codes[call_id] = code if code is not None else int(failed)
+                self._exit_codes[found[0]] = found[1]
         elif kind == "exec_command_end":  # before 0.171
             code = event.get("exit_code")
             if isinstance(event.get("call_id"), str) and isinstance(code, int) and event["call_id"] in self._calls:
@@ -333,7 +332,7 @@ class StreamParser:
                 out.append(ModelText(item["text"], source_ref=ref))
         elif kind == "command_execution":
             found = codex.item_exit_code(item)
-            error = failed or (found is not None and found[2])
+            error = failed or (found is not None and found[1] != 0)
             out.append(ToolCall("command_execution", {"command": item.get("command")}, item.get("aggregated_output"), error=error, call_id=item_id, source_ref=ref))
         elif kind == "file_change":
             changes = item.get("changes") if isinstance(item.get("changes"), list) else []
@@ -354,31 +353,12 @@ class StreamParser:
 def _output(output: Any, exit_code: int | None) -> tuple[Any, bool, bool]:
     """An output's text, whether the call failed, and whether the output said so
     (an exit code or a success flag) rather than leaving it unknown."""
-    known = exit_code is not None
-    error = known and exit_code != 0
-    if isinstance(output, dict):  # the failure form: {content, success: false}
-        if isinstance(output.get("success"), bool):
-            known, error = True, error or not output["success"]
-        output = output.get("content", output)
-    if isinstance(output, list):
-        return blocks_text(output), error, known
-    if not isinstance(output, str):
-        return output, error, known
-    if output.startswith("{") and '"metadata"' in output:
-        try:
-            parsed = orjson.loads(output)
-        except orjson.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, dict) and "output" in parsed:
-            metadata = parsed.get("metadata")
-            code = metadata.get("exit_code") if isinstance(metadata, dict) else None
-            if isinstance(code, int):
-                known, error = True, error or code != 0
-            return parsed["output"], error, known
-    code = codex.output_exit_code(output)
-    if code is not None:
-        known, error = True, error or code != 0
-    return output, error, known
+    text, failed = codex.output_status(output, orjson.loads)  # the one rule, shared with the hook
+    known = exit_code is not None or failed is not None
+    error = (exit_code is not None and exit_code != 0) or bool(failed)
+    if isinstance(text, list):
+        text = blocks_text(text)
+    return text, error, known
 
 
 def _total(usage: Any) -> int | None:

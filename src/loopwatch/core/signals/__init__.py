@@ -3,6 +3,8 @@ they are consulted."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .apology import Apology
 from .base import Signal
 from .chanting import Chanting
@@ -18,7 +20,7 @@ from .stagnation import Stagnation
 
 __all__ = ["SIGNALS", "Signal"]
 
-SIGNALS: dict[str, type[Signal]] = {
+SIGNALS: dict[str, type[Signal[Any]]] = {
     cls.name: cls
     for cls in (
         Repeat, Cycle, Stagnation, Churn, Echo, SameError,

@@ -11,32 +11,22 @@ stops only when corroborated.
 
 from __future__ import annotations
 
-
-from typing import NamedTuple
-
 from ..finding import SUSPICION, Finding
+from ..messages import Apologies
 from .base import Signal
-from .common import count_problem
+from .params import Count, SignalParams
 
 __all__ = ["Apology"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Apologising messages in a row.
-    threshold: int = 3
-
-    @property
-    def enabled(self) -> bool:
-        return self.threshold > 0
-
-    def check(self) -> str | None:
-        return count_problem("threshold", self.threshold)
+    threshold: Count = 3
 
 
-class Apology(Signal):
+class Apology(Signal[Params]):
     name = "apology"
     grade = SUSPICION
-    Params = Params
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -60,15 +50,13 @@ class Apology(Signal):
             signal=self.name,
             severity=self._streak / self.params.threshold,
             key=self._started[1] * 7919 + int(self._started[0]),
-            description=f"the model apologised in {self._streak} messages in a row",
+            message=Apologies(self._streak),
             repeats=self._streak,
             started_at=self._started[0],
             at=at,
             started_index=self._started[1],
             index=index,
             can_block=False,
-            hint="apologising and retrying the same way has not worked; explain what is failing and try a "
-            "different approach, or ask for help",
         )
 
     def reset(self) -> None:

@@ -11,21 +11,29 @@ Signals read no clock: times come in with the observations.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import typing
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..finding import PROOF, Finding
 from ..lines import Line
 from ..step import Step
+from .params import SignalParams
 
-__all__ = ["Signal"]
+__all__ = ["Signal", "SignalParams"]
+
+P = TypeVar("P", bound=SignalParams)
 
 
-class Signal:
+class Signal(Generic[P]):
     """Base class: override the `on_*` methods the signal needs.
 
     `name` is the signal's name in configuration and records; `Params` its
-    NamedTuple of thresholds (every field documented with its reason); `can_stop` and
-    `can_block` say whether its evidence may end a run or block a call.
+    thresholds, a `SignalParams` (every field documented with its reason, and its
+    range declared: `signals.params`), given as the base's argument,
+    `class Repeat(Signal[Params])`, so that `self.params` has that type and
+    `Repeat.Params` is set; `can_stop` and `can_block` say whether its
+    evidence may end a run or block a call. What a finding says is a message class of
+    `loopwatch.core.messages` (its wording lives there, not in the signal).
 
     `grade` is the grade of its evidence, a plain class attribute (a str):
     `"proof"` (`finding.PROOF`) when what it counts cannot happen in a run that is
@@ -50,13 +58,23 @@ class Signal:
     """
 
     name: ClassVar[str] = ""
-    Params: ClassVar[type]
+    Params: ClassVar[type[SignalParams]]
     can_stop: ClassVar[bool] = True
     can_block: ClassVar[bool] = True
     grade: ClassVar[str] = PROOF
 
-    def __init__(self, params: Any) -> None:
-        self.params = params
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # `class Repeat(Signal[Params])` says the params type once; `Repeat.Params`
+        # (what config and the hook's state look up) is taken from it.
+        super().__init_subclass__(**kwargs)
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            if typing.get_origin(base) is Signal and "Params" not in cls.__dict__:
+                (params,) = typing.get_args(base)
+                if isinstance(params, type) and issubclass(params, SignalParams):
+                    cls.Params = params
+
+    def __init__(self, params: P) -> None:
+        self.params: P = params
 
     # Observations. Each returns the finding for the current streak, or None.
     def on_step(self, step: Step) -> Finding | None:

@@ -12,38 +12,27 @@ repeated action: it nudges, and stops only when corroborated.
 from __future__ import annotations
 
 
-from typing import NamedTuple
+from typing import Annotated
 
 from ..finding import SUSPICION, Finding
+from ..messages import Chant
 from ..periodic import TailCycles
 from .base import Signal
-from .common import count_problem
+from .params import Between, Count, SignalParams
 
 __all__ = ["Chanting"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Copies in a row within one response. Prose repeats a sentence twice for
     #: emphasis, seldom four times in a row.
-    repeats: int = 4
-    max_period: int = 4
-
-    @property
-    def enabled(self) -> bool:
-        return self.repeats > 0
-
-    def check(self) -> str | None:
-        if problem := count_problem("repeats", self.repeats):
-            return problem
-        if not 1 <= self.max_period <= 16:
-            return "max_period: must be between 1 and 16"
-        return None
+    repeats: Count = 4
+    max_period: Annotated[int, Between(1, 16)] = 4
 
 
-class Chanting(Signal):
+class Chanting(Signal[Params]):
     name = "chanting"
     grade = SUSPICION
-    Params = Params
     can_block = False
 
     def __init__(self, params: Params) -> None:
@@ -63,8 +52,7 @@ class Chanting(Signal):
             signal=self.name,
             severity=copies / self.params.repeats,
             key=self._responses * 1009 + period,
-            description=f"the model repeated the same {'passage' if period == 1 else f'{period} passages'} "
-            f"{copies} times in one response",
+            message=Chant(period, copies),
             repeats=copies,
             period=period,
             started_at=self._start,
@@ -72,7 +60,6 @@ class Chanting(Signal):
             started_index=index,
             index=index,
             can_block=False,
-            hint="you are repeating yourself; stop, summarise what you know, and take one concrete next step",
         )
 
     def reset_response(self) -> None:

@@ -13,38 +13,28 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from typing import NamedTuple
+from typing import Annotated
 
 from ..finding import SUSPICION, Finding
+from ..messages import FewDistinct
 from ..step import Step
 from .base import Signal
+from .params import Below, SignalParams, Size
 
 __all__ = ["Churn"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Calls in the window: 20, as in the peer study quoted above.
-    window: int = 20
+    window: Annotated[int, Size("calls")] = 20
     #: At most this many distinct calls in a window is churn: 6 sits between the
     #: legitimate session's 8 and the runaways' 5, 2 (the 7 is missed on purpose).
-    distinct: int = 6
-
-    @property
-    def enabled(self) -> bool:
-        return self.window > 0 and self.distinct > 0
-
-    def check(self) -> str | None:
-        if self.window < 0 or self.window == 1:
-            return "window: must be 0 (off) or 2 or more calls"
-        if self.window and not 0 <= self.distinct < self.window:
-            return "distinct: must be between 1 and window - 1 (0 turns it off)"
-        return None
+    distinct: Annotated[int, Below("window")] = 6
 
 
-class Churn(Signal):
+class Churn(Signal[Params]):
     name = "churn"
     grade = SUSPICION
-    Params = Params
     can_stop = False
     can_block = False
 
@@ -86,7 +76,7 @@ class Churn(Signal):
             signal=self.name,
             severity=severity,
             key=self._start,
-            description=f"only {distinct} distinct calls in the last {len(calls)}, and no file written",
+            message=FewDistinct(distinct, len(calls)),
             repeats=len(calls),
             tools=top,
             started_at=calls[0].at,
@@ -95,8 +85,6 @@ class Churn(Signal):
             index=step.index,
             can_stop=False,
             can_block=False,
-            hint="you keep making the same few calls without changing anything; decide what you need to learn "
-            "or change, and do that",
         )
 
     def reset(self) -> None:

@@ -17,36 +17,26 @@ Counts reset at a new user message only.
 
 from __future__ import annotations
 
-
-from typing import NamedTuple
-
 from ..finding import PROOF, SUSPICION, Finding
+from ..messages import InventedTool, SameCorrection
 from .base import Signal
-from .common import count_problem
+from .params import Count, SignalParams
 
 __all__ = ["CorrectionSignal"]
 
 _MAX_KINDS = 64
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Times one correction is given (in a row, for format corrections). 3: twice can
     #: be bad luck, a third time is a pattern. In the shared corpus 4 of the 261
     #: sessions that solved their task drew 3 or more format corrections in a row.
-    threshold: int = 3
-
-    @property
-    def enabled(self) -> bool:
-        return self.threshold > 0
-
-    def check(self) -> str | None:
-        return count_problem("threshold", self.threshold)
+    threshold: Count = 3
 
 
-class CorrectionSignal(Signal):
+class CorrectionSignal(Signal[Params]):
     name = "correction"
     grade = SUSPICION
-    Params = Params
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -81,8 +71,7 @@ class CorrectionSignal(Signal):
             signal=self.name,
             severity=severity,
             key=int.from_bytes(message[:6], "little") ^ (started_index if scattered or invented else -started_index - 1),
-            description=(f"the harness refused the same invented tool {count} times" if invented else
-                         f"the harness gave the same correction {count} times" + ("" if scattered else f", {in_row} in a row")),
+            message=InventedTool(count) if invented else SameCorrection(count, 0 if scattered else in_row),
             can_stop=invented,
             can_block=invented,
             grade=PROOF if invented else SUSPICION,
@@ -91,9 +80,6 @@ class CorrectionSignal(Signal):
             at=at,
             started_index=started_index,
             index=index,
-            hint="that tool does not exist; use only the tools you were given" if invented else
-            "the harness keeps rejecting your reply for the same reason; read its message and follow the "
-            "required format exactly",
         )
 
     def reset(self) -> None:

@@ -14,43 +14,33 @@ from __future__ import annotations
 
 from collections import deque
 
-from typing import NamedTuple
+from typing import Annotated
 
 from ..finding import PROOF, Finding
+from ..messages import ActionCycle
 from ..periodic import TailCycles
 from ..step import Step
 from .base import Signal
-from .common import count_problem, most_common_names, span_description
+from .common import most_common_names
+from .params import Between, Count, SignalParams
 
 __all__ = ["Cycle"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Longest cycle looked for. The labelled cycles run from 2 to 10 steps (a 6-step
     #: open/search/goto cycle, a 10-step browse cycle); 10 catches one more of them than
     #: 5 with no false stop, for twice the (tiny) per-step cost.
-    max_period: int = 10
+    max_period: Annotated[int, Between(2, 16, off=True)] = 10  # a 1-step cycle is `repeat`'s
     #: Copies in a row that earn the nudge. The stop comes when the cycle goes on
     #: after it, that is as its third round begins: the protocol's 3 rounds. On the
     #: labelled corpus 2 catches 7 loops alone (3 catches 4) with no false stop; no
     #: healthy session repeats any cycle more than twice.
-    repeats: int = 2
-
-    @property
-    def enabled(self) -> bool:
-        return self.repeats > 0 and self.max_period >= 2
-
-    def check(self) -> str | None:
-        if problem := count_problem("repeats", self.repeats):
-            return problem
-        if self.max_period != 0 and not 2 <= self.max_period <= 16:  # a 1-step cycle is `repeat`'s
-            return "max_period: must be between 2 and 16 (0 turns it off)"
-        return None
+    repeats: Count = 2
 
 
-class Cycle(Signal):
+class Cycle(Signal[Params]):
     name = "cycle"
-    Params = Params
     grade = PROOF
 
     def __init__(self, params: Params) -> None:
@@ -79,11 +69,7 @@ class Cycle(Signal):
             signal=self.name,
             severity=copies / self.params.repeats,
             key=self._key,
-            description=span_description(
-                f"the same {period}-step action cycle ({', '.join(names)}) repeated {copies} times"
-                + (" and begun again" if length % period else ""),
-                first.at, step.at,
-            ),
+            message=ActionCycle(period, tuple(names), copies, bool(length % period), step.at - first.at),
             repeats=copies,
             period=period,
             tools=most_common_names(names),
@@ -91,8 +77,6 @@ class Cycle(Signal):
             at=step.at,
             started_index=start_index,
             index=step.index,
-            hint=f"you have been doing these {period} things over and over with the same results; "
-            "stop, say what you expected to change, and try a different approach",
         )
 
     def predict(self, call: bytes) -> Finding | None:

@@ -27,41 +27,30 @@ sibling files with calls just as alike.
 from __future__ import annotations
 
 
-from typing import NamedTuple
+from typing import Annotated
 
 from ..finding import PROOF, SUSPICION, Finding
+from ..messages import MuchTheSame
 from ..step import Step
 from .base import Signal
-from .common import count_problem, span_description
+from .params import Count, Fraction, SignalParams
 
 __all__ = ["Echo"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Turns in a row with alike calls and alike results: the protocol's 3 rounds.
-    turns: int = 3
+    turns: Count = 3
     #: Minimum similarity (0 to 1) of consecutive calls and of consecutive results, as
     #: word-level Indel similarity. Short commands differ in one word of five or six
     #: (`find /usr -name 'jdk*'`, `find /opt -name 'jdk*'`), which 0.9 misses: on the
     #: labelled corpus echo alone catches 10 of 62 loops at 0.9 and 13 at 0.8, with
     #: no false stop at either.
-    similarity: float = 0.8
-
-    @property
-    def enabled(self) -> bool:
-        return self.turns > 0
-
-    def check(self) -> str | None:
-        if problem := count_problem("turns", self.turns):
-            return problem
-        if not 0.0 < self.similarity <= 1.0:
-            return f"similarity: {self.similarity} is not in (0, 1]"
-        return None
+    similarity: Annotated[float, Fraction()] = 0.8
 
 
-class Echo(Signal):
+class Echo(Signal[Params]):
     name = "echo"
-    Params = Params
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -93,7 +82,6 @@ class Echo(Signal):
         self._failed = self._failed and step.failure is not None and not step.empty
         first = self._first or step
         may_stop = self._identical or self._failed
-        alike = "the same" if self._identical else "nearly the same"
         severity = self._count / self.params.turns
         if not may_stop:
             severity = min(severity, 0.99)  # the same operation on sibling targets: a warning at most
@@ -101,9 +89,7 @@ class Echo(Signal):
             signal=self.name,
             severity=severity,
             key=first.index * 4 + (2 if self._identical else 0) + (1 if self._failed else 0),
-            description=span_description(
-                f"{alike} {step.name} call got much the same result {self._count} times in a row", first.at, step.at
-            ),
+            message=MuchTheSame(step.name, self._count, self._identical, step.at - first.at),
             repeats=self._count,
             period=1,
             tools=(step.name,),
@@ -114,8 +100,6 @@ class Echo(Signal):
             can_stop=may_stop,
             can_block=may_stop,
             grade=PROOF if self._identical and self._failed else SUSPICION,
-            hint="the result is not changing in substance; change what you do, not just its wording, "
-            "before trying again",
         )
 
     def reset(self) -> None:

@@ -14,18 +14,16 @@ on its own, one round past its nudge.
 
 from __future__ import annotations
 
-
-from typing import NamedTuple
-
 from ..finding import PROOF, Finding
+from ..messages import SameResult
 from ..step import Step
 from .base import Signal
-from .common import count_problem, span_description
+from .params import Count, SignalParams
 
 __all__ = ["Repeat"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Copies in a row that earn the nudge; the next one is blocked (attended) or
     #: stopped (unattended). 3 is the protocol's own bar (a loop is "3+ rounds without
     #: progress"), kept for live hooks, where the next rung is a block the model can
@@ -36,19 +34,11 @@ class Params(NamedTuple):
     #: no-op `sed` re-run 4 times); every fold of `loopwatch evaluate --labels
     #: ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds 5
     #: --margin 0` chose 4 (BENCHMARKS.md).
-    threshold: int = 3
-
-    @property
-    def enabled(self) -> bool:
-        return self.threshold > 0
-
-    def check(self) -> str | None:
-        return count_problem("threshold", self.threshold)
+    threshold: Count = 3
 
 
-class Repeat(Signal):
+class Repeat(Signal[Params]):
     name = "repeat"
-    Params = Params
     grade = PROOF
 
     def __init__(self, params: Params) -> None:
@@ -79,9 +69,7 @@ class Repeat(Signal):
             signal=self.name,
             severity=count / self.params.threshold,
             key=int.from_bytes(first.action[:6], "little") ^ first.index,
-            description=span_description(
-                f"the same {step.name} call returned the same result {count} times in a row", first.at, step.at
-            ),
+            message=SameResult(step.name, count, step.at - first.at),
             repeats=count,
             period=1,
             tools=(step.name,),
@@ -89,7 +77,6 @@ class Repeat(Signal):
             at=step.at,
             started_index=first.index,
             index=step.index,
-            hint="read the result, then change the command, the code or the approach before running it again",
         )
 
     def predict(self, call: bytes) -> Finding | None:

@@ -28,23 +28,24 @@ whose healthy runs were measured.
 from __future__ import annotations
 
 from collections import deque
-from typing import NamedTuple
+from typing import Annotated
 
 from ..finding import PROOF, SUSPICION, Finding
 from ..lines import Line
+from ..messages import RepeatedOutput
 from ..periodic import TailCycles
 from .base import Signal
-from .common import count_problem
+from .params import Between, Count, Seconds, SignalParams
 
 __all__ = ["RepeatedLines"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Consecutive copies of a line cycle. 8: healthy logs repeat a line a few times
     #: (a retry with backoff, "waiting for server" x3), rarely 8 times in a row.
-    repeats: int = 8
+    repeats: Count = 8
     #: Longest cycle of lines looked for.
-    max_period: int = 5
+    max_period: Annotated[int, Between(1, 16)] = 5
     #: May a cycle alike only once numbers are masked end the run? False: healthy
     #: runs print such cycles all the time (log templates, tables; see the module
     #: docstring), so it warns and nudges only. A calibrated profile may turn it on.
@@ -52,25 +53,11 @@ class Params(NamedTuple):
     #: Seconds an exact or failing streak must span to be proof. An agent's round
     #: takes a model call (seconds; 8 rounds well over 5 s), while one command's
     #: output comes in a burst (the exact repeats of the console logs above).
-    min_span: float = 5.0
-
-    @property
-    def enabled(self) -> bool:
-        return self.repeats > 0
-
-    def check(self) -> str | None:
-        if problem := count_problem("repeats", self.repeats):
-            return problem
-        if not 1 <= self.max_period <= 16:
-            return "max_period: must be between 1 and 16"
-        if not self.min_span >= 0:  # NaN too
-            return "min_span: seconds must be >= 0"
-        return None
+    min_span: Annotated[float, Seconds()] = 5.0
 
 
-class RepeatedLines(Signal):
+class RepeatedLines(Signal[Params]):
     name = "repeated_lines"
-    Params = Params
     can_block = False
 
     def __init__(self, params: Params) -> None:
@@ -116,13 +103,12 @@ class RepeatedLines(Signal):
             self._key = self._lines - length + 1
             self._started_at = self._times[-min(length, len(self._times))]
         started_at = self._started_at
-        what = "the same output line" if period == 1 else f"the same {period}-line output cycle"
         proof, how = self._grade(period, copies, exact_copies, at - started_at)
         return Finding(
             signal=self.name,
             severity=copies / self.params.repeats,
             key=self._key,
-            description=f"{what} repeated {copies} times in a row{how}",
+            message=RepeatedOutput(period, copies, how),
             repeats=copies,
             period=period,
             started_at=started_at,
@@ -132,20 +118,19 @@ class RepeatedLines(Signal):
             can_stop=proof,
             grade=PROOF if proof else SUSPICION,  # what may stop is proof; the rest only warns and nudges
             can_block=False,
-            hint="the output is repeating itself; stop retrying and look at why",
         )
 
     def _grade(self, period: int, copies: int, exact_copies: int, span: float) -> tuple[bool, str]:
-        """Is this streak proof (may it end a run)? And how to say what it is."""
+        """Is this streak proof (may it end a run)? And how it repeats (`RepeatedOutput.how`)."""
         params = self.params
         if any(list(self._retry)[-period:]):
-            return True, " (a retry message)"
+            return True, "retry"
         counted = min(copies, params.repeats)
         exact = exact_copies >= counted
         failing = period > 1 and any(list(self._failure)[-period:])
         if (exact or failing) and span >= params.min_span:
-            return True, "" if exact else " (a failing cycle)"
-        how = " (in one burst)" if exact or failing else " (alike once numbers are masked)"
+            return True, "exact" if exact else "failing"
+        how = "burst" if exact or failing else "masked"
         return params.masked_can_stop, how
 
     def reset(self) -> None:

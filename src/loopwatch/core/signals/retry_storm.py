@@ -7,38 +7,27 @@ and no action between them: the run is paying for a provider that is not answeri
 from __future__ import annotations
 
 
-from typing import NamedTuple
+from typing import Annotated
 
 from ..finding import Finding
+from ..messages import ProviderRetries
 from .base import Signal
-from .common import count_problem
+from .params import Count, Seconds, SignalParams
 
 __all__ = ["RetryStorm"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Retries in a row. Harnesses retry 3 to 5 times with backoff on a passing fault
     #: (LiteLLM 3, the Anthropic and OpenAI SDKs 2, Claude Code up to 10); more than
     #: that in a row is not passing.
-    retries: int = 8
+    retries: Count = 8
     #: Seconds the streak must span, so a burst of instant failures is not a storm yet.
-    window: float = 60.0
-
-    @property
-    def enabled(self) -> bool:
-        return self.retries > 0
-
-    def check(self) -> str | None:
-        if problem := count_problem("retries", self.retries):
-            return problem
-        if self.window < 0:
-            return "window: seconds must be >= 0"
-        return None
+    window: Annotated[float, Seconds()] = 60.0
 
 
-class RetryStorm(Signal):
+class RetryStorm(Signal[Params]):
     name = "retry_storm"
-    Params = Params
     can_block = False
 
     def __init__(self, params: Params) -> None:
@@ -66,14 +55,13 @@ class RetryStorm(Signal):
             signal=self.name,
             severity=severity,
             key=int(self._first * 1000) ^ self._index,
-            description=f"{self._count} provider retries in a row over {span:.0f}s with no answer",
+            message=ProviderRetries(self._count, span),
             repeats=self._count,
             started_at=self._first,
             at=at,
             started_index=self._index,
             index=index,
             can_block=False,
-            hint="the model provider keeps failing; wait and resume later",
         )
 
     def on_turn(self, at: float, index: int) -> Finding | None:

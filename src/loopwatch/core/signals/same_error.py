@@ -17,13 +17,11 @@ when corroborated (see `policy`).
 
 from __future__ import annotations
 
-
-from typing import NamedTuple
-
 from ..finding import SUSPICION, Finding
+from ..messages import RecurringError
 from ..step import Step
 from .base import Signal
-from .common import count_problem, span_description
+from .params import Count, SignalParams
 
 __all__ = ["SameError"]
 
@@ -31,7 +29,7 @@ _MAX_ERRORS = 64  # distinct errors tracked between writes, the oldest forgotten
 _MAX_CALLS = 8  # distinct calls remembered per error, for the description
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Times the same error must come back before the nudge. Suspicion: the stop needs
     #: corroboration (`evidence`), which only calibrated sources get. In the labelled
     #: corpus the "same operation on different targets" sessions (find_file over 5
@@ -40,20 +38,12 @@ class Params(NamedTuple):
     #: --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv
     #: --folds 5 --margin 0`) 4 folds of 5 chose 6 and one 7; 5 with `confirm = 1`
     #: stops 5 more labelled sessions falsely (BENCHMARKS.md).
-    threshold: int = 6
-
-    @property
-    def enabled(self) -> bool:
-        return self.threshold > 0
-
-    def check(self) -> str | None:
-        return count_problem("threshold", self.threshold)
+    threshold: Count = 6
 
 
-class SameError(Signal):
+class SameError(Signal[Params]):
     name = "same_error"
     grade = SUSPICION
-    Params = Params
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -82,18 +72,13 @@ class SameError(Signal):
             signal=self.name,
             severity=count / self.params.threshold,
             key=first.index,
-            description=span_description(
-                f"the same {step.name} error came back {count} times from "
-                f"{len(calls)}{' or more' if len(calls) == _MAX_CALLS else ''} different calls", first.at, step.at
-            ),
+            message=RecurringError(step.name, count, len(calls), len(calls) == _MAX_CALLS, step.at - first.at),
             repeats=count,
             tools=(step.name,),
             started_at=first.at,
             at=step.at,
             started_index=first.index,
             index=step.index,
-            hint="variations of the same call keep failing the same way; find the cause of this error "
-            "(read it, check the environment) before another variation",
         )
 
     def reset(self) -> None:

@@ -17,48 +17,35 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 
-from typing import NamedTuple
+from typing import Annotated
 
 from ..finding import SUSPICION, Finding
+from ..messages import NothingNew
 from ..step import Step
 from .base import Signal
-from .common import span_description
+from .params import AtLeast, SignalParams, Seconds, Size
 
 __all__ = ["Stagnation"]
 
 
-class Params(NamedTuple):
+class Params(SignalParams):
     #: Seconds with no new action. The replay floor below is what makes the evidence
     #: (no labelled healthy session replays more than 7 known actions in a row); the
     #: window only keeps a burst of quick replays from counting: a minute.
-    window: float = 60.0
+    window: Annotated[float, Seconds(off=True)] = 60.0
     #: Replayed actions that must fall in the window: the cycle signal's longest cycle
     #: (10) times its repeats (2), so stagnation never fires on less evidence than a
     #: cycle would need. No labelled healthy session replays more than 7 in a row.
-    replays: int = 20
+    replays: Annotated[int, Size()] = 20
     #: Distinct actions remembered, the least recently seen forgotten first. A loop
     #: replays recent actions (cycles of up to 10); 1024 is a hundred times that, and
     #: small enough that the monitor's memory is flat within the first 10,000 events.
-    memory: int = 1024
-
-    @property
-    def enabled(self) -> bool:
-        return self.window > 0 and self.replays > 0
-
-    def check(self) -> str | None:
-        if self.window < 0:
-            return "window: seconds must be >= 0 (0 turns it off)"
-        if self.replays == 1 or self.replays < 0:
-            return "replays: must be 0 (off) or 2 or more"
-        if self.memory < 16:
-            return "memory: at least 16 actions"
-        return None
+    memory: Annotated[int, AtLeast(16, "actions")] = 1024
 
 
-class Stagnation(Signal):
+class Stagnation(Signal[Params]):
     name = "stagnation"
     grade = SUSPICION
-    Params = Params
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -96,18 +83,13 @@ class Stagnation(Signal):
             signal=self.name,
             severity=severity,
             key=since.index,
-            description=span_description(
-                f"{self._replays} actions in a row that the run had already done, with no new action",
-                since.at, step.at,
-            ),
+            message=NothingNew(self._replays, step.at - since.at),
             repeats=self._replays,
             tools=tuple(n for n, _ in self._names.most_common(5)),
             started_at=since.at,
             at=step.at,
             started_index=since.index + 1,
             index=step.index,
-            hint="everything you have done for a while repeats earlier steps with the same results; "
-            "step back, state what is blocking you, and try something you have not tried",
         )
 
     def reset(self) -> None:

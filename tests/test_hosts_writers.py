@@ -1,0 +1,50 @@
+"""One table of tools that write files (`hosts.WRITERS`), used by the readers and the hook."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopwatch.hook.guard import DEFAULT_TOOLS
+from loopwatch.hosts import WRITERS
+from loopwatch.readers import read
+
+
+def test_the_hook_gives_every_writer_the_writer_role_and_nothing_else():
+    writers = {name for name, rule in DEFAULT_TOOLS.items() if rule.get("role") == "writer"}
+    assert writers == set(WRITERS)
+    assert DEFAULT_TOOLS["BashOutput"] == {"role": "poller"}
+
+
+def _atif(tmp_path, name, arguments, error=False):
+    trajectory = {
+        "schema_version": "ATIF-v1.2",
+        "session_id": "s",
+        "agent": {"name": "demo", "version": "1"},
+        "steps": [
+            {"step_id": 1, "timestamp": "2025-01-01T00:00:00Z", "source": "user", "message": "fix it"},
+            {"step_id": 2, "timestamp": "2025-01-01T00:00:05Z", "source": "agent", "message": "",
+             "tool_calls": [{"tool_call_id": "t1", "function_name": name, "arguments": arguments}],
+             "observation": {"results": [{"source_call_id": "t1", "content": "done"}]},
+             "extra": {"tool_result_is_error": error}},
+        ],
+    }
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(trajectory))
+    (session,) = read(str(path))
+    return [e for e in session.events if type(e).__name__ == "ToolCall"]
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_an_atif_call_of_a_writer_is_a_write_unless_it_failed(tmp_path, name):
+    field = WRITERS[name] or "input"
+    (call,) = _atif(tmp_path, name, {field: "a.py"})
+    assert call.changed
+    (call,) = _atif(tmp_path, name, {field: "a.py"}, error=True)
+    assert call.changed == ()
+
+
+def test_an_atif_call_of_another_tool_writes_nothing(tmp_path):
+    (call,) = _atif(tmp_path, "Read", {"file_path": "a.py"})
+    assert call.changed == ()
