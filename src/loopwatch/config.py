@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["Config", "ConfigError", "ToolRule", "load_config", "MODES", "PROFILES"]
+__all__ = ["MODES", "PROFILES", "Config", "ConfigError", "ToolRule", "load_config"]
 
 MODES = ("off", "warn", "enforce")
 PROFILES = ("unattended", "attended")
@@ -142,7 +143,7 @@ class Config(NamedTuple):
         return self._replace(signals=signals, calibrated=name, **evidence)
 
     @classmethod
-    def make(cls, data: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None, **kwargs: Any) -> "Config":
+    def make(cls, data: Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
         """Validate a mapping (as read from TOML) merged with keyword arguments.
 
         Signal thresholds may be given as `signals={"repeat": {"threshold": 4}}`."""

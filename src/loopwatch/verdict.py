@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
 from enum import Enum
+from typing import NamedTuple
 
 from .finding import Finding
 
-__all__ = ["Action", "Verdict", "ALLOW"]
+__all__ = ["ALLOW", "Action", "Verdict"]
 
 
 class Action(str, Enum):

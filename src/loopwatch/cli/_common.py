@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Self
 
 import click
 
@@ -38,7 +38,7 @@ class progress_bar:
         self.enabled = enabled and sys.stderr.isatty() and total >= minimum
         self.total, self.label = total, label
 
-    def __enter__(self) -> "progress_bar":
+    def __enter__(self) -> Self:
         if self.enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -53,6 +53,6 @@ class progress_bar:
         if self.enabled:
             self._progress.update(self._task, advance=n, refresh=True)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.enabled:
             self._progress.__exit__(*exc)

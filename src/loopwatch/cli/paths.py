@@ -27,8 +27,8 @@ import fnmatch
 import glob
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 __all__ = ["Target", "expand", "is_transcript_name"]
 
@@ -60,9 +60,7 @@ def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
         return True
     if name in SIDE_FILES or not name.endswith(TRANSCRIPT_SUFFIXES):
         return False
-    if name == "steps.json" and "agent.log" in siblings:
-        return False
-    return True
+    return not (name == "steps.json" and "agent.log" in siblings)
 
 
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..replay import SessionResult
 
-__all__ = ["Totals", "first_block", "print_table", "print_problems"]
+__all__ = ["Totals", "first_block", "print_problems", "print_table"]
 
 
 @dataclass
@@ -153,8 +153,8 @@ def summary(totals: Totals) -> list[str]:
     """The totals, in sentences."""
     unread = f"; {len(totals.failed)} could not be read" if totals.failed else ""
     lines = [
-        f"Scanned {totals.files} file{'s' if totals.files != 1 else ''}: {totals.sessions} "
-        f"session{'s' if totals.sessions != 1 else ''}, {totals.actions:,} actions{unread}."
+        (f"Scanned {totals.files} file{'s' if totals.files != 1 else ''}: {totals.sessions} "
+         f"session{'s' if totals.sessions != 1 else ''}, {totals.actions:,} actions{unread}.")
     ]
     if totals.stopped:
         share = f" ({totals.saved_actions / totals.actions:.0%} of all)" if totals.actions else ""

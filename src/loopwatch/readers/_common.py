@@ -94,7 +94,8 @@ def iso_seconds(value: Any) -> float | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        # The replace also reads a date-only `2024-01-01Z`, which fromisoformat rejects.
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()  # noqa: FURB162
     except ValueError:
         return None
 

@@ -11,7 +11,8 @@ User steps are user messages; agent text is model text.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..events import ModelText, ToolCall, UserMessage
 from ._common import iso_seconds, load_json

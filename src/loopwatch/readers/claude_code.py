@@ -57,7 +57,8 @@ no tool calls in it).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from ..hosts import claude_code as host
@@ -137,7 +138,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
 
 
 class _Call:
-    __slots__ = ("name", "input", "ref", "agent", "message", "first")
+    __slots__ = ("agent", "first", "input", "message", "name", "ref")
 
     def __init__(self, name: str, input: Any, ref: str | None, agent: str | None, message: str, first: bool) -> None:
         self.name, self.input, self.ref, self.agent, self.message, self.first = name, input, ref, agent, message, first

@@ -52,7 +52,8 @@ one session. Not handled: the `{"id": ..., "msg": {...}}` event stream of early
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -152,7 +153,7 @@ def _session_id(obj: dict) -> str | None:
 
 
 class _Call:
-    __slots__ = ("name", "input", "ref", "tokens")
+    __slots__ = ("input", "name", "ref", "tokens")
 
     def __init__(self, name: str, input: Any, ref: str | None) -> None:
         self.name, self.input, self.ref = name, input, ref

@@ -13,7 +13,8 @@ and cost from its `usage`.
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..events import Correction, ModelText, Turn
 from ._common import load_json, shell_call

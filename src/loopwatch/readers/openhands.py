@@ -41,7 +41,8 @@ JSON file per event in a directory).
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -153,7 +154,7 @@ def _session(events: list, name: str, record: dict | None) -> Session:
 
 
 class _Pending:
-    __slots__ = ("index", "name", "input", "changes", "cost")
+    __slots__ = ("changes", "cost", "index", "input", "name")
 
     def __init__(self, index: int, name: str, input: Any, changes: str | None, cost: float | None) -> None:
         self.index, self.name, self.input, self.changes, self.cost = index, name, input, changes, cost

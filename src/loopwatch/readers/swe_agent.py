@@ -16,7 +16,8 @@ inside the trajectory is skipped like the final one.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..events import ToolCall
 from ._common import empty_search, load_json, shell_error, shell_writes

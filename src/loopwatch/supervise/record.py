@@ -19,7 +19,7 @@ from ..messages import duration
 from ..monitor import Monitor
 from ..verdict import Verdict
 
-__all__ = ["EXIT_IDLE", "EXIT_LOOP", "EXIT_MAX_RUNTIME", "ENDED_BY", "MASK", "Outcome", "masked_argv", "write_record"]
+__all__ = ["ENDED_BY", "EXIT_IDLE", "EXIT_LOOP", "EXIT_MAX_RUNTIME", "MASK", "Outcome", "masked_argv", "write_record"]
 
 EXIT_LOOP = 86
 EXIT_IDLE = 87

@@ -29,8 +29,8 @@ its own gets the time its line was read.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import orjson
 
