@@ -41,7 +41,7 @@ import math
 import os
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 __all__ = ["MODES", "PROFILES", "Config", "ConfigError", "ToolRule", "load_config"]
 
@@ -101,7 +101,7 @@ class Config(NamedTuple):
     calibrated: str = ""
     #: Dotted keys the configuration set itself (`signals.repeat.threshold`,
     #: `evidence.confirm`): a calibration never overrides them.
-    given: frozenset = frozenset()
+    given: frozenset[str] = frozenset()
 
     @property
     def ladder(self) -> tuple[str, ...]:
@@ -234,7 +234,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
     if not isinstance(raw_signals, Mapping):
         raise ConfigError("signals: expected a table of signal names")
     _check_keys("signals: ", raw_signals, list(SIGNALS))
-    signals = {}
+    signals: dict[str, _Params] = {}
     for name, cls in SIGNALS.items():
         given = raw_signals.get(name, {})
         if not isinstance(given, Mapping):
@@ -278,11 +278,23 @@ def _validate(data: Mapping[str, Any]) -> Config:
                   confirm=confirm, second_signal=second, calibration=calibration, given=frozenset(given))
 
 
-def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
-    names = list(params_cls._fields)
-    _check_keys(f"{where}: ", given, names)
+class _Params(Protocol):
+    """What a signal's `Params` is to the loader: a NamedTuple of thresholds, built from
+    keyword arguments (every field has a default), maybe with a `check()` that names a
+    problem."""
+
+    @property
+    def _fields(self) -> tuple[str, ...]: ...
+
+
+_P = TypeVar("_P", bound=_Params)
+
+
+def _make_params(where: str, params_cls: type[_P], given: Mapping[str, Any]) -> _P:
     defaults = params_cls()
-    values = {}
+    names = list(defaults._fields)
+    _check_keys(f"{where}: ", given, names)
+    values: dict[str, Any] = {}
     for name in names:
         if name not in given:
             continue
@@ -304,7 +316,7 @@ def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
     return params
 
 
-def load_config(path: str | os.PathLike | None = None, *, start: str | os.PathLike | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
+def load_config(path: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None, **kwargs: Any) -> Config:
     """Load configuration from `path`, or find `loopwatch.toml` / `pyproject.toml`
     (`[tool.loopwatch]`) in `start` (default: the working directory) and its parents.
     Keyword arguments override the file."""

@@ -42,7 +42,7 @@ class Verdict(NamedTuple):
     description: str | None = None
     finding: Finding | None = None
     at: float = 0.0
-    index: int = 0
+    index: int = 0  # type: ignore[assignment]  # shadows tuple.index(): the field name is public API
     source_ref: str | None = None
 
     @property

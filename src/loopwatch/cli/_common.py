@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import click
 
 from ..config import Config, ConfigError, load_config
+
+if TYPE_CHECKING:
+    from types import TracebackType
 
 __all__ = ["config_options", "make_config", "progress_bar"]
 
@@ -20,7 +23,7 @@ def config_options(func: Any) -> Any:
 
 
 def make_config(config_path: str | None, profile: str | None, mode: str | None) -> Config:
-    overrides = {k: v for k, v in (("profile", profile), ("mode", mode)) if v}
+    overrides: dict[str, Any] = {k: v for k, v in (("profile", profile), ("mode", mode)) if v}  # Config fields
     try:
         return load_config(config_path, **overrides)
     except ConfigError as exc:
@@ -53,6 +56,6 @@ class progress_bar:
         if self.enabled:
             self._progress.update(self._task, advance=n, refresh=True)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.enabled:
-            self._progress.__exit__(*exc)
+            self._progress.__exit__(kind, exc, tb)

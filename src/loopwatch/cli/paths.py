@@ -146,7 +146,7 @@ def _glob(pattern: str) -> list[str]:
     base = os.sep.join(parts[:fixed]) or ("" if not pattern.startswith(os.sep) else os.sep)
     rest = [p for p in parts[fixed:] if p]
     matches: list[str] = []
-    visited: set[tuple[int, int]] = set()
+    visited: set[tuple[int, int, int]] = set()  # (device, inode, pattern pieces left)
 
     def visit(folder: str, pieces: list[str]) -> None:
         if not pieces:
@@ -158,7 +158,7 @@ def _glob(pattern: str) -> list[str]:
         key = (info.st_dev, info.st_ino, len(pieces))
         if key in visited:  # entered before with the same pattern left: a link loop
             return
-        visited.add(key)  # type: ignore[arg-type]
+        visited.add(key)
         try:
             entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
         except OSError:

@@ -137,6 +137,7 @@ def print_table(rows: list[SessionResult], totals: Totals) -> None:
         table.add_column("what loopwatch saw", ratio=1, min_width=30)
         for result in rows:
             verdict = result.verdict or first_block(result)
+            assert verdict is not None, "a row is a session stopped or blocked"
             name = _short(result.path) + (f"\n[{result.session}]" if result.path in totals.multi else "")
             wasted = _saved_text(result) if result.verdict else "(blocked; not stopped)"
             cells = (

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal, overload
 
 from ..hosts import claude_code, codex
 
@@ -171,6 +171,10 @@ def _parse_oversize(data: bytes, host: str) -> Payload:
     return Payload(host, event, found["session_id"], found.get("agent_id", ""), None, calls, oversize=True)
 
 
+@overload
+def _text(raw: dict, key: str, required: Literal[True]) -> str: ...
+@overload
+def _text(raw: dict, key: str, required: bool = False) -> str | None: ...
 def _text(raw: dict, key: str, required: bool = False) -> str | None:
     value = raw.get(key)
     if value is None:

@@ -108,7 +108,8 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "tool_result":
-                    call = calls.pop(block.get("tool_use_id"), None) if isinstance(block.get("tool_use_id"), str) else None
+                    use_id = block.get("tool_use_id")
+                    call = calls.pop(use_id, None) if isinstance(use_id, str) else None
                     if call is not None:
                         yield _complete(call, block.get("tool_use_id"), blocks_text(block.get("content")), block.get("is_error") is True, at)
                 elif block.get("type") in ("text", "image", "document", "input_text"):

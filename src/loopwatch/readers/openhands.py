@@ -47,7 +47,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..events import Event, ModelText, ToolCall, UserMessage
-from ._common import iso_seconds, load_json
+from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, keys_at, session_name
 
@@ -200,7 +200,7 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
 def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pending | Event | None:
     """A tool call waiting for its observation, a text event, or None."""
     kind = entry.get("action")
-    args = entry.get("args") if isinstance(entry.get("args"), dict) else {}
+    args = mapping_at(entry, "args")
     at = iso_seconds(entry.get("timestamp"))
     ref = f"[{index}]"
     cost = _metrics(entry, session, last_cost)
@@ -228,8 +228,8 @@ def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pend
 
 
 def _complete(call: _Pending, observation: dict) -> ToolCall:
-    extras = observation.get("extras") if isinstance(observation.get("extras"), dict) else {}
-    metadata = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+    extras = mapping_at(observation, "extras")
+    metadata = mapping_at(extras, "metadata")
     code = metadata.get("exit_code", extras.get("exit_code"))
     error = observation.get("observation") in _FAILED or (isinstance(code, int) and code > 0)
     changed = (call.changes,) if call.changes and not error else ()
