@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from loopwatch import Action, Monitor, Output  # noqa: E402
+from loopwatch import Action, Monitor, Output
 
 SHARED = ROOT.parent / "shared"
 if not SHARED.exists():

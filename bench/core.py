@@ -224,7 +224,8 @@ def breakdown(events: list[Any], timed: int, repeats: int, bare: float) -> None:
     assert set(off) == set(SIGNALS)
     runs = {"no signal": off} | {f"only {name}": {**off, name: {}} for name in SIGNALS}
     for label, signals in runs.items():
-        r = best_rate(lambda: Monitor(Config.make(signals=signals)).observe, events, timed, repeats)
+        r = best_rate(lambda signals=signals: Monitor(Config.make(signals=signals)).observe,
+                      events, timed, repeats)
         print(f"  {label:24s} {r:12,.0f} events/s  {bare / r:6.2f}x bare")
 
 

@@ -47,7 +47,7 @@ def build(source: Path, target: Path, megabytes: float) -> None:
             copy += 1
             tag = str(copy).encode()
             for line in body:
-                out.write(_IDS.sub(lambda m: b'"' + m.group(1) + m.group(2) + b"x" + tag + b'"', line))
+                out.write(_IDS.sub(lambda m, tag=tag: b'"' + m.group(1) + m.group(2) + b"x" + tag + b'"', line))
 
 
 def floor(path: Path) -> None:

@@ -34,10 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from loopwatch import Monitor, Output  # noqa: E402
-from loopwatch.supervise.group import ChildGroup  # noqa: E402
-from loopwatch.supervise.pty import Terminal  # noqa: E402
-from loopwatch.supervise.pump import Pump  # noqa: E402
+from loopwatch import Monitor, Output
+from loopwatch.supervise.group import ChildGroup
+from loopwatch.supervise.pty import Terminal
+from loopwatch.supervise.pump import Pump
 
 WORDS = ("build test parser module request token update import error value config cache "
          "server client stream thread worker queue retry commit branch merge status").split()

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from loopwatch.core.lines import LineCutter  # noqa: E402
+from loopwatch.core.lines import LineCutter
 
 SHARED = ROOT.parent / "shared"
 if not SHARED.exists():

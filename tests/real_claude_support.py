@@ -210,7 +210,7 @@ class ScriptedAnthropic:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> ScriptedAnthropic:  # noqa: PYI034 (a plain class, never subclassed)
+    def __enter__(self) -> ScriptedAnthropic:
         self._thread.start()
         return self
 

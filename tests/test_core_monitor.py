@@ -197,7 +197,7 @@ def test_a_monitor_is_safe_to_share_between_threads():
             for i in range(500):
                 m.observe(bash(f"cmd {t}-{i % 5}", f"out {i % 3}", at=float(i)))
                 m.check(Attempt("Bash", {"command": f"cmd {t}-0"}))
-        except Exception as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # noqa: BLE001  # pragma: no cover - any failure, reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]

@@ -58,8 +58,8 @@ def test_a_pickle_is_refused_unread(tmp_path):
 
 def test_new_sessions_prune_old_and_excess_ones(tmp_path):
     store = Store(tmp_path, keep_days=1.0, keep_sessions=3)
-    make = lambda: SessionState(Monitor(profile="attended"), "codex", "attended", "test")  # noqa: E731
-    feed = lambda state: []  # noqa: E731
+    make = lambda: SessionState(Monitor(profile="attended"), "codex", "attended", "test")
+    feed = lambda state: []
     for i in range(5):
         store.update(f"s{i}", "", make, feed)
     store.db.execute("UPDATE sessions SET updated = ? WHERE session = 's4'", (time.time() - 2 * 86400,))

@@ -32,7 +32,7 @@ LOOPS = ["a-plain-loop-rollout.jsonl", "c2-hooks-bypass-trust-rollout.jsonl", "c
 @needs_shared
 @pytest.mark.parametrize("name", LOOPS)
 def test_twelve_identical_results_read_as_identical(name):
-    session, events = events_of(str(ROLLOUTS / name))
+    _session, events = events_of(str(ROLLOUTS / name))
     ran = [c for c in calls(events) if not str(c.result).startswith("Command blocked")]
     assert ran and all(c.name == "exec_command" and c.error for c in ran)  # `Process exited with code 2`
     assert len({normalize(str(c.result)) for c in ran}) == 1  # the `Chunk ID: <hex>` differs on each
@@ -73,7 +73,7 @@ def test_a_first_line_of_any_length_is_still_a_rollout(tmp_path, size):
     path = tmp_path / "rollout-long.jsonl"
     path.write_text("\n".join([json.dumps(first, separators=(",", ":"))] + lines[1:]) + "\n")
     assert detect(str(path), path.read_bytes()[:64 * 1024]) == "codex"
-    session, events = events_of(str(path))
+    _session, events = events_of(str(path))
     assert len(calls(events)) == 12
 
 

@@ -82,7 +82,7 @@ def test_repeated_token_counts_are_not_new_turns():
 def test_exec_command_end_supplies_a_missing_exit_code():
     parser = codex.StreamParser()
     item = {"type": "function_call", "name": "shell", "arguments": '{"command": ["make"]}', "call_id": "c1"}
-    wrap = lambda kind, payload: {"timestamp": "2025-10-02T14:00:00Z", "type": kind, "payload": payload}  # noqa: E731
+    wrap = lambda kind, payload: {"timestamp": "2025-10-02T14:00:00Z", "type": kind, "payload": payload}
     parser.feed(wrap("response_item", item), "line 1")
     parser.feed(wrap("event_msg", {"type": "exec_command_end", "call_id": "c1", "exit_code": 2}))
     [call] = parser.feed(wrap("response_item", {"type": "function_call_output", "call_id": "c1", "output": "make: *** No targets."}))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import click
 
 from ..configfile import load_config
 from ..core.config import Config, ConfigError
+
+if TYPE_CHECKING:
+    from types import TracebackType
 
 __all__ = ["config_options", "make_config", "progress_bar"]
 
@@ -21,7 +24,7 @@ def config_options(func: Any) -> Any:
 
 
 def make_config(config_path: str | None, profile: str | None, mode: str | None) -> Config:
-    overrides = {k: v for k, v in (("profile", profile), ("mode", mode)) if v}
+    overrides: dict[str, Any] = {k: v for k, v in (("profile", profile), ("mode", mode)) if v}  # Config fields
     try:
         return load_config(config_path, **overrides)
     except ConfigError as exc:
@@ -39,7 +42,7 @@ class progress_bar:
         self.enabled = enabled and sys.stderr.isatty() and total >= minimum
         self.total, self.label = total, label
 
-    def __enter__(self) -> "progress_bar":
+    def __enter__(self) -> Self:
         if self.enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -54,6 +57,6 @@ class progress_bar:
         if self.enabled:
             self._progress.update(self._task, advance=n, refresh=True)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.enabled:
-            self._progress.__exit__(*exc)
+            self._progress.__exit__(kind, exc, tb)

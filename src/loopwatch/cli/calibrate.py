@@ -120,9 +120,11 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tu
     if paths:
         items = [(t.path, t.label) for t in expand(paths) if not t.problem and t.path != "-"]
     else:
+        assert labels is not None and corpus is not None, "no paths: --labels was given, and the corpus with it"
         items = [(os.path.join(corpus, label.path), label.path) for label in labels]
-    report: dict[str, Any] = {"sessions": _sessions(items, config, sizes, jobs, no_progress)}
+    report = {"sessions": _sessions(items, config, sizes, jobs, no_progress)}
     if labels is not None:
+        assert corpus is not None, "the corpus is set with --labels"
         report["thresholds"] = _sweep(labels, corpus, config, jobs, no_progress)
     if profile_out is not None:
         report["profile"] = _write_profile(profile_out, report["sessions"], outcomes)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..hosts import codex
 
-__all__ = ["Entry", "TrustError", "entries", "trust", "untrust", "state_of"]
+__all__ = ["Entry", "TrustError", "entries", "state_of", "trust", "untrust"]
 
 
 class TrustError(Exception):

@@ -44,8 +44,8 @@ def check_codex(env: Mapping[str, str] | None = None, codex: str = "codex", cwd:
         lines.append((False, f"codex: not installed: no loopwatch hook in {hooks_json}; run `loopwatch install codex`"))
         return lines
     if missing:
-        lines.append((False, f"codex: installed in {hooks_json} but not for {', '.join(missing)}; "
-                             "run `loopwatch install codex`"))
+        lines.append((False, (f"codex: installed in {hooks_json} but not for {', '.join(missing)}; "
+                              "run `loopwatch install codex`")))
     else:
         lines.append((True, f"codex: installed in {hooks_json} ({', '.join(EVENTS['codex'])})"))
     lines.append(_trusted(home / "config.toml", entries, codex, env, cwd))
@@ -59,7 +59,7 @@ def _version(codex: str, env: dict[str, str]) -> tuple[bool, str]:
         return False, f"codex: `{codex}` not found on PATH (the hook needs Codex itself to run it)"
     try:
         done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=_TIMEOUT, env=env,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"codex: `{path} --version` failed: {exc}"
     text = (done.stdout.strip() or done.stderr.strip()).splitlines()
@@ -138,7 +138,7 @@ def _runnable(settings: dict[str, Any], env: dict[str, str], cwd: str | None) ->
         started = time.perf_counter()
         try:
             done = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True,
-                                  timeout=_TIMEOUT, env=run_env, cwd=cwd)
+                                  check=False, timeout=_TIMEOUT, env=run_env, cwd=cwd)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, f"codex: the hook command did not run ({exc}): {command}"
         took = time.perf_counter() - started

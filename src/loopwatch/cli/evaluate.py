@@ -151,7 +151,7 @@ def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tup
         results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
     errors = [(r.case.path, r.error) for r in results if r.error]
     ok = [r for r in results if not r.error]
-    report: dict[str, Any] = {
+    report = {
         "sessions": len(cases),
         "labelled": sum(1 for c in cases if c.label is not None),
         "with_outcome": sum(1 for c in cases if c.resolved is not None),
@@ -159,9 +159,9 @@ def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tup
         "detectors": {},
     }
     for k, name in enumerate(["all"] + names):
-        labelled = [r for r in ok if r.case.label is not None]
-        stops = score((r.case.label, r.results[k][0]) for r in labelled)
-        nudges = score((r.case.label, r.results[k][2]) for r in labelled)
+        labelled = [(r.case.label, r) for r in ok if r.case.label is not None]
+        stops = score((label, r.results[k][0]) for label, r in labelled)
+        nudges = score((label, r.results[k][2]) for label, r in labelled)
         outcomes = harm(r.item(k) for r in ok)
         report["detectors"][name] = {"stop": stops.as_dict(), "nudge": nudges.as_dict(), "outcomes": outcomes.as_dict()}
     if as_json:

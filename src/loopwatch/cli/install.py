@@ -30,7 +30,7 @@ import click
 
 from ..hosts import claude_code
 
-__all__ = ["install", "uninstall", "merge", "remove", "OURS"]
+__all__ = ["OURS", "install", "merge", "remove", "uninstall"]
 
 #: Events hooked per agent. Claude Code's tool events take a matcher ("*": every
 #: tool); Codex matches every tool when the matcher is left out. Claude Code's list

@@ -27,8 +27,8 @@ import fnmatch
 import glob
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 __all__ = ["Target", "expand", "is_transcript_name"]
 
@@ -60,9 +60,7 @@ def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
         return True
     if name in SIDE_FILES or not name.endswith(TRANSCRIPT_SUFFIXES):
         return False
-    if name == "steps.json" and "agent.log" in siblings:
-        return False
-    return True
+    return not (name == "steps.json" and "agent.log" in siblings)
 
 
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"
@@ -148,7 +146,7 @@ def _glob(pattern: str) -> list[str]:
     base = os.sep.join(parts[:fixed]) or ("" if not pattern.startswith(os.sep) else os.sep)
     rest = [p for p in parts[fixed:] if p]
     matches: list[str] = []
-    visited: set[tuple[int, int]] = set()
+    visited: set[tuple[int, int, int]] = set()  # (device, inode, pattern pieces left)
 
     def visit(folder: str, pieces: list[str]) -> None:
         if not pieces:
@@ -160,7 +158,7 @@ def _glob(pattern: str) -> list[str]:
         key = (info.st_dev, info.st_ino, len(pieces))
         if key in visited:  # entered before with the same pattern left: a link loop
             return
-        visited.add(key)  # type: ignore[arg-type]
+        visited.add(key)
         try:
             entries = sorted(os.scandir(folder or "."), key=lambda e: e.name)
         except OSError:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..analysis.replay import SessionResult
 
-__all__ = ["Totals", "first_block", "print_table", "print_problems"]
+__all__ = ["Totals", "first_block", "print_problems", "print_table"]
 
 
 @dataclass
@@ -137,6 +137,7 @@ def print_table(rows: list[SessionResult], totals: Totals) -> None:
         table.add_column("what loopwatch saw", ratio=1, min_width=30)
         for result in rows:
             verdict = result.verdict or first_block(result)
+            assert verdict is not None, "a row is a session stopped or blocked"
             name = _short(result.path) + (f"\n[{result.session}]" if result.path in totals.multi else "")
             wasted = _saved_text(result) if result.verdict else "(blocked; not stopped)"
             cells = (
@@ -153,8 +154,8 @@ def summary(totals: Totals) -> list[str]:
     """The totals, in sentences."""
     unread = f"; {len(totals.failed)} could not be read" if totals.failed else ""
     lines = [
-        f"Scanned {totals.files} file{'s' if totals.files != 1 else ''}: {totals.sessions} "
-        f"session{'s' if totals.sessions != 1 else ''}, {totals.actions:,} actions{unread}."
+        (f"Scanned {totals.files} file{'s' if totals.files != 1 else ''}: {totals.sessions} "
+         f"session{'s' if totals.sessions != 1 else ''}, {totals.actions:,} actions{unread}.")
     ]
     if totals.stopped:
         share = f" ({totals.saved_actions / totals.actions:.0%} of all)" if totals.actions else ""

@@ -6,6 +6,7 @@ import math
 import os
 import shlex
 import sys
+from typing import Any
 
 import click
 
@@ -101,7 +102,7 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
         folder = os.path.dirname(os.path.abspath(record_path))
         if not os.path.isdir(folder):
             raise click.BadParameter(f"folder {folder} does not exist", param_hint="--record")
-    overrides = {"mode": mode} if mode else {}
+    overrides: dict[str, Any] = {"mode": mode} if mode else {}  # Config fields
     try:
         config = load_config(config_path, **overrides)
     except ConfigError as exc:

@@ -74,7 +74,7 @@ def _details(store: Any, row: dict, limit: int) -> dict:
     item = dict(row)
     try:
         state = store.state(row["session"], row["agent"])
-    except Exception as exc:  # a state from another version: say so, show the rest
+    except Exception as exc:  # noqa: BLE001 - a state from another version can fail in any way: say so, show the rest
         item["error"] = f"state unreadable ({str(exc)[:80]}); the hook starts this session afresh at its next call"
         state = None
     if state is not None:

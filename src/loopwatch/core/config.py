@@ -38,10 +38,11 @@ a file from a team's own runs.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
-__all__ = ["Config", "ConfigError", "ToolRule", "MODES", "PROFILES", "check_keys"]
+__all__ = ["MODES", "PROFILES", "Config", "ConfigError", "ToolRule", "check_keys"]
 
 MODES = ("off", "warn", "enforce")
 PROFILES = ("unattended", "attended")
@@ -74,7 +75,7 @@ class ToolRule(NamedTuple):
 
 
 class Config(NamedTuple):
-    """A validated configuration. Build with `Config.make(...)` or `load_config`."""
+    """A validated configuration. Build with `Config.make(...)` or `loopwatch.load_config`."""
 
     mode: str = "enforce"
     profile: str = "unattended"
@@ -99,7 +100,7 @@ class Config(NamedTuple):
     calibrated: str = ""
     #: Dotted keys the configuration set itself (`signals.repeat.threshold`,
     #: `evidence.confirm`): a calibration never overrides them.
-    given: frozenset = frozenset()
+    given: frozenset[str] = frozenset()
 
     @property
     def ladder(self) -> tuple[str, ...]:
@@ -141,7 +142,7 @@ class Config(NamedTuple):
         return self._replace(signals=signals, calibrated=name, **evidence)
 
     @classmethod
-    def make(cls, data: Mapping[str, Any] | None = None, **kwargs: Any) -> "Config":
+    def make(cls, data: Mapping[str, Any] | None = None, **kwargs: Any) -> Config:
         """Validate a mapping (as read from TOML) merged with keyword arguments.
 
         Signal thresholds may be given as `signals={"repeat": {"threshold": 4}}`. The
@@ -227,7 +228,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
     if not isinstance(raw_signals, Mapping):
         raise ConfigError("signals: expected a table of signal names")
     check_keys("signals: ", raw_signals, list(SIGNALS))
-    signals = {}
+    signals: dict[str, _Params] = {}
     for name, cls in SIGNALS.items():
         given = raw_signals.get(name, {})
         if not isinstance(given, Mapping):
@@ -271,11 +272,23 @@ def _validate(data: Mapping[str, Any]) -> Config:
                   confirm=confirm, second_signal=second, calibration=calibration, given=frozenset(given))
 
 
-def _make_params(where: str, params_cls: type, given: Mapping[str, Any]) -> Any:
-    names = list(params_cls._fields)
-    check_keys(f"{where}: ", given, names)
+class _Params(Protocol):
+    """What a signal's `Params` is to the loader: a NamedTuple of thresholds, built from
+    keyword arguments (every field has a default), maybe with a `check()` that names a
+    problem."""
+
+    @property
+    def _fields(self) -> tuple[str, ...]: ...
+
+
+_P = TypeVar("_P", bound=_Params)
+
+
+def _make_params(where: str, params_cls: type[_P], given: Mapping[str, Any]) -> _P:
     defaults = params_cls()
-    values = {}
+    names = list(defaults._fields)
+    check_keys(f"{where}: ", given, names)
+    values: dict[str, Any] = {}
     for name in names:
         if name not in given:
             continue

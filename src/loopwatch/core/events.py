@@ -15,7 +15,7 @@ to digest them; the monitor keeps digests, names, counts and times, never the co
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple, TypeAlias
 
 __all__ = [
     "Attempt",
@@ -120,4 +120,5 @@ class UserMessage(NamedTuple):
     source_ref: str | None = None
 
 
-Event = Union[ToolCall, Attempt, ModelText, Output, Retry, Turn, Correction, UserMessage]
+#: Every event a `Monitor` is fed (`observe` takes any of them, `check` an `Attempt`).
+Event: TypeAlias = ToolCall | Attempt | ModelText | Output | Retry | Turn | Correction | UserMessage

@@ -51,7 +51,7 @@ class Finding(NamedTuple):
     started_at: float = 0.0
     at: float = 0.0
     started_index: int = 0
-    index: int = 0
+    index: int = 0  # type: ignore[assignment]  # shadows tuple.index(): the field name is public API
     can_stop: bool = True
     can_block: bool = True
     source_ref: str | None = None

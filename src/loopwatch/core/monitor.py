@@ -65,12 +65,12 @@ class Monitor:
 
     def __init__(self, config: Config | None = None, *, on_warning: Callable[[Verdict], object] | None = None, **kwargs: Any) -> None:
         self.config = config if config is not None else Config.make(**kwargs)
-        self._signals: list[Signal] = []
+        self._signals: list[Signal[Any]] = []
         for name, cls in SIGNALS.items():
             params = self.config.params(name)
             if params.enabled:
                 self._signals.append(cls(params))
-        self._by_hook: dict[str, list[Signal]] = {
+        self._by_hook: dict[str, list[Signal[Any]]] = {
             hook: [s for s in self._signals if getattr(type(s), hook) is not getattr(Signal, hook)]
             for hook in ("on_step", "on_text", "on_passage", "on_line", "on_retry", "on_turn", "on_correction")
         }
@@ -268,7 +268,7 @@ class Monitor:
             verdict = _stronger(verdict, self._feed("on_line", at, (line, at, self.actions), output))
         return verdict
 
-    def _feed(self, hook: str, at: float, args: tuple, event: Any, label: str = "") -> Verdict:
+    def _feed(self, hook: str, at: float, args: tuple[Any, ...], event: Any, label: str = "") -> Verdict:
         findings = []
         for signal in self._by_hook[hook]:
             finding = getattr(signal, hook)(*args)

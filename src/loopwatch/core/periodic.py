@@ -9,7 +9,7 @@ items are kept.
 from __future__ import annotations
 
 from collections import deque
-from typing import Hashable
+from collections.abc import Hashable
 
 __all__ = ["TailCycles"]
 

@@ -47,7 +47,7 @@ class Step(NamedTuple):
     similarity only.
     """
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index(): the field name is public API
     name: str
     call: Digest
     result: Digest

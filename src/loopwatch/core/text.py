@@ -70,12 +70,11 @@ class PassageCutter:
         if lines:
             self._mid_line = False
         # Release the finished sentences of a prose line once its start is known.
-        if self._mid_line or (len(pending.lstrip()) >= 4 and not self._structured(pending)):
-            if not self._in_code:
-                *done, pending = _SENTENCE_END.split(pending)
-                if done:
-                    out.extend(p.strip() for p in done if p.strip())
-                    self._mid_line = True
+        if (self._mid_line or (len(pending.lstrip()) >= 4 and not self._structured(pending))) and not self._in_code:
+            *done, pending = _SENTENCE_END.split(pending)
+            if done:
+                out.extend(p.strip() for p in done if p.strip())
+                self._mid_line = True
         self._pending = pending[-_MAX_PENDING:]
         return out
 
@@ -92,7 +91,7 @@ class PassageCutter:
 
     def _passages(self, line: str, mid_line: bool = False) -> list[str]:
         stripped = line.strip()
-        if not mid_line and (stripped.startswith("```") or stripped.startswith("~~~")):
+        if not mid_line and stripped.startswith(("```", "~~~")):
             self._in_code = not self._in_code
             return []
         if not stripped or self._in_code or (not mid_line and self._structured(line)):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
 from enum import Enum
+from typing import NamedTuple
 
 from .finding import Finding
 
-__all__ = ["Action", "Verdict", "ALLOW"]
+__all__ = ["ALLOW", "Action", "Verdict"]
 
 
 class Action(str, Enum):
@@ -42,7 +42,7 @@ class Verdict(NamedTuple):
     description: str | None = None
     finding: Finding | None = None
     at: float = 0.0
-    index: int = 0
+    index: int = 0  # type: ignore[assignment]  # shadows tuple.index(): the field name is public API
     source_ref: str | None = None
 
     @property

@@ -99,7 +99,7 @@ def _run(host: str) -> int:
         finally:
             store.close()
         return _write(answer)
-    except Exception as exc:  # fail open (or closed, for a call we could not check)
+    except Exception as exc:  # noqa: BLE001 - any failure: fail open (or closed, for a call we could not check)
         if event == "?":
             event = _probe_event(data)
         if fail_closed is None:

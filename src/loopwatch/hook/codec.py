@@ -129,8 +129,8 @@ class _Registry:
         for tag in sorted(self.by_tag):
             cls, kind = self.by_tag[tag]
             if kind == "n":
-                shape = ",".join(cls._fields)
-            elif kind == "e":
+                shape = ",".join(cls._fields)  # type: ignore[attr-defined]  # kind "n": a NamedTuple class
+            elif kind == "e" and issubclass(cls, Enum):
                 shape = ",".join(f"{m.name}={m.value}" for m in cls)
             else:
                 names: set[str] = set()
@@ -236,9 +236,9 @@ class _Encoder:
             return out_tuple
         if kind == "e":
             return ["e", tag, enc(value.value)]
-        ref = self._shared(value)
-        if ref is not None:
-            return ref
+        shared = self._shared(value)
+        if shared is not None:
+            return shared
         skip = self.reg.transients.get(t, {})
         out: list[Any] = ["o", tag]
         for name, item in value.__dict__.items():
@@ -347,8 +347,9 @@ class _Decoder:
                 raise StateError(f"unknown class {item[1][:80]!r}")
             cls = found[0]
             if tag == "n":
-                if len(item) - 2 != len(cls._fields):
-                    raise StateError(f"{item[1]}: {len(item) - 2} fields, expected {len(cls._fields)}")
+                fields: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]  # tag "n": a NamedTuple class
+                if len(item) - 2 != len(fields):
+                    raise StateError(f"{item[1]}: {len(item) - 2} fields, expected {len(fields)}")
                 return self._new(tuple.__new__(cls, [dec(v) for v in item[2:]]))
             if tag == "e":
                 return cls(dec(_one(item[1:], object)))

@@ -38,7 +38,7 @@ from .respond import ALLOW_REPLY, Reply, reply
 from .settings import detect_profile
 from .state import SessionState, Store
 
-__all__ = ["handle", "DEFAULT_TOOLS"]
+__all__ = ["DEFAULT_TOOLS", "handle"]
 
 #: Set by `loopwatch run` for the command it supervises (`supervise.supervisor.SUPERVISED`;
 #: not imported from there: the hook path stays small).

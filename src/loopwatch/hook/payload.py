@@ -32,15 +32,14 @@ up to `limit` bytes only; a larger payload is drained and reported as oversize.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
-from typing import Any, BinaryIO
-
-import json
+from typing import Any, BinaryIO, Literal, overload
 
 from ..hosts import claude_code, codex
 
-__all__ = ["Call", "Payload", "PayloadError", "parse", "read_stdin", "trim", "EVENTS"]
+__all__ = ["EVENTS", "Call", "Payload", "PayloadError", "parse", "read_stdin", "trim"]
 
 #: The events `loopwatch hook` understands; any other is allowed untouched.
 EVENTS = (
@@ -65,7 +64,7 @@ class Call:
     dataclass: this module is imported on every hook call, and each dataclass costs
     about a millisecond to build."""
 
-    __slots__ = ("name", "input", "call_id", "result", "error", "interrupted", "spawned")
+    __slots__ = ("call_id", "error", "input", "interrupted", "name", "result", "spawned")
 
     def __init__(self, name: str, input: Any, call_id: str | None = None, result: Any = None,
                  error: bool = False, interrupted: bool = False, spawned: str | None = None) -> None:
@@ -80,7 +79,7 @@ class Payload:
     `oversize` says stdin was larger than the limit and only the identifying fields
     could be read."""
 
-    __slots__ = ("host", "event", "session", "agent", "cwd", "calls", "oversize")
+    __slots__ = ("agent", "calls", "cwd", "event", "host", "oversize", "session")
 
     def __init__(self, host: str, event: str, session: str, agent: str, cwd: str | None,
                  calls: tuple[Call, ...] = (), oversize: bool = False) -> None:
@@ -172,6 +171,10 @@ def _parse_oversize(data: bytes, host: str) -> Payload:
     return Payload(host, event, found["session_id"], found.get("agent_id", ""), None, calls, oversize=True)
 
 
+@overload
+def _text(raw: dict, key: str, required: Literal[True]) -> str: ...
+@overload
+def _text(raw: dict, key: str, required: bool = False) -> str | None: ...
 def _text(raw: dict, key: str, required: bool = False) -> str | None:
     value = raw.get(key)
     if value is None:

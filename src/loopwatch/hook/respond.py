@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from ..core.verdict import Action, Verdict
 
-__all__ = ["Reply", "reply", "refuse"]
+__all__ = ["Reply", "refuse", "reply"]
 
 _POST_BLOCK_HEAD = "loopwatch blocked this call: "
 _POST_BLOCK_NEW = "loopwatch: this call ran, but you are still going in circles: "
@@ -39,7 +39,7 @@ _POST_BLOCK_NEW = "loopwatch: this call ran, but you are still going in circles:
 class Reply:
     """What the hook process writes: `stdout` (a JSON object or None), `stderr`, exit code."""
 
-    __slots__ = ("stdout", "stderr", "code")
+    __slots__ = ("code", "stderr", "stdout")
 
     def __init__(self, stdout: dict | None = None, stderr: str = "", code: int = 0) -> None:
         self.stdout, self.stderr, self.code = stdout, stderr, code

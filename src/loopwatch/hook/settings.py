@@ -36,9 +36,10 @@ over everything), `LOOPWATCH_MODE` (the core's; `off` makes the hook return at o
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["HookSettings", "load", "state_dir", "detect_profile"]
+__all__ = ["HookSettings", "detect_profile", "load", "state_dir"]
 
 
 class HookSettings:

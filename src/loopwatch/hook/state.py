@@ -39,7 +39,8 @@ import sqlite3
 import stat
 import time
 from collections import deque
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..core.monitor import Monitor
 from ..core.verdict import Verdict

@@ -34,19 +34,19 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 __all__ = [
-    "SHELL_TOOLS",
     "EVENT_LABELS",
-    "is_shell",
-    "shared_tool_rules",
-    "output_exit_code",
-    "item_exit_code",
-    "output_status",
-    "rollout_exit_code",
+    "SHELL_TOOLS",
     "codex_home",
     "hook_key",
+    "is_shell",
+    "item_exit_code",
+    "output_exit_code",
+    "rollout_exit_code",
+    "shared_tool_rules",
     "trusted_hash",
 ]
 

@@ -12,8 +12,9 @@ import io
 import os
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from .base import ReadError, Session
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, BinaryIO
 
@@ -11,7 +12,16 @@ import orjson
 from ..core.events import ToolCall
 from .base import ReadError
 
-__all__ = ["empty_search", "iso_seconds", "load_json", "read_bytes", "shell_call", "shell_error", "shell_writes"]
+__all__ = [
+    "empty_search",
+    "iso_seconds",
+    "load_json",
+    "mapping_at",
+    "read_bytes",
+    "shell_call",
+    "shell_error",
+    "shell_writes",
+]
 
 
 def read_bytes(path: str, stream: BinaryIO | None = None) -> bytes:
@@ -27,6 +37,13 @@ def read_bytes(path: str, stream: BinaryIO | None = None) -> bytes:
     if not data.strip():
         raise ReadError("empty file")
     return data
+
+
+def mapping_at(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The JSON object under `key`, or a new empty one when it is absent, null or not an
+    object: a reader's way down a record it does not trust. It does not copy the object."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def load_json(path: str, stream: BinaryIO | None = None) -> Any:
@@ -94,7 +111,8 @@ def iso_seconds(value: Any) -> float | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        # The replace also reads a date-only `2024-01-01Z`, which fromisoformat rejects.
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()  # noqa: FURB162
     except ValueError:
         return None
 

@@ -11,11 +11,12 @@ User steps are user messages; agent text is model text.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..core.events import ModelText, ToolCall, UserMessage
 from ..hosts import WRITERS
-from ._common import iso_seconds, load_json
+from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
 from .jsonio import tokens_of
 
@@ -32,7 +33,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     data = load_json(path, stream)
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         raise ReadError("not an ATIF trajectory: no steps[] list")
-    metrics = data.get("final_metrics") if isinstance(data.get("final_metrics"), dict) else {}
+    metrics = mapping_at(data, "final_metrics")
     tokens = tokens_of(metrics, "total_prompt_tokens", "total_completion_tokens")
     session = Session(format=NAME, session=str(data.get("session_id") or path), events=(), tokens=tokens or None)
     step_of: dict[str, int] = {}
@@ -57,10 +58,10 @@ def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
         message = step.get("message")
         if not calls and isinstance(message, str) and message:
             yield ModelText(message, at=at, source_ref=ref)
-        observation = step.get("observation") if isinstance(step.get("observation"), dict) else {}
+        observation = mapping_at(step, "observation")
         results = {r.get("source_call_id"): r.get("content") for r in observation.get("results") or [] if isinstance(r, dict)}
-        extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
-        metrics = step.get("metrics") if isinstance(step.get("metrics"), dict) else {}
+        extra = mapping_at(step, "extra")
+        metrics = mapping_at(step, "metrics")
         tokens = tokens_of(metrics, "prompt_tokens", "completion_tokens") or None
         for call in calls:
             if not isinstance(call, dict):
@@ -70,7 +71,7 @@ def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
             result = results.get(call.get("tool_call_id"))
             text = result if isinstance(result, str) else ""
             error = bool(extra.get("tool_result_is_error")) or "<tool_use_error>" in text[:200]
-            changed = ()
+            changed: tuple[str, ...] = ()
             if name in WRITERS and not error and isinstance(arguments, dict):
                 changed = (str(arguments.get("file_path") or arguments.get("path") or "?"),)
             yield ToolCall(

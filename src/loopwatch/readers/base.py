@@ -16,8 +16,9 @@ then counts one second per event).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 __all__ = ["ReadError", "Session"]
 

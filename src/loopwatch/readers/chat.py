@@ -28,7 +28,8 @@ Gemini `parts` / `functionCall` contents, and JSON Lines of messages.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..core.events import Event, ModelText, ToolCall, Turn, UserMessage
 from ._common import iso_seconds, load_json
@@ -61,9 +62,8 @@ def sniff(path: str, head: bytes) -> bool:
     top = keys_at(text, 1)
     if "messages" not in top or _FOREIGN & set(top):
         return False
-    if "info" in top and (b'"mini_version"' in text or b'"exit_status"' in text):
-        return False  # a mini-swe-agent trajectory whose format key lies past the head
-    return True
+    # Not a mini-swe-agent trajectory whose format key lies past the head.
+    return not ("info" in top and (b'"mini_version"' in text or b'"exit_status"' in text))
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
@@ -84,7 +84,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
 
 
 class _Call:
-    __slots__ = ("name", "input", "ref", "tokens")
+    __slots__ = ("input", "name", "ref", "tokens")
 
     def __init__(self, name: str, input: Any, ref: str, tokens: int | None) -> None:
         self.name, self.input, self.ref, self.tokens = name, input, ref, tokens
@@ -108,7 +108,8 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "tool_result":
-                    call = calls.pop(block.get("tool_use_id"), None) if isinstance(block.get("tool_use_id"), str) else None
+                    use_id = block.get("tool_use_id")
+                    call = calls.pop(use_id, None) if isinstance(use_id, str) else None
                     if call is not None:
                         yield _complete(call, block.get("tool_use_id"), blocks_text(block.get("content")), block.get("is_error") is True, at)
                 elif block.get("type") in ("text", "image", "document", "input_text"):

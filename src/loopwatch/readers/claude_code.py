@@ -57,12 +57,13 @@ no tool calls in it).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from ..hosts import WRITERS  # tools whose success changes a file, and the input field naming it
 from ..hosts import claude_code as host
-from ._common import iso_seconds
+from ._common import iso_seconds, mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, blocks_text, head_objects, parsed_events, session_name, tokens_of
 
@@ -135,7 +136,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
 
 
 class _Call:
-    __slots__ = ("name", "input", "ref", "agent", "message", "first")
+    __slots__ = ("agent", "first", "input", "message", "name", "ref")
 
     def __init__(self, name: str, input: Any, ref: str | None, agent: str | None, message: str, first: bool) -> None:
         self.name, self.input, self.ref, self.agent, self.message, self.first = name, input, ref, agent, message, first
@@ -228,7 +229,7 @@ class StreamParser:
     # -- lines ----------------------------------------------------------------------------
 
     def _assistant(self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]) -> None:
-        message = obj["message"] if isinstance(obj.get("message"), dict) else {}
+        message = mapping_at(obj, "message")
         message_id = self._message_id(obj)
         tokens = tokens_of(message.get("usage"), *_USAGE)
         if tokens is not None:
@@ -271,7 +272,7 @@ class StreamParser:
             out.append(Attempt(name, block.get("input"), at=at, call_id=call_id, agent=agent, source_ref=ref))
 
     def _user(self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]) -> None:
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        message = mapping_at(obj, "message")
         content = message.get("content")
         said = isinstance(content, str) and bool(content.strip())
         results = []
@@ -285,7 +286,8 @@ class StreamParser:
                     said = True
         structured = obj.get("toolUseResult") if len(results) == 1 else None
         for block in results:
-            call = self._calls.pop(block.get("tool_use_id"), None) if isinstance(block.get("tool_use_id"), str) else None
+            use_id = block.get("tool_use_id")
+            call = self._calls.pop(use_id, None) if isinstance(use_id, str) else None
             if call is None:
                 continue
             text = blocks_text(block.get("content"))

@@ -52,13 +52,14 @@ one session. Not handled: the `{"id": ..., "msg": {...}}` event stream of early
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
 from ..core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
 from ..hosts import codex
-from ._common import iso_seconds
+from ._common import iso_seconds, mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, parsed_events, session_name
 
@@ -152,7 +153,7 @@ def _session_id(obj: dict) -> str | None:
 
 
 class _Call:
-    __slots__ = ("name", "input", "ref", "tokens")
+    __slots__ = ("input", "name", "ref", "tokens")
 
     def __init__(self, name: str, input: Any, ref: str | None) -> None:
         self.name, self.input, self.ref = name, input, ref
@@ -255,7 +256,7 @@ class StreamParser:
         elif kind in _OUTPUTS:
             call_id = item.get("call_id")
             call = self._calls.pop(call_id, None) if isinstance(call_id, str) else None
-            if call is None:
+            if call is None or not isinstance(call_id, str):
                 return
             result, error, known = _output(item.get("output"), self._exit_codes.pop(call_id, None))
             patch = _patch_of(call)
@@ -298,7 +299,7 @@ class StreamParser:
 
     def _exec(self, obj: dict, ref: str | None, out: list[Event]) -> None:
         kind = obj.get("type")
-        item = obj.get("item") if isinstance(obj.get("item"), dict) else {}
+        item = mapping_at(obj, "item")
         item_id = item.get("id") if isinstance(item.get("id"), str) else None
         if kind == "item.started" and item_id is not None:
             self._started[item_id] = ref
@@ -335,7 +336,8 @@ class StreamParser:
             error = failed or (found is not None and found[1] != 0)
             out.append(ToolCall("command_execution", {"command": item.get("command")}, item.get("aggregated_output"), error=error, call_id=item_id, source_ref=ref))
         elif kind == "file_change":
-            changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+            changes = item.get("changes")
+            changes = changes if isinstance(changes, list) else []
             paths = tuple(c["path"] for c in changes if isinstance(c, dict) and isinstance(c.get("path"), str))
             out.append(ToolCall("file_change", {"changes": changes}, status, error=failed, changed=() if failed else paths, call_id=item_id, source_ref=ref))
         elif kind == "mcp_tool_call":

@@ -13,10 +13,11 @@ and cost from its `usage`.
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..core.events import Correction, ModelText, Turn
-from ._common import load_json, shell_call
+from ._common import load_json, mapping_at, shell_call
 from .base import ReadError, Session
 from .jsonio import number_of, tokens_of
 
@@ -56,8 +57,8 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     data = load_json(path, stream)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise ReadError("not a mini-swe-agent trajectory: no messages[] list")
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    info = mapping_at(data, "info")
+    stats = mapping_at(info, "model_stats")
     session = Session(
         format=NAME,
         session=str(data.get("instance_id") or path.rsplit("/", 1)[-1].split(".traj")[0]),
@@ -111,7 +112,7 @@ def _usage(extra: Any) -> tuple[float | None, int | None, float | None]:
     if not isinstance(response, dict):
         return None, None, None
     created = response.get("created")
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    usage = mapping_at(response, "usage")
     tokens = tokens_of(usage, "prompt_tokens", "completion_tokens")  # a wrong-typed field is dropped
     cost = number_of(usage, "cost")
     at = float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None

@@ -41,12 +41,13 @@ JSON file per event in a directory).
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
 from ..core.events import Event, ModelText, ToolCall, UserMessage
-from ._common import iso_seconds, load_json
+from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, keys_at, session_name
 
@@ -153,7 +154,7 @@ def _session(events: list, name: str, record: dict | None) -> Session:
 
 
 class _Pending:
-    __slots__ = ("index", "name", "input", "changes", "cost")
+    __slots__ = ("changes", "cost", "index", "input", "name")
 
     def __init__(self, index: int, name: str, input: Any, changes: str | None, cost: float | None) -> None:
         self.index, self.name, self.input, self.changes, self.cost = index, name, input, changes, cost
@@ -199,7 +200,7 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
 def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pending | Event | None:
     """A tool call waiting for its observation, a text event, or None."""
     kind = entry.get("action")
-    args = entry.get("args") if isinstance(entry.get("args"), dict) else {}
+    args = mapping_at(entry, "args")
     at = iso_seconds(entry.get("timestamp"))
     ref = f"[{index}]"
     cost = _metrics(entry, session, last_cost)
@@ -227,8 +228,8 @@ def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pend
 
 
 def _complete(call: _Pending, observation: dict) -> ToolCall:
-    extras = observation.get("extras") if isinstance(observation.get("extras"), dict) else {}
-    metadata = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+    extras = mapping_at(observation, "extras")
+    metadata = mapping_at(extras, "metadata")
     code = metadata.get("exit_code", extras.get("exit_code"))
     error = observation.get("observation") in _FAILED or (isinstance(code, int) and code > 0)
     changed = (call.changes,) if call.changes and not error else ()

@@ -16,10 +16,11 @@ inside the trajectory is skipped like the final one.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..core.events import ToolCall
-from ._common import empty_search, load_json, shell_error, shell_writes
+from ._common import empty_search, load_json, mapping_at, shell_error, shell_writes
 from .base import ReadError, Session
 
 __all__ = ["NAME", "read", "sniff"]
@@ -54,8 +55,8 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
         raise ReadError("not a SWE-agent trajectory: no trajectory[] list")
     trajectory = data["trajectory"]
     agents = _agents(data.get("history"), len(trajectory))
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    info = mapping_at(data, "info")
+    stats = mapping_at(info, "model_stats")
     tokens = _int(stats.get("tokens_sent"), 0) + _int(stats.get("tokens_received"), 0) or None
     cost = stats.get("instance_cost") if isinstance(stats.get("instance_cost"), (int, float)) else None
     steps = len(trajectory) or 1

@@ -14,7 +14,8 @@ signal (`source_ref = "line N"` of the read that held them).
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from ..core.events import ModelText, Output
 from ._common import read_bytes, shell_call

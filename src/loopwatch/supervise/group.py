@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .pty import Terminal

@@ -13,7 +13,7 @@ import os
 import selectors
 from dataclasses import dataclass, field
 
-__all__ = ["Pump", "Chunk"]
+__all__ = ["Chunk", "Pump"]
 
 READ_SIZE = 64 * 1024
 

@@ -19,7 +19,7 @@ from ..core.messages import duration
 from ..core.monitor import Monitor
 from ..core.verdict import Verdict
 
-__all__ = ["EXIT_IDLE", "EXIT_LOOP", "EXIT_MAX_RUNTIME", "ENDED_BY", "MASK", "Outcome", "masked_argv", "write_record"]
+__all__ = ["ENDED_BY", "EXIT_IDLE", "EXIT_LOOP", "EXIT_MAX_RUNTIME", "MASK", "Outcome", "masked_argv", "write_record"]
 
 EXIT_LOOP = 86
 EXIT_IDLE = 87

@@ -29,8 +29,8 @@ its own gets the time its line was read.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import orjson
 
@@ -86,13 +86,14 @@ class EventSource:
     def feed(self, data: bytes, stream: str, at: float) -> list[Any]:
         if stream != "stdout":
             return self._console.output(data, at, stream)
-        if self._adapter is None:
+        adapter = self._adapter
+        if adapter is None:
             self._held += data
             choice = self._guess(final=False)
             if choice is None:
                 return []
-            data = self._release(choice)
-        return self._adapter.feed(data, at)  # type: ignore[union-attr]
+            adapter, data = self._release(choice)
+        return adapter.feed(data, at)
 
     def stopped_by_hook(self, env: Mapping[str, str] | None = None) -> bool:
         """The agent's own loopwatch hook ended the run (Claude Code's stream-json:
@@ -117,19 +118,21 @@ class EventSource:
     def finish(self, at: float) -> list[Any]:
         """The stream ended: decide if still undecided, and flush what is held."""
         if self._adapter is None:
-            data = self._release(self._guess(final=True) or "lines")
-            return self._adapter.feed(data, at) + self._adapter.finish(at)  # type: ignore[union-attr]
+            adapter, data = self._release(self._guess(final=True) or "lines")
+            return adapter.feed(data, at) + adapter.finish(at)
         return self._adapter.finish(at)
 
-    def _choose(self, format: str) -> None:
+    def _choose(self, format: str) -> _Adapter:
         self.format = format
         self._adapter = _Lines(self._console) if format == "lines" else _ADAPTERS[format]()
+        return self._adapter
 
-    def _release(self, format: str) -> bytes:
-        self._choose(format)
+    def _release(self, format: str) -> tuple[_Adapter, bytes]:
+        """Choose the adapter for `format` and hand back what was held for it."""
+        adapter = self._choose(format)
         data = bytes(self._held)
         self._held.clear()
-        return data
+        return adapter, data
 
     def _guess(self, final: bool) -> str | None:
         lines = [line for line in bytes(self._held).split(b"\n")[:-1] if line.strip()]

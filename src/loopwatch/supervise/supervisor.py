@@ -27,9 +27,9 @@ import math
 import os
 import signal
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable, Sequence
+from datetime import UTC, datetime
 
 from ..core.config import Config
 from ..core.events import Attempt, Output
@@ -136,7 +136,7 @@ class Supervisor:
     def run(self) -> Outcome:
         """Start the command and supervise it to the end. Raises OSError (e.g.
         FileNotFoundError) when the command cannot be started."""
-        started, t0 = datetime.now(timezone.utc), self.clock()
+        started, t0 = datetime.now(UTC), self.clock()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -184,7 +184,7 @@ class Supervisor:
         return Outcome(
             command=self.argv,
             started=started,
-            ended=datetime.now(timezone.utc),
+            ended=datetime.now(UTC),
             duration=self.clock() - t0,
             ended_by=self._ended_by or "exit",
             returncode=child.returncode,

@@ -11,6 +11,8 @@ stops only when corroborated.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..finding import SUSPICION, Finding
 from ..messages import Apologies
 from .base import Signal
@@ -62,5 +64,5 @@ class Apology(Signal[Params]):
     def reset(self) -> None:
         self._streak = 0
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"apology_most": self.most, "apology_total": self.total}

@@ -12,7 +12,7 @@ repeated action: it nudges, and stops only when corroborated.
 from __future__ import annotations
 
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ..finding import SUSPICION, Finding
 from ..messages import Chant
@@ -69,5 +69,5 @@ class Chanting(Signal[Params]):
     def reset(self) -> None:
         self.reset_response()
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"chanting_most": self.most}

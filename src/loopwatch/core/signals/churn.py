@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ..finding import SUSPICION, Finding
 from ..messages import FewDistinct
@@ -93,5 +93,5 @@ class Churn(Signal[Params]):
         self._writes = 0
         self._start = None
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"churn_fewest_distinct": self.fewest}

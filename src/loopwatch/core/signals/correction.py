@@ -17,6 +17,8 @@ Counts reset at a new user message only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..finding import PROOF, SUSPICION, Finding
 from ..messages import InventedTool, SameCorrection
 from .base import Signal
@@ -86,5 +88,5 @@ class CorrectionSignal(Signal[Params]):
         self._counts.clear()
         self._row = None
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"correction_most": self.most, "correction_most_in_row": self.most_in_row}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ..finding import PROOF, Finding
 from ..messages import ActionCycle
@@ -87,5 +87,5 @@ class Cycle(Signal[Params]):
         self._recent.clear()
         self._key = None
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"cycle_most": self.most, "cycle_period": self.most_period}

@@ -14,6 +14,8 @@ on its own, one round past its nudge.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..finding import PROOF, Finding
 from ..messages import SameResult
 from ..step import Step
@@ -89,5 +91,5 @@ class Repeat(Signal[Params]):
         self._last = self._first = None
         self._count = 0
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"repeat_most": self.most}

@@ -28,7 +28,7 @@ whose healthy runs were measured.
 from __future__ import annotations
 
 from collections import deque
-from typing import Annotated
+from typing import Annotated, Any
 
 from ..finding import PROOF, SUSPICION, Finding
 from ..lines import Line
@@ -141,5 +141,5 @@ class RepeatedLines(Signal[Params]):
         self._failure.clear()
         self._key = None
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"lines_most": self.most, "lines_period": self.most_period, "lines_exact_most": self.most_exact}

@@ -7,7 +7,7 @@ and no action between them: the run is paying for a provider that is not answeri
 from __future__ import annotations
 
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ..finding import Finding
 from ..messages import ProviderRetries
@@ -71,5 +71,5 @@ class RetryStorm(Signal[Params]):
     def reset(self) -> None:
         self._count = 0
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"retry_longest": self.longest}

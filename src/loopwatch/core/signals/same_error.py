@@ -17,6 +17,8 @@ when corroborated (see `policy`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..finding import SUSPICION, Finding
 from ..messages import RecurringError
 from ..step import Step
@@ -84,5 +86,5 @@ class SameError(Signal[Params]):
     def reset(self) -> None:
         self._errors.clear()
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"same_error_most": self.most}

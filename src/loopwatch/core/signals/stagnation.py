@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ..finding import SUSPICION, Finding
 from ..messages import NothingNew
@@ -96,5 +96,5 @@ class Stagnation(Signal[Params]):
         self._since, self._replays = None, 0
         self._names.clear()
 
-    def calibration(self) -> dict:
+    def calibration(self) -> dict[str, Any]:
         return {"stagnation_seconds": round(self.longest_seconds, 3), "stagnation_actions": self.longest_actions}
