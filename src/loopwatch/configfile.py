@@ -20,7 +20,8 @@ a project's only as its trust rule says, with the same two readers.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .core.config import MODES, Config, ConfigError
 

@@ -38,8 +38,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.langchain needs LangChain v1: pip install 'loopwatch[langchain]'") from exc
 
-from ..guard import Decision, Guard
 from ..core.verdict import Action
+from ..guard import Decision, Guard
 
 __all__ = ["LoopwatchCallbackHandler", "LoopwatchMiddleware"]
 

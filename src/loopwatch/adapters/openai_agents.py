@@ -53,8 +53,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.openai_agents needs the OpenAI Agents SDK: pip install 'loopwatch[openai-agents]'") from exc
 
-from ..guard import Decision, Guard
 from ..core.verdict import Action
+from ..guard import Decision, Guard
 
 __all__ = ["TRIPWIRES", "LoopwatchHooks", "guard_tools", "stop_reason"]
 

@@ -34,8 +34,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.pydantic_ai needs pydantic-ai: pip install 'loopwatch[pydantic-ai]'") from exc
 
-from ..guard import Decision, Guard
 from ..core.verdict import Action
+from ..guard import Decision, Guard
 from . import LoopStopped
 
 __all__ = ["LoopStopped", "Loopwatch"]

@@ -33,8 +33,9 @@ from __future__ import annotations
 import csv
 import os
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.config import Config
 from ..core.monitor import Monitor

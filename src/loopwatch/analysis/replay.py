@@ -19,19 +19,20 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from ..core.config import Config
 from ..core.events import ToolCall, Turn
-from ..hosts import codex
 from ..core.monitor import Monitor
-from ..readers import ReadError, Session, open_stdin, read
 from ..core.record import finding_record, verdict_record
+from ..hosts import codex
+from ..readers import ReadError, Session, open_stdin, read
 
-__all__ = ["SessionResult", "replay", "replay_file", "replay_files", "default_jobs"]
+__all__ = ["SessionResult", "default_jobs", "replay", "replay_file", "replay_files"]
 
 _MAX_SKIPPED = 100  # skipped-line messages kept per session; the rest are counted
 # Source refs of the latest counted actions kept while replaying, to name where a
@@ -138,7 +139,7 @@ def replay(session: Session, config: Config, path: str = "", *, keep_refs: bool 
                     after_cost = (after_cost or 0.0) + event.cost
     except ReadError as exc:
         error = str(exc)
-    except Exception as exc:  # a reader bug must not end a scan of thousands of files
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not end a scan of thousands of files
         error = f"reader failed at event {monitor.events + 1}: {type(exc).__name__}: {exc}"
 
     result = SessionResult(
@@ -188,7 +189,7 @@ def replay_file(path: str, config: Config, format: str | None = None, *, label: 
         results.append(SessionResult(path=label, format=format, error=message, not_transcript=message.startswith("unknown format")))
     except OSError as exc:
         results.append(SessionResult(path=label, format=format, error=f"cannot read: {exc.strerror or exc}"))
-    except Exception as exc:  # see replay(): never end a scan on one bad file
+    except Exception as exc:  # noqa: BLE001 - see replay(): never end a scan on one bad file
         results.append(SessionResult(path=label, format=format, error=f"reader failed: {type(exc).__name__}: {exc}"))
     if not results:
         results.append(SessionResult(path=label, format=format, error="no session in this file"))

@@ -7,8 +7,8 @@ from contextlib import ExitStack
 
 import click
 
-from ..readers import FORMATS
 from ..analysis.replay import SessionResult, default_jobs, replay_files
+from ..readers import FORMATS
 from ._common import config_options, make_config, progress_bar
 from .paths import expand
 from .report import Totals, first_block, print_problems, print_table

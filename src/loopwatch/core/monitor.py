@@ -22,7 +22,8 @@ It does not split a session by sub-agent: give each agent its own monitor.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import messages
 from .config import Config
@@ -36,8 +37,8 @@ from .events import (
     Turn,
     UserMessage,
 )
-from .fingerprint import digest, digest_call, normalize, text_of
 from .finding import Finding
+from .fingerprint import digest, digest_call, normalize, text_of
 from .lines import LineCutter
 from .policy import Policy
 from .signals import SIGNALS

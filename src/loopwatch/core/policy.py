@@ -28,7 +28,7 @@ that raises is not called again.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .config import Config
 from .finding import SUSPICION, Finding
@@ -147,9 +147,9 @@ class Policy:
                 if action is not None and (best is None or (action.rank, finding.severity) > best[:2]):
                     best = (action.rank, finding.severity, action, finding)
                 continue
-            if finding.severity >= 0.5 and self._may_warn(finding, streak, at):
-                if warn is None or finding.severity > warn.severity:
-                    warn = finding
+            if (finding.severity >= 0.5 and self._may_warn(finding, streak, at)
+                    and (warn is None or finding.severity > warn.severity)):
+                warn = finding
         if best is not None:
             action, finding = best[2], best[3]
             if action is Action.NUDGE:
@@ -192,6 +192,6 @@ class Policy:
         if self.on_warning is not None:
             try:
                 self.on_warning(verdict)
-            except Exception:  # a broken callback must not break the agent
+            except Exception:  # noqa: BLE001 - a broken callback must not break the agent
                 self.on_warning = None
         return verdict

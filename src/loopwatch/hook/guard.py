@@ -30,9 +30,9 @@ from typing import Any
 from ..configfile import apply_env
 from ..core.config import Config
 from ..core.events import Attempt, ToolCall, Turn, UserMessage
-from ..hosts import WRITERS, codex
 from ..core.monitor import Monitor
 from ..core.verdict import ALLOW, Action, Verdict
+from ..hosts import WRITERS, codex
 from .payload import Payload
 from .respond import ALLOW_REPLY, Reply, reply
 from .settings import detect_profile

@@ -33,9 +33,9 @@ from datetime import UTC, datetime
 
 from ..core.config import Config
 from ..core.events import Attempt, Output
-from ..hosts import codex
 from ..core.monitor import Monitor
 from ..core.verdict import Action, Verdict
+from ..hosts import codex
 from .group import ChildGroup
 from .pty import Terminal
 from .pump import Pump

@@ -11,7 +11,6 @@ repeated action: it nudges, and stops only when corroborated.
 
 from __future__ import annotations
 
-
 from typing import Annotated, Any
 
 from ..finding import SUSPICION, Finding

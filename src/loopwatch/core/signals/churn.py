@@ -12,7 +12,6 @@ Grade: suspicion (and `can_stop` False: even corroborated, it only nudges).
 from __future__ import annotations
 
 from collections import Counter, deque
-
 from typing import Annotated, Any
 
 from ..finding import SUSPICION, Finding

@@ -13,7 +13,6 @@ result it had a round before: the exact repetition of `repeat`, with a longer pe
 from __future__ import annotations
 
 from collections import deque
-
 from typing import Annotated, Any
 
 from ..finding import PROOF, Finding

@@ -26,7 +26,6 @@ sibling files with calls just as alike.
 
 from __future__ import annotations
 
-
 from typing import Annotated
 
 from ..finding import PROOF, SUSPICION, Finding

@@ -6,7 +6,6 @@ and no action between them: the run is paying for a provider that is not answeri
 
 from __future__ import annotations
 
-
 from typing import Annotated, Any
 
 from ..finding import Finding

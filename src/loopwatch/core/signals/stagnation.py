@@ -16,14 +16,13 @@ only when corroborated.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-
 from typing import Annotated, Any
 
 from ..finding import SUSPICION, Finding
 from ..messages import NothingNew
 from ..step import Step
 from .base import Signal
-from .params import AtLeast, SignalParams, Seconds, Size
+from .params import AtLeast, Seconds, SignalParams, Size
 
 __all__ = ["Stagnation"]
 
