@@ -22,7 +22,7 @@ It does not split a session by sub-agent: give each agent its own monitor.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import messages
@@ -62,15 +62,32 @@ class Monitor:
     `config` is a `Config`; keyword arguments build one instead
     (`Monitor(mode="warn", signals={"repeat": {"threshold": 4}})`).
     `on_warning` is called with each WARN verdict; if it raises it is not called again.
+    `extra_signals` are signals of your own (instances of `Signal` subclasses, with
+    their params): consulted after the built-in ones, under the same policy. Their
+    params come with them, not from the configuration, and the hook's stored state
+    holds only the built-in signals, so they serve in-process monitors.
     """
 
-    def __init__(self, config: Config | None = None, *, on_warning: Callable[[Verdict], object] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        on_warning: Callable[[Verdict], object] | None = None,
+        extra_signals: Iterable[Signal[Any]] = (),
+        **kwargs: Any,
+    ) -> None:
         self.config = config if config is not None else Config.make(**kwargs)
         self._signals: list[Signal[Any]] = []
         for name, cls in SIGNALS.items():
             params = self.config.params(name)
             if params.enabled:
                 self._signals.append(cls(params))
+        for extra in extra_signals:
+            if not isinstance(extra, Signal):
+                raise TypeError(f"extra_signals: expected Signal instances, got {type(extra).__name__}")
+            if not extra.name or extra.name in SIGNALS or any(s.name == extra.name for s in self._signals):
+                raise ValueError(f"extra_signals: {type(extra).__name__} needs a name of its own, not {extra.name!r}")
+            self._signals.append(extra)
         self._by_hook: dict[str, list[Signal[Any]]] = {
             hook: [s for s in self._signals if getattr(type(s), hook) is not getattr(Signal, hook)]
             for hook in ("on_step", "on_text", "on_passage", "on_line", "on_retry", "on_turn", "on_correction")

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from .base import ReadError, Session
 
-__all__ = ["FORMATS", "ReadError", "Session", "detect", "open_stdin", "open_transcript", "read", "reader"]
+__all__ = ["FORMATS", "ReadError", "Session", "detect", "open_stdin", "open_transcript", "read", "reader", "register"]
 
 #: format name -> module, in the order formats are sniffed (most specific first).
 FORMATS: dict[str, str] = {
@@ -35,6 +35,22 @@ FORMATS: dict[str, str] = {
 }
 
 HEAD_SIZE = 64 * 1024
+
+
+def register(name: str, module: str, *, first: bool = False) -> None:
+    """Add a reader of your own: `module` (a dotted name, imported when first needed)
+    exposes `NAME`, `sniff(path, head)` and `read(path, stream=None)` (see `base`).
+    It is sniffed after the built-in formats, or before them with `first=True` (a
+    format the built-in ones would take for theirs). A name is registered once."""
+    if name in FORMATS:
+        raise ValueError(f"a reader named {name!r} is already registered ({FORMATS[name]})")
+    if first:
+        FORMATS.update({name: module, **{k: v for k, v in FORMATS.items()}})
+        items = [(name, module)] + [(k, v) for k, v in FORMATS.items() if k != name]
+        FORMATS.clear()
+        FORMATS.update(items)
+    else:
+        FORMATS[name] = module
 
 
 def reader(name: str) -> ModuleType:
