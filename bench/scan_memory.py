@@ -2,7 +2,7 @@
 scan, and one huge line.
 
     PYTHONPATH=src python bench/scan_memory.py [--events 300000,1200000] [--files 10,10000]
-                                               [--line-mb 200] [--jobs 1]
+                                               [--line-mb 50,200] [--jobs 1] [--src DIR]
 
 Each case writes its input to a temporary folder, runs the real CLI
 (`python -m loopwatch scan --json --no-progress`) in a child process and reads the
@@ -14,8 +14,12 @@ shared machine skews times, not peaks.
 - events: one events file of N healthy, distinct tool calls (no stop, so every action
   is counted to the end); 300k events is ~45 MB on disk;
 - files: N small event files (a looping session each) in one folder;
-- line: one events file whose single `tool` event has a result of M MB (the peak
-  against the file's size is the figure; issue 9 measured 4.2x).
+- line: one events file whose single `tool` event has a result of M MB, for each M in
+  `--line-mb` (the figures: the peak against the first size, and against the file's
+  size; issue 9 measured 4.2x the file).
+
+`--src DIR` scans with the loopwatch of another source tree, for a before/after
+comparison in one run (`git archive <commit> src | tar -x -C /tmp/before`).
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 
 
+SRC = str(ROOT / "src")
+
+
 def peak_of(argv: list[str]) -> tuple[int, int]:
     """(peak RSS in KiB, exit status) of one child run."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=SRC)
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     return usage.ru_maxrss, os.waitstatus_to_exitcode(status)
@@ -71,15 +78,18 @@ def write_line(path: Path, megabytes: int) -> None:
 
 
 def main() -> int:
+    global SRC
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", default="300000,1200000")
     parser.add_argument("--files", default="10,10000")
-    parser.add_argument("--line-mb", type=int, default=200)
+    parser.add_argument("--line-mb", default="50,200")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--src", default=SRC, help="the loopwatch source tree to scan with")
     args = parser.parse_args()
+    SRC = args.src
     with tempfile.TemporaryDirectory(prefix="lw-mem-") as tmp:
         folder = Path(tmp)
-        print(f"jobs={args.jobs}; peak RSS of the scanning process (ru_maxrss of the child; workers not included)")
+        print(f"loopwatch from {SRC}; jobs={args.jobs}; peak RSS of the scanning process (ru_maxrss of the child; workers not included)")
         base = None
         for count in [int(x) for x in args.events.split(",") if x]:
             path = folder / f"events-{count}.jsonl"
@@ -97,12 +107,16 @@ def main() -> int:
             peak, status = peak_of(scan(sub, args.jobs))
             base = base or peak
             print(f"files  {count:>9,}: peak {peak / 1024:7.1f} MiB ({peak / base:.2f}x the first), exit {status}")
-        if args.line_mb:
+        base = None
+        for megabytes in [int(x) for x in args.line_mb.split(",") if x]:
             path = folder / "line.jsonl"
-            write_line(path, args.line_mb)
+            write_line(path, megabytes)
             size = path.stat().st_size
             peak, status = peak_of(scan(path, 1))
-            print(f"one line of {size / 2**20:.0f} MiB: peak {peak / 1024:.0f} MiB ({peak * 1024 / size:.2f}x the file), exit {status}")
+            base = base or peak
+            print(f"one line of {size / 2**20:4.0f} MiB: peak {peak / 1024:6.1f} MiB ({peak / base:.2f}x the first, "
+                  f"{peak * 1024 / size:.2f}x the file), exit {status}")
+            path.unlink()
     return 0
 
 

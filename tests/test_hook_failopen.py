@@ -109,3 +109,24 @@ def test_oversize_payload_is_identified_not_read(agent):
     assert (result.code, result.out) == (0, None)
     assert state_actions(agent.state, agent.session) == 1
     assert any("identified, not read" in line for line in log_lines(agent))
+
+
+def test_databases_moved_aside_in_the_same_second_keep_each_its_own_name(tmp_path):
+    # Issue 9: the name was `state.db.broken-<second>`, so a second recovery within the
+    # same second renamed over the first broken file. The clock is pinned to one
+    # second for every call here, the worst case.
+    from hook_support import SRC
+
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    (pinned / "sitecustomize.py").write_text("import time\n_now = 1_800_000_000.25\ntime.time = lambda: _now\n")
+    agent = Agent(tmp_path / "state", tmp_path, env={"PYTHONPATH": f"{pinned}:{SRC}"})
+    agent.state.mkdir(parents=True)
+    for round_ in range(3):
+        (agent.state / "state.db").write_bytes(f"broken database number {round_}\n".encode() * 100)
+        for suffix in ("-wal", "-shm"):
+            (agent.state / f"state.db{suffix}").unlink(missing_ok=True)
+        assert agent.pre("Bash", bash("ls")).code == 0
+    kept = sorted(path.read_bytes()[:25] for path in agent.state.glob("state.db.broken-*")
+                  if not path.name.endswith(("-wal", "-shm")))
+    assert kept == [f"broken database number {i}\n".encode()[:25] for i in range(3)]

@@ -158,3 +158,50 @@ def test_a_stopped_lock_holder_is_given_up_on_and_a_live_one_waited_for(tmp_path
     assert waited_stopped < waited_alive - 3
     log = (agent.state / "hook.log").read_text().splitlines()
     assert len(log) == 2 and all("LockTimeout" in line and line.endswith("allowed") for line in log)
+
+
+# The writers, each holding the state longer than SQLite's busy timeout allows a
+# waiter: a slow holder stands for a starved machine (issue 9: 128 calls on two busy
+# cores). Queued on the flock, every one commits; left to SQLite's busy handler alone,
+# the later ones fail with "database is locked" (checked once by removing the flock).
+_SLOW_WRITER = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+from loopwatch.events import ToolCall
+from loopwatch.hook.state import SessionState, Store
+from loopwatch.monitor import Monitor
+
+folder, index, hold, trace = sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+store = Store(folder, busy_timeout=1.0)
+
+def feed(state):
+    began = time.monotonic()
+    time.sleep(hold)
+    state.monitor.observe(ToolCall("Read", {"file_path": f"/p/mod_{index}.py"}, f"x = {index}"))
+    with open(trace, "a") as fh:
+        fh.write(f"{began!r} {time.monotonic()!r}\n")
+    return []
+
+try:
+    store.update("sess-queue", "", lambda: SessionState(Monitor(), "claude-code", "attended", "test"), feed)
+finally:
+    store.close()
+"""
+
+
+def test_writers_queue_on_the_state_lock_past_sqlites_busy_timeout(tmp_path):
+    state, trace = tmp_path / "state", tmp_path / "trace"
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    writers, hold = 8, 0.4  # 3.2 s of queue against a 1 s busy timeout
+    procs = [subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, src, str(state), str(i), str(hold), str(trace)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(writers)]
+    results = [(proc.wait(timeout=120), proc.stderr.read().decode()[-300:]) for proc in procs]
+    for proc in procs:
+        proc.stdout.close()
+        proc.stderr.close()
+    assert all(code == 0 for code, _ in results), [err for code, err in results if code]
+    assert state_actions(state, "sess-queue") == writers  # nothing lost
+    spans = sorted(tuple(map(float, line.split())) for line in trace.read_text().splitlines())
+    assert len(spans) == writers
+    # serialised: no writer's critical section overlaps the next one's
+    assert all(end <= next_began for (_, end), (next_began, _) in zip(spans, spans[1:])), spans

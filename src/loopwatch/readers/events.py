@@ -9,8 +9,10 @@
 origin) is optional everywhere. `id` is accepted for `call_id`. Unknown fields are
 ignored.
 
-The file is read line by line, never whole. A line that is not JSON, not an object,
-of an unknown type or missing a required field is skipped and reported in
+The file is read line by line, never whole; a line over `jsonio.LINE_CAP` (16 MiB) is
+not held whole either: its strings over 2 MiB are read as their first and last MiB (all
+the core reads of a result), noted in `Session.skipped`. A line that is not JSON, not
+an object, of an unknown type or missing a required field is skipped and reported in
 `Session.skipped` with its 1-based line number; `source_ref` is `line N`.
 
 One file is one session. Its id is the first event's `session` field, else the file
@@ -29,6 +31,7 @@ import orjson
 
 from ..core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .base import Session
+from .jsonio import lines as _lines
 
 __all__ = ["NAME", "TYPES", "sniff", "read", "parse_line"]
 
@@ -71,13 +74,13 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     instead of opening `path`. The file stays open until the session's events are
     consumed (or dropped), so sessions may be collected before they are replayed."""
     fh = stream if stream is not None else open(path, "rb")
-    lines = enumerate(fh, 1)
-    first: list[tuple[int, bytes]] = []
+    lines = _lines(fh)
+    first: list[tuple[int, bytes, str | None]] = []
     session_id = None
     # Peek at the first readable event (within a few lines) for the session id;
     # the lines read are replayed.
-    for number, raw in lines:
-        first.append((number, raw))
+    for number, raw, note in lines:
+        first.append((number, raw, note))
         if len(first) >= _PEEK_LINES:
             break
         if raw.strip():
@@ -109,7 +112,7 @@ def _stem(path: str) -> str:
     return name
 
 
-def _events(lines: Iterator[tuple[int, bytes]], session: Session, owned: BinaryIO | None) -> Iterator[Any]:
+def _events(lines: Iterator[tuple[int, bytes, str | None]], session: Session, owned: BinaryIO | None) -> Iterator[Any]:
     try:
         yield from _parse(lines, session)
     finally:
@@ -117,9 +120,11 @@ def _events(lines: Iterator[tuple[int, bytes]], session: Session, owned: BinaryI
             owned.close()
 
 
-def _parse(lines: Iterator[tuple[int, bytes]], session: Session) -> Iterator[Any]:
+def _parse(lines: Iterator[tuple[int, bytes, str | None]], session: Session) -> Iterator[Any]:
     tokens = cost = None
-    for number, raw in lines:
+    for number, raw, note in lines:
+        if note:  # a line over the cap: read in part, or skipped
+            session.skipped.append(note)
         if not raw or raw.isspace():  # not `strip()`: it copies, and a line can be huge
             continue
         ref = f"line {number}"

@@ -2,6 +2,8 @@
 
 JSON Lines are streamed one line at a time, never loaded whole: a line that is not a JSON
 object is skipped and reported in the caller's `skipped` list (`line 17: not JSON`).
+A line over `LINE_CAP` is never held whole either: its long strings are read as their
+head and tail (see `lines`), so memory stays bounded whatever one line holds.
 (Formats that are one JSON document are loaded whole, by `_common.load_json`.)
 
 The sniffing helpers read only the head a reader is given (64 KiB, possibly cut
@@ -20,10 +22,12 @@ from .base import ReadError
 
 __all__ = [
     "JsonLines",
+    "LINE_CAP",
     "blocks_text",
     "decode_arguments",
     "head_objects",
     "keys_at",
+    "lines",
     "number_of",
     "session_name",
     "tokens_of",
@@ -83,8 +87,10 @@ class JsonLines:
 
     def _parse(self, fh: BinaryIO) -> Iterator[tuple[int, dict]]:
         loads, skipped = orjson.loads, self.skipped
-        for number, raw in enumerate(fh, 1):
+        for number, raw, note in lines(fh):
             self.lines = number
+            if note:
+                skipped.append(note)
             # No `strip()`: it copies the line (orjson takes the whitespace), and a
             # line can be hundreds of MB.
             if not raw or raw.isspace():
@@ -102,6 +108,202 @@ class JsonLines:
                 skipped.append(f"line {number}: not a JSON object")
                 continue
             yield number, value
+
+
+# -- lines of any size ----------------------------------------------------------------
+
+#: A line up to this size is read and parsed whole. The longest JSON Lines record in the
+#: real recordings we hold (../shared: Claude Code and Codex transcripts and rollouts) is
+#: 22 KB, and the agents cap what a record can hold (Claude Code keeps a Bash result to
+#: 30,000 characters by default and moves larger ones to a file; an image block is at most
+#: ~7 MB of base64): 16 MiB is several hundred times any event seen and still only one copy
+#: of a bounded size in memory.
+LINE_CAP = 16 * 1024 * 1024
+
+#: Of a string longer than 2 x `_KEEP` bytes in a line over the cap, the first and last
+#: `_KEEP` bytes are kept. The core reads no more of a result than its first and last
+#: 64 Ki characters (`fingerprint._RESULT_LIMIT`); 1 MiB of JSON is at least 87 Ki characters
+#: even when every one is a `\uXXXX\uXXXX` pair, so the digests are those of the whole line.
+_KEEP = 1024 * 1024
+
+_CHUNK = 1024 * 1024  # the piece of an over-cap line read at a time
+_SLACK = 64  # bytes kept before a tail so its start can be checked against an escape
+
+# The body of a JSON string up to its closing quote, or to the end of the data, or to a
+# backslash that ends the data (its escaped character is in the next piece).
+_STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)
+
+
+def lines(fh: BinaryIO, cap: int = LINE_CAP, keep: int = _KEEP,
+          chunk: int = _CHUNK) -> Iterator[tuple[int, bytes, str | None]]:
+    """`(line_number, raw, note)` for every line of `fh`, 1-based, with its newline.
+
+    A line up to `cap` bytes is `raw` as it is and `note` is None. A longer line is read
+    in pieces and never held whole: each string in it longer than 2 x `keep` bytes is
+    reduced to its first and last `keep` bytes (cut between characters, never inside an
+    escape), and `note` says so, for the caller's `skipped` list. If the line is still
+    over `cap` without those strings (a huge number of small values), it cannot be read
+    in bounded memory: `raw` is empty and `note` says it was skipped. It does not parse
+    anything: the caller parses the (bounded) `raw`."""
+    number, chunk = 0, min(chunk, cap + 1)
+    while True:
+        raw = fh.readline(chunk)
+        if not raw:
+            return
+        number += 1
+        if raw.endswith(b"\n"):
+            yield number, raw, None
+            continue
+        # Longer than a piece: gather pieces up to the cap (a line within it is joined)
+        pieces, size = [raw], len(raw)
+        while size <= cap and not pieces[-1].endswith(b"\n"):
+            raw = fh.readline(chunk)
+            if not raw:
+                break
+            pieces.append(raw)
+            size += len(raw)
+        if size <= cap or (size == cap + 1 and pieces[-1].endswith(b"\n")):
+            raw = b"".join(pieces)
+            del pieces
+            yield number, raw, None
+            continue
+        shrunk = _Shrunk(cap, keep)
+        pieces.reverse()
+        while pieces:  # each piece let go once fed
+            shrunk.feed(pieces.pop())
+        raw = b"" if not raw or raw.endswith(b"\n") else fh.readline(chunk)
+        while raw:
+            shrunk.feed(raw)
+            if raw.endswith(b"\n"):
+                break
+            raw = fh.readline(chunk)
+        size_text = f"{shrunk.size / 2**20:.0f} MiB"
+        if shrunk.over:
+            yield number, b"", (f"line {number}: skipped, {size_text} in one line, over the {cap // 2**20} MiB "
+                                f"a line may hold once its long strings are cut")
+        else:
+            yield number, bytes(shrunk.out), (f"line {number}: read in part, {size_text} in one line: "
+                                              f"{shrunk.cut} string{'s' if shrunk.cut != 1 else ''} kept as its first and last "
+                                              f"{keep // 2**20} MiB")
+        del shrunk
+
+
+class _Shrunk:
+    """A line over the cap, fed in pieces: `out` is the line with every string longer
+    than 2 x `keep` bytes reduced to its head and tail; `over` once `out` passes the cap
+    (its feeding then only counts `size`)."""
+
+    def __init__(self, cap: int, keep: int) -> None:
+        self.cap, self.keep = cap, keep
+        self.out = bytearray()
+        self.size = 0  # bytes of the whole line
+        self.cut = 0  # strings reduced
+        self.over = False
+        self._in_string = False
+        self._start = 0  # where the current string's content starts in `out`
+        self._tail: bytearray | None = None  # past the head of a long string: its latest bytes
+        self._dropped = False  # bytes were dropped from `_tail`'s front
+        self._carry = b""  # a backslash that ended the last piece
+
+    def feed(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.over:
+            return
+        if self._carry:
+            data, self._carry = self._carry + data, b""
+        view = memoryview(data)  # slices of it are not copies
+        pos, end = 0, len(data)
+        while pos < end:
+            if not self._in_string:
+                quote = data.find(b'"', pos)
+                stop = end if quote < 0 else quote + 1
+                self.out += view[pos:stop]
+                pos = stop
+                if quote >= 0:
+                    self._in_string, self._start, self._tail, self._dropped = True, len(self.out), None, False
+                continue
+            stop = _STRING_BODY.match(data, pos).end()  # type: ignore[union-attr]
+            self._body(view[pos:stop])
+            pos = stop
+            if stop < end and data[stop] == 0x22:  # the closing quote
+                self._close()
+                self.out += b'"'
+                pos += 1
+                self._in_string = False
+            elif stop < end:  # a backslash ends the piece: read it with the next one
+                self._carry = bytes(view[stop:])
+                pos = end
+        if len(self.out) > self.cap:
+            self.over = True
+            self.out = bytearray()
+
+    def _body(self, body: memoryview) -> None:
+        if self._tail is None:
+            room = self._start + self.keep + _SLACK - len(self.out)
+            if len(body) <= room:
+                self.out += body
+                return
+            self.out += body[:room]
+            self._tail = bytearray()
+            body = body[room:]
+        tail, kept = self._tail, self.keep + _SLACK
+        if len(tail) + len(body) <= 2 * self.keep + _SLACK:
+            tail += body
+        elif len(body) >= kept:  # only the end of this piece can be in the tail
+            self._tail, self._dropped = bytearray(body[-kept:]), True
+        else:
+            tail += body
+            del tail[: len(tail) - kept]
+            self._dropped = True
+
+    def _close(self) -> None:
+        tail, self._tail = self._tail, None
+        if tail is None:
+            return
+        start, keep = self._start, self.keep
+        if not self._dropped:
+            whole = self.out[start:] + tail
+            if len(whole) <= 2 * keep:
+                self.out += tail
+                return
+            tail, tail_start = whole, len(whole) - keep
+        else:
+            tail_start = len(tail) - keep
+        # the head is the string's first `keep` bytes, the tail its last `keep`, each
+        # moved back to a character boundary
+        from_ = _boundary(tail, tail_start, 0)
+        del self.out[_boundary(self.out, start + keep, start):]
+        self.out += tail[from_:]
+        self.cut += 1
+
+
+def _boundary(buf: bytearray, at: int, start: int) -> int:
+    """`at`, moved back to a character boundary of the JSON string content in `buf`
+    (which starts at `start`): not inside a UTF-8 sequence or an escape, nor between the
+    two escapes of a surrogate pair."""
+    while at > start and 0x80 <= buf[at] < 0xC0:
+        at -= 1
+    moved = True
+    while moved:
+        moved = False
+        for q in range(at - 1, max(start, at - 12) - 1, -1):
+            if buf[q] != 0x5C or not _escapes(buf, q, start):
+                continue
+            length = 6 if buf[q + 1 : q + 2] == b"u" else 2
+            high = length == 6 and buf[q + 2 : q + 4].lower() in (b"d8", b"d9", b"da", b"db")
+            if q + length > at or (q + length == at and high):
+                at, moved = q, True
+            break
+    return at
+
+
+def _escapes(buf: bytearray, q: int, start: int) -> bool:
+    """The backslash at `q` starts an escape (an odd run of backslashes ends there)."""
+    run = 0
+    while q >= start and buf[q] == 0x5C:
+        run += 1
+        q -= 1
+    return run % 2 == 1
 
 
 def tokens_of(usage: Any, *fields: str) -> int | None:
