@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from loopwatch.readers import events as events_reader
 from loopwatch.readers.jsonio import lines
-from loopwatch.step import make_step
+from loopwatch.core.step import make_step
 
 # characters whose JSON forms are one byte, an escape, a \uXXXX escape, a surrogate
 # pair or several UTF-8 bytes: every kind of boundary a cut can fall on

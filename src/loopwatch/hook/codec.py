@@ -154,7 +154,7 @@ _REGISTRY: _Registry | None = None
 def registry() -> _Registry:
     global _REGISTRY
     if _REGISTRY is None:
-        from .state import SessionState
+        from .session import SessionState
 
         _REGISTRY = _Registry(_classes((SessionState,)))
     return _REGISTRY

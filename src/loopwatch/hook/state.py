@@ -38,18 +38,17 @@ import os
 import sqlite3
 import stat
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.monitor import Monitor
 from ..core.verdict import Verdict
 from . import codec
+from .session import SessionState
 
 __all__ = ["SessionState", "Store", "UnsafeStateError", "dumps", "loads", "secure_folder"]
 
 _SCHEMA_VERSION = 2  # 2: states are codec JSON (1 was pickle; such rows start afresh)
-_SEEN = 512  # tool_use_ids remembered per agent, to count a call once (PostToolUse and PostToolBatch)
 _MAX_DECISIONS = 20000
 #: The longest a call waits for the lock, in busy timeouts (300 s by default), however
 #: busy the queue: half of the hosts' default hook timeout (600 s for a Claude Code
@@ -59,22 +58,6 @@ _MAX_DECISIONS = 20000
 #: "Reliability: the hook"), with most of it spent starting Python.
 _WAIT_CAP = 30
 _PROGRESS_EVERY = 0.25  # seconds between looks at whether the lock holder is getting anywhere
-
-
-class SessionState:
-    """What is kept for one (session, agent): the monitor, the ids of the calls
-    already counted, the stop reason once the run was stopped, and counts of the
-    decisions taken."""
-
-    def __init__(self, monitor: Monitor, host: str, profile: str, reason: str) -> None:
-        self.monitor = monitor
-        self.host = host
-        self.profile = profile
-        self.profile_reason = reason
-        self.seen: deque[str] = deque(maxlen=_SEEN)
-        self.stopped: str | None = None
-        self.counts: dict[str, int] = {}
-        self.origin = ""  # which configuration file set the mode (HookSettings.origin)
 
 
 def dumps(state: SessionState) -> bytes:

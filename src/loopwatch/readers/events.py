@@ -23,9 +23,10 @@ name's stem; a later, different `session` value does not start a new session
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -33,7 +34,7 @@ from ..core.events import Attempt, Correction, ModelText, Output, Retry, ToolCal
 from .base import Session
 from .jsonio import lines as _lines
 
-__all__ = ["NAME", "TYPES", "sniff", "read", "parse_line"]
+__all__ = ["NAME", "TYPES", "parse_line", "read", "sniff"]
 
 NAME = "events"
 
@@ -73,7 +74,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     """The file's one session (see the module docstring). `stream`, if given, is read
     instead of opening `path`. The file stays open until the session's events are
     consumed (or dropped), so sessions may be collected before they are replayed."""
-    fh = stream if stream is not None else open(path, "rb")
+    fh = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - kept open while the events are consumed
     lines = _lines(fh)
     first: list[tuple[int, bytes, str | None]] = []
     session_id = None

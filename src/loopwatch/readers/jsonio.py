@@ -13,16 +13,17 @@ mid-line or mid-string) and never raise.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
 from .base import ReadError
 
 __all__ = [
-    "JsonLines",
     "LINE_CAP",
+    "JsonLines",
     "blocks_text",
     "decode_arguments",
     "head_objects",
@@ -79,7 +80,7 @@ class JsonLines:
             yield from self._parse(self._stream)
             return
         try:
-            fh = open(self.path, "rb")
+            fh = open(self.path, "rb")  # noqa: SIM115 - `with fh:` below; the open alone is guarded
         except OSError as exc:
             raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
         with fh:
@@ -131,7 +132,7 @@ _SLACK = 64  # bytes kept before a tail so its start can be checked against an e
 
 # The body of a JSON string up to its closing quote, or to the end of the data, or to a
 # backslash that ends the data (its escaped character is in the next piece).
-_STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)
+_STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
 
 
 def lines(fh: BinaryIO, cap: int = LINE_CAP, keep: int = _KEEP,
@@ -290,7 +291,7 @@ def _boundary(buf: bytearray, at: int, start: int) -> int:
             if buf[q] != 0x5C or not _escapes(buf, q, start):
                 continue
             length = 6 if buf[q + 1 : q + 2] == b"u" else 2
-            high = length == 6 and buf[q + 2 : q + 4].lower() in (b"d8", b"d9", b"da", b"db")
+            high = length == 6 and bytes(buf[q + 2 : q + 4]).lower() in (b"d8", b"d9", b"da", b"db")
             if q + length > at or (q + length == at and high):
                 at, moved = q, True
             break
@@ -381,8 +382,7 @@ def head_objects(head: bytes, limit: int = 50) -> list[dict]:
 
     A line that does not parse (cut by the head's end, or not JSON) is passed over."""
     found: list[dict] = []
-    if head.startswith(_BOM):
-        head = head[len(_BOM):]
+    head = head.removeprefix(_BOM)
     for line in head.split(b"\n"):
         line = line.strip()
         if not line.startswith(b"{"):
@@ -418,11 +418,10 @@ def keys_at(head: bytes, depth: int, limit: int = 200) -> list[str]:
             level += 1
         elif first == b"}" or first == b"]":
             level -= 1
-        elif first == b":":
-            if level == depth and previous[:1] == b'"':
-                keys.append(_key(previous))
-                if len(keys) >= limit:
-                    break
+        elif first == b":" and level == depth and previous[:1] == b'"':
+            keys.append(_key(previous))
+            if len(keys) >= limit:
+                break
         previous = token
     return keys
 
@@ -434,7 +433,7 @@ def _key(token: bytes) -> str:
         return token[1:-1].decode("utf-8", "replace")
 
 
-def parsed_events(parser: Any, lines: "JsonLines", session: Any) -> Iterator[Any]:
+def parsed_events(parser: Any, lines: JsonLines, session: Any) -> Iterator[Any]:
     """Feed every line to an incremental `StreamParser`, then copy its running totals
     (tokens, and cost and outcome where it keeps them) onto the session."""
     for number, obj in lines:
