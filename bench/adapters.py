@@ -55,7 +55,9 @@ def import_times(runs: int) -> tuple[float, float, set[str]]:
     modules: dict[str, set[str]] = {}
     for _ in range(runs):
         for key, code in (("before", _BASELINE), ("now", _NOW)):
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+            ).stdout
             seconds, names = out.split(" ", 1)
             best[key] = min(best[key], float(seconds))
             modules[key] = set(names.split())
@@ -106,13 +108,17 @@ def main() -> None:
     args = parser.parse_args()
 
     before, now, extra = import_times(args.runs)
-    print(f"import loopwatch (fastest of {args.runs} each, alternating): before the guards {before * 1000:.1f} ms, "
-          f"now {now * 1000:.1f} ms ({now / before:.2f}x); modules added: {', '.join(sorted(extra)) or 'none'}")
+    print(
+        f"import loopwatch (fastest of {args.runs} each, alternating): before the guards {before * 1000:.1f} ms, "
+        f"now {now * 1000:.1f} ms ({now / before:.2f}x); modules added: {', '.join(sorted(extra)) or 'none'}"
+    )
     for module in ("loopwatch", "loopwatch.adapters"):
         print(f"frameworks loaded by `import {module}`: {', '.join(frameworks_loaded(module)) or 'none'}")
     bare, guarded = per_call(args.calls)
-    print(f"per tool call, {args.calls} calls: Monitor.check+observe {bare:.1f} us, "
-          f"Guard.before_call+after_call {guarded:.1f} us ({guarded / bare:.2f}x)")
+    print(
+        f"per tool call, {args.calls} calls: Monitor.check+observe {bare:.1f} us, "
+        f"Guard.before_call+after_call {guarded:.1f} us ({guarded / bare:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

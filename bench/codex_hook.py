@@ -32,16 +32,37 @@ SRC = ROOT / "src"
 
 
 def rollout(path: Path, megabytes: int, call_id: str) -> None:
-    filler = {"timestamp": "2026-12-01T06:12:36.476Z", "ordinal": 0, "type": "response_item",
-              "payload": {"type": "function_call_output", "call_id": "old", "output": "x" * 4000}}
+    filler = {
+        "timestamp": "2026-12-01T06:12:36.476Z",
+        "ordinal": 0,
+        "type": "response_item",
+        "payload": {"type": "function_call_output", "call_id": "old", "output": "x" * 4000},
+    }
     line = json.dumps(filler, separators=(",", ":")) + "\n"
     with open(path, "w") as fh:
         for _ in range(megabytes * 1024 * 1024 // len(line)):
             fh.write(line)
-        fh.write(json.dumps({"timestamp": "2026-12-01T06:12:37.000Z", "ordinal": 1, "type": "event_msg", "payload": {
-            "type": "item_completed", "item": {"type": "CommandExecution", "id": call_id, "exit_code": 2,
-                                               "status": "failed", "aggregated_output": "ls: cannot access"}}},
-                            separators=(",", ":")) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "timestamp": "2026-12-01T06:12:37.000Z",
+                    "ordinal": 1,
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "item_completed",
+                        "item": {
+                            "type": "CommandExecution",
+                            "id": call_id,
+                            "exit_code": 2,
+                            "status": "failed",
+                            "aggregated_output": "ls: cannot access",
+                        },
+                    },
+                },
+                separators=(",", ":"),
+            )
+            + "\n"
+        )
 
 
 def timed(argv: list[str], data: bytes, env: dict[str, str]) -> float:
@@ -58,17 +79,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "rollout-2026-12-01T06-12-36-bench.jsonl")
         rollout(path, args.rollout_mb, "call_bench")
-        env = {**os.environ, "PYTHONPATH": str(SRC), "LOOPWATCH_STATE_DIR": str(Path(tmp, "state")),
-               "LOOPWATCH_PROFILE": "unattended"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(SRC),
+            "LOOPWATCH_STATE_DIR": str(Path(tmp, "state")),
+            "LOOPWATCH_PROFILE": "unattended",
+        }
         hook = [sys.executable, "-m", "loopwatch", "hook", "codex"]
 
         def payload(i: int, transcript: str) -> bytes:
-            return json.dumps({
-                "session_id": f"bench-{transcript[-8:]}", "turn_id": "t1", "transcript_path": transcript, "cwd": tmp,
-                "hook_event_name": "PostToolUse", "model": "m", "permission_mode": "bypassPermissions",
-                "tool_name": "Bash", "tool_input": {"command": f"ls /nonexistent-{i}"},
-                "tool_response": "ls: cannot access\n", "tool_use_id": "call_bench",
-            }).encode()
+            return json.dumps(
+                {
+                    "session_id": f"bench-{transcript[-8:]}",
+                    "turn_id": "t1",
+                    "transcript_path": transcript,
+                    "cwd": tmp,
+                    "hook_event_name": "PostToolUse",
+                    "model": "m",
+                    "permission_mode": "bypassPermissions",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": f"ls /nonexistent-{i}"},
+                    "tool_response": "ls: cannot access\n",
+                    "tool_use_id": "call_bench",
+                }
+            ).encode()
 
         floor, without, with_rollout = [], [], []
         for i in range(args.calls):  # interleaved, so drift hits all three alike

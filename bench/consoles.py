@@ -114,13 +114,16 @@ def judge_tb1(path: str) -> dict:
     monitor = Monitor()
     stop_offset = None
     for k, start in enumerate(range(0, len(data), CHUNK)):
-        verdict = monitor.observe(Output(data[start:start + CHUNK], "stdout", at=k * 0.1))
+        verdict = monitor.observe(Output(data[start : start + CHUNK], "stdout", at=k * 0.1))
         if verdict.action is Action.STOP and stop_offset is None:
             stop_offset = start + CHUNK
-    return {"stopped": stop_offset is not None, "in_install": stop_offset is not None and install_end is not None
-            and stop_offset <= install_end + CHUNK, "install_found": install_end is not None,
-            "signal": monitor.stop.signal if monitor.stop else None,
-            "description": monitor.stop.description if monitor.stop else None}
+    return {
+        "stopped": stop_offset is not None,
+        "in_install": stop_offset is not None and install_end is not None and stop_offset <= install_end + CHUNK,
+        "install_found": install_end is not None,
+        "signal": monitor.stop.signal if monitor.stop else None,
+        "description": monitor.stop.description if monitor.stop else None,
+    }
 
 
 def install_end_offset(data: bytes) -> int | None:
@@ -143,14 +146,34 @@ def run_cast(path: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "record.json"
         proc = subprocess.run(
-            [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--",
-             sys.executable, "-c", _PLAYER, path],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp, timeout=600, check=False,
+            [
+                sys.executable,
+                "-m",
+                "loopwatch",
+                "run",
+                "--record",
+                str(record),
+                "--",
+                sys.executable,
+                "-c",
+                _PLAYER,
+                path,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tmp,
+            timeout=600,
+            check=False,
         )
         loop = json.loads(record.read_text())["loop"] if record.exists() else {}
     verdict = (loop or {}).get("verdict") or {}
-    return {"stopped": proc.returncode == 86, "status": proc.returncode, "stop_signal": verdict.get("signal"),
-            "warnings": (loop or {}).get("warnings", 0)}
+    return {
+        "stopped": proc.returncode == 86,
+        "status": proc.returncode,
+        "stop_signal": verdict.get("signal"),
+        "warnings": (loop or {}).get("warnings", 0),
+    }
 
 
 def manifest(folder: Path) -> dict[str, str]:
@@ -165,8 +188,10 @@ def summarize(title: str, outcomes: dict[str, str], results: dict[str, dict]) ->
         rows = [results[f] for f, r in outcomes.items() if r == label and f in results]
         if not rows:
             continue
-        print(f"  {label:9s} {len(rows):5d} {sum(r['stopped'] for r in rows):8d} "
-              f"{sum(r.get('nudged', False) for r in rows):7d} {sum(r['warnings'] > 0 for r in rows):7d}")
+        print(
+            f"  {label:9s} {len(rows):5d} {sum(r['stopped'] for r in rows):8d} "
+            f"{sum(r.get('nudged', False) for r in rows):7d} {sum(r['warnings'] > 0 for r in rows):7d}"
+        )
     for name in sorted(results):
         r = results[name]
         if r["stopped"] and outcomes.get(name) == "yes":
@@ -196,9 +221,11 @@ def main() -> None:
         if args.tb1.exists():
             logs = sorted(str(p) for p in args.tb1.glob("*/*/agent.log"))
             tb1 = list(pool.map(judge_tb1, logs, chunksize=2))
-            print(f"(b) tb1 console logs ({len(logs)}), raw bytes: stopped {sum(r['stopped'] for r in tb1)}, "
-                  f"during the install phase {sum(r['in_install'] for r in tb1)}, "
-                  f"install end found in {sum(r['install_found'] for r in tb1)}")
+            print(
+                f"(b) tb1 console logs ({len(logs)}), raw bytes: stopped {sum(r['stopped'] for r in tb1)}, "
+                f"during the install phase {sum(r['in_install'] for r in tb1)}, "
+                f"install end found in {sum(r['install_found'] for r in tb1)}"
+            )
 
 
 if __name__ == "__main__":

@@ -91,12 +91,19 @@ class Pool:
         if kind < 0.6:
             return ToolCall("Read", {"file_path": path}, self.body())
         if kind < 0.75:
-            return ToolCall("Grep", {"pattern": f"def {rng.choice(WORDS)}_{n % 97}", "path": "src"},
-                            self.body() if rng.random() < 0.7 else f'No matches found for "def x_{n % 97}"')
+            return ToolCall(
+                "Grep",
+                {"pattern": f"def {rng.choice(WORDS)}_{n % 97}", "path": "src"},
+                self.body() if rng.random() < 0.7 else f'No matches found for "def x_{n % 97}"',
+            )
         if kind < 0.9:
             old, new = self.body()[:200], self.body()[:200]
-            return ToolCall("Edit", {"file_path": path, "old_string": old, "new_string": new},
-                            f"The file {path} has been updated.", changed=(path,))
+            return ToolCall(
+                "Edit",
+                {"file_path": path, "old_string": old, "new_string": new},
+                f"The file {path} has been updated.",
+                changed=(path,),
+            )
         return ToolCall("Write", {"file_path": path, "content": self.body()}, f"File created: {path}", changed=(path,))
 
     def add(self, event: Any) -> None:
@@ -119,20 +126,27 @@ class Pool:
                         self.add(c)
             elif r < 0.50:  # an error with a moving counter
                 for k in range(rng.randint(2, 6)):
-                    self.add(ToolCall("Bash", {"command": "cd fastjson/"},
-                                      f"/bin/bash: line {11301 + 15 * k + self.n}: cd: fastjson/: No such file or directory",
-                                      error=True))
+                    self.add(
+                        ToolCall(
+                            "Bash",
+                            {"command": "cd fastjson/"},
+                            f"/bin/bash: line {11301 + 15 * k + self.n}: cd: fastjson/: No such file or directory",
+                            error=True,
+                        )
+                    )
             elif r < 0.68:
                 text = prose(rng, rng.randint(50, 800)).replace("\n", ". ")
                 if rng.random() < 0.5:
                     for i in range(0, len(text), 120):
-                        self.add(ModelText(text[i:i + 120], chunk=True))
+                        self.add(ModelText(text[i : i + 120], chunk=True))
                     self.add(Turn())
                 else:
                     self.add(ModelText(text))
             elif r < 0.86:
-                lines = "".join(f"[{self.n + i}] {prose(rng, rng.randint(20, 120))}\n".replace("\n", " ", 1)
-                                for i in range(rng.randint(1, 5)))
+                lines = "".join(
+                    f"[{self.n + i}] {prose(rng, rng.randint(20, 120))}\n".replace("\n", " ", 1)
+                    for i in range(rng.randint(1, 5))
+                )
                 self.add(Output(lines.encode(), stream=rng.choice(("stdout", "stderr"))))
             elif r < 0.93:
                 self.add(Turn())
@@ -217,15 +231,23 @@ def breakdown(events: list[Any], timed: int, repeats: int, bare: float) -> None:
     policy) and with one signal at a time, each as a multiple of the bare digest cost."""
     from loopwatch.core.signals import SIGNALS
 
-    off = {"repeat": {"threshold": 0}, "cycle": {"repeats": 0}, "stagnation": {"window": 0.0},
-           "churn": {"window": 0}, "echo": {"turns": 0}, "same_error": {"threshold": 0},
-           "correction": {"threshold": 0}, "apology": {"threshold": 0}, "repeated_lines": {"repeats": 0},
-           "retry_storm": {"retries": 0}, "chanting": {"repeats": 0}}
+    off = {
+        "repeat": {"threshold": 0},
+        "cycle": {"repeats": 0},
+        "stagnation": {"window": 0.0},
+        "churn": {"window": 0},
+        "echo": {"turns": 0},
+        "same_error": {"threshold": 0},
+        "correction": {"threshold": 0},
+        "apology": {"threshold": 0},
+        "repeated_lines": {"repeats": 0},
+        "retry_storm": {"retries": 0},
+        "chanting": {"repeats": 0},
+    }
     assert set(off) == set(SIGNALS)
     runs = {"no signal": off} | {f"only {name}": {**off, name: {}} for name in SIGNALS}
     for label, signals in runs.items():
-        r = best_rate(lambda signals=signals: Monitor(Config.make(signals=signals)).observe,
-                      events, timed, repeats)
+        r = best_rate(lambda signals=signals: Monitor(Config.make(signals=signals)).observe, events, timed, repeats)
         print(f"  {label:24s} {r:12,.0f} events/s  {bare / r:6.2f}x bare")
 
 
@@ -233,20 +255,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events to feed (default 1,000,000)")
     parser.add_argument("--pool", type=int, default=20_000, help="distinct events built beforehand (default 20,000)")
-    parser.add_argument("--timed", type=int, default=200_000,
-                        help="events in each timed run (default 200,000, at most --events)")
+    parser.add_argument(
+        "--timed", type=int, default=200_000, help="events in each timed run (default 200,000, at most --events)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each kind; the best counts")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-memory", action="store_true", help="skip the (slow) tracemalloc run")
-    parser.add_argument("--breakdown", action="store_true",
-                        help="also time the monitor with every signal off, and with each signal alone")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time the monitor with every signal off, and with each signal alone",
+    )
     args = parser.parse_args(argv)
 
     events = Pool(args.seed).build(min(args.pool, args.events))
     tools = [e for e in events if type(e) is ToolCall]
     sizes = sorted(len(e.result) for e in tools)
-    print(f"stream: {len(events):,} distinct events cycled; {len(tools):,} tool calls, results "
-          f"{sizes[0]:,} B .. {sizes[-1]:,} B (median {sizes[len(sizes) // 2]:,} B)")
+    print(
+        f"stream: {len(events):,} distinct events cycled; {len(tools):,} tool calls, results "
+        f"{sizes[0]:,} B .. {sizes[-1]:,} B (median {sizes[len(sizes) // 2]:,} B)"
+    )
     timed = min(args.timed, args.events)
 
     bare = best_rate(lambda: bare_digest, events, timed, args.repeats)
@@ -254,8 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     ratio = bare / whole
     print(f"bare digest (orjson sorted keys + blake2b-8): {bare:12,.0f} events/s")
     print(f"Monitor.observe, all signals, defaults:      {whole:12,.0f} events/s")
-    print(f"ratio (monitor cost / bare digest cost):      {ratio:12.2f}x   (target <= 3x: "
-          f"{'met' if ratio <= 3 else 'NOT met'})")
+    print(
+        f"ratio (monitor cost / bare digest cost):      {ratio:12.2f}x   (target <= 3x: "
+        f"{'met' if ratio <= 3 else 'NOT met'})"
+    )
 
     if args.breakdown:
         breakdown(events, timed, args.repeats, bare)
@@ -263,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_memory:
         marks = memory(events, args.events)
         for n, current, peak in marks:
-            print(f"memory after {n:>9,} events: current {current / 1024:8.1f} KiB, peak {peak / 1024:8.1f} KiB",
-                  flush=True)
+            print(
+                f"memory after {n:>9,} events: current {current / 1024:8.1f} KiB, peak {peak / 1024:8.1f} KiB",
+                flush=True,
+            )
         (n0, c0, p0), (n1, c1, p1) = marks[0], marks[-1]
         print(f"growth {n0:,} -> {n1:,} events: current {c1 / c0:.2f}x, peak {p1 / p0:.2f}x   (target: flat)")
     return 0

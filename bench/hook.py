@@ -40,14 +40,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
-COMMANDS = ["pytest -x tests/", "git status", "ls src", "rg TODO", "make build", "cat setup.cfg", "git diff", "npm test"]
+COMMANDS = [
+    "pytest -x tests/",
+    "git status",
+    "ls src",
+    "rg TODO",
+    "make build",
+    "cat setup.cfg",
+    "git diff",
+    "npm test",
+]
 
 
 def payload(i: int, session: str, cwd: str) -> dict:
     command = COMMANDS[i % len(COMMANDS)] + f" # step {i // 3}"
     return {
-        "session_id": session, "transcript_path": f"{cwd}/t.jsonl", "cwd": cwd, "permission_mode": "default",
-        "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        "session_id": session,
+        "transcript_path": f"{cwd}/t.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
         "tool_input": {"command": command, "description": "Run a command"},
         "tool_response": {"stdout": f"output of {command}\n" * 5, "stderr": "", "interrupted": False},
         "tool_use_id": f"toolu_{i:06d}",
@@ -79,8 +92,13 @@ def timed(argv: list[str], data: bytes, env: dict) -> float:
 
 
 def import_costs(data: bytes, env: dict) -> list[tuple[int, str]]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwatch", "hook"], input=data, env=env,
-                          capture_output=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "loopwatch", "hook"],
+        input=data,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
     rows = []
     for line in proc.stderr.decode().splitlines():
         parts = line.split("|")
@@ -101,15 +119,20 @@ def installed(args: argparse.Namespace) -> None:
         # A copy of the tree: pip builds in place, and the worktree stays untouched.
         tree = Path(tmp) / "tree"
         shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build"))
-        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(tree)],
-                             capture_output=True, text=True, check=False)
+        pip = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(tree)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if pip.returncode != 0:
             raise SystemExit(f"pip install failed:\n{pip.stderr[-3000:]}")
         print(f"installed {tree.name} (non-editable) into a fresh venv in {time.perf_counter() - began:.0f}s")
         script = venv / "bin" / "loopwatch"
         state, cwd, session = Path(tmp) / "state", tmp, "bench-session"
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "XDG_", "PYTHON"))}
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "XDG_", "PYTHON"))
+        }
         env.update(LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended", HOME=tmp)
         subprocess.run([str(python), "-c", WARM, str(state), session, cwd, str(args.warm)], env=env, check=True)
         system = shutil.which("python3") or sys.executable
@@ -122,8 +145,10 @@ def installed(args: argparse.Namespace) -> None:
         base, ours = statistics.median(floor), statistics.median(hook)
         print(f"python3 -c pass (system {system})  median {base * 1000:7.1f} ms")
         print(f"venv python -c pass                median {statistics.median(venv_floor) * 1000:7.1f} ms")
-        print(f"installed loopwatch hook           median {ours * 1000:7.1f} ms  "
-              f"(min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})")
+        print(
+            f"installed loopwatch hook           median {ours * 1000:7.1f} ms  "
+            f"(min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})"
+        )
         print(f"ratio to python3 -c pass           {ours / base:.2f}x  (target <= 2x)")
         print(f"ratio to the venv's python -c pass {ours / statistics.median(venv_floor):.2f}x")
 
@@ -178,16 +203,21 @@ def main() -> None:
         env.update(PYTHONPATH=str(SRC), LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended")
         began = time.perf_counter()
         warm(state, session, cwd, args.warm)
-        print(f"warmed the state with {args.warm} events in {time.perf_counter() - began:.1f}s; "
-              f"database {os.path.getsize(state / 'state.db') // 1024} KiB")
+        print(
+            f"warmed the state with {args.warm} events in {time.perf_counter() - began:.1f}s; "
+            f"database {os.path.getsize(state / 'state.db') // 1024} KiB"
+        )
 
         other_env = None
         other: list[float] = []
         if args.compare:
             other_state = Path(tmp) / "other-state"
             other_env = {**env, "PYTHONPATH": args.compare, "LOOPWATCH_STATE_DIR": str(other_state)}
-            subprocess.run([sys.executable, "-c", WARM_OTHER, str(other_state), session, cwd, str(args.warm)],
-                           env=other_env, check=True)
+            subprocess.run(
+                [sys.executable, "-c", WARM_OTHER, str(other_state), session, cwd, str(args.warm)],
+                env=other_env,
+                check=True,
+            )
         floor, core, hook = [], [], []
         for i in range(args.calls):
             data = json.dumps(payload(args.warm + i, session, cwd)).encode()
@@ -198,15 +228,21 @@ def main() -> None:
                 other.append(timed([sys.executable, "-m", "loopwatch", "hook"], data, other_env))
 
         base, ours = statistics.median(floor), statistics.median(hook)
-        print(f"python -c pass      median {base * 1000:7.1f} ms  (min {min(floor) * 1000:.1f}, max {max(floor) * 1000:.1f})")
+        print(
+            f"python -c pass      median {base * 1000:7.1f} ms  (min {min(floor) * 1000:.1f}, max {max(floor) * 1000:.1f})"
+        )
         print(f"import loopwatch    median {statistics.median(core) * 1000:7.1f} ms  (the core alone, no hook work)")
-        print(f"loopwatch hook      median {ours * 1000:7.1f} ms  (min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})")
+        print(
+            f"loopwatch hook      median {ours * 1000:7.1f} ms  (min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})"
+        )
         print(f"ratio               {ours / base:.2f}x  (target <= 2x)")
         print(f"hook cost over the floor: {(ours - base) * 1000:.1f} ms")
         if other:
             theirs = statistics.median(other)
-            print(f"hook from {args.compare}: median {theirs * 1000:7.1f} ms  (ratio {theirs / base:.2f}x); "
-                  f"this tree minus that one: {(ours - theirs) * 1000:+.1f} ms")
+            print(
+                f"hook from {args.compare}: median {theirs * 1000:7.1f} ms  (ratio {theirs / base:.2f}x); "
+                f"this tree minus that one: {(ours - theirs) * 1000:+.1f} ms"
+            )
 
         rows = import_costs(json.dumps(payload(10**6, session, cwd)).encode(), env)
         site = next((c for c, name in rows if name.strip() == "site"), 0)

@@ -33,19 +33,25 @@ ROOT = Path(__file__).resolve().parent.parent
 def payloads(i: int, session: str, cwd: str) -> list[tuple[str, dict]]:
     command = f"ls /tmp/dir-{i}" if i % 2 else f"echo {i}"
     call_id = f"toolu_bench{i:05d}"
-    base = {"session_id": session, "transcript_path": f"{cwd}/t.jsonl", "cwd": cwd, "permission_mode": "bypassPermissions"}
+    base = {
+        "session_id": session,
+        "transcript_path": f"{cwd}/t.jsonl",
+        "cwd": cwd,
+        "permission_mode": "bypassPermissions",
+    }
     tool = {"tool_name": "Bash", "tool_input": {"command": command, "description": "Run it"}, "tool_use_id": call_id}
     if i % 2:
         error = f"Exit code 2\nls: cannot access '/tmp/dir-{i}': No such file or directory"
-        after = ("PostToolUseFailure", {**base, **tool, "hook_event_name": "PostToolUseFailure", "error": error,
-                                        "is_interrupt": False})
+        after = (
+            "PostToolUseFailure",
+            {**base, **tool, "hook_event_name": "PostToolUseFailure", "error": error, "is_interrupt": False},
+        )
         batch_response = error
     else:
         response = {"stdout": str(i), "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}
         after = ("PostToolUse", {**base, **tool, "hook_event_name": "PostToolUse", "tool_response": response})
         batch_response = str(i)
-    batch = {**base, "hook_event_name": "PostToolBatch",
-             "tool_calls": [{**tool, "tool_response": batch_response}]}
+    batch = {**base, "hook_event_name": "PostToolBatch", "tool_calls": [{**tool, "tool_response": batch_response}]}
     return [("PreToolUse", {**base, **tool, "hook_event_name": "PreToolUse"}), after, ("PostToolBatch", batch)]
 
 
@@ -63,8 +69,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        env = {**os.environ, "LOOPWATCH_STATE_DIR": folder, "LOOPWATCH_PROFILE": "attended",
-               "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT / "src"))}
+        env = {
+            **os.environ,
+            "LOOPWATCH_STATE_DIR": folder,
+            "LOOPWATCH_PROFILE": "attended",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT / "src")),
+        }
         hook = [sys.executable, "-m", "loopwatch", "hook", "claude-code"]
         floor: list[tuple[float, float]] = []
         events: dict[str, list[tuple[float, float]]] = {}
@@ -73,22 +83,30 @@ def main() -> None:
             wall = cpu = 0.0
             for event, payload in payloads(i, "bench-session", folder):
                 w, c = timed(hook, json.dumps(payload).encode(), env)
-                events.setdefault("PostToolUse/Failure" if event.startswith("PostToolUse") else event, []).append((w, c))
+                events.setdefault("PostToolUse/Failure" if event.startswith("PostToolUse") else event, []).append(
+                    (w, c)
+                )
                 wall, cpu = wall + w, cpu + c
                 floor.append(timed([sys.executable, "-c", "pass"], b"", env))
             per_call.append((wall, cpu))
     base_wall = statistics.median(w for w, _ in floor)
     base_cpu = statistics.median(c for _, c in floor)
-    print(f"python -c pass        wall {base_wall * 1000:7.1f} ms   cpu {base_cpu * 1000:6.1f} ms   (median of {len(floor)})")
+    print(
+        f"python -c pass        wall {base_wall * 1000:7.1f} ms   cpu {base_cpu * 1000:6.1f} ms   (median of {len(floor)})"
+    )
     for name, figures in events.items():
         wall = statistics.median(w for w, _ in figures)
         cpu = statistics.median(c for _, c in figures)
-        print(f"{name:21} wall {wall * 1000:7.1f} ms   cpu {cpu * 1000:6.1f} ms   "
-              f"= {wall / base_wall:.2f}x / {cpu / base_cpu:.2f}x the floor")
+        print(
+            f"{name:21} wall {wall * 1000:7.1f} ms   cpu {cpu * 1000:6.1f} ms   "
+            f"= {wall / base_wall:.2f}x / {cpu / base_cpu:.2f}x the floor"
+        )
     wall = statistics.median(w for w, _ in per_call)
     cpu = statistics.median(c for _, c in per_call)
-    print(f"one tool call (3)     wall {wall * 1000:7.1f} ms   cpu {cpu * 1000:6.1f} ms   "
-          f"= {wall / base_wall:.2f}x / {cpu / base_cpu:.2f}x one `python -c pass`")
+    print(
+        f"one tool call (3)     wall {wall * 1000:7.1f} ms   cpu {cpu * 1000:6.1f} ms   "
+        f"= {wall / base_wall:.2f}x / {cpu / base_cpu:.2f}x one `python -c pass`"
+    )
 
 
 if __name__ == "__main__":

@@ -39,20 +39,28 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def payload(i: int, session: str, cwd: str) -> bytes:
-    return json.dumps({
-        "session_id": session, "transcript_path": f"{cwd}/t.jsonl", "cwd": cwd, "permission_mode": "default",
-        "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": f"/p/src/mod_{i}.py"},
-        "tool_response": {"type": "text", "file": {"filePath": f"/p/src/mod_{i}.py", "content": f"x = {i}\n"}},
-        "tool_use_id": f"toolu_{i:05d}",
-    }).encode()
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": f"{cwd}/t.jsonl",
+            "cwd": cwd,
+            "permission_mode": "default",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"/p/src/mod_{i}.py"},
+            "tool_response": {"type": "text", "file": {"filePath": f"/p/src/mod_{i}.py", "content": f"x = {i}\n"}},
+            "tool_use_id": f"toolu_{i:05d}",
+        }
+    ).encode()
 
 
 def burst(n: int, state: Path, src: str, timeout: float, off: bool = False) -> dict:
     """N calls at once; their latencies, exit codes and hangs. `off`: the same
     processes with LOOPWATCH_MODE=off (start-up and import only: the floor)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "XDG_"))}
-    env.update(PYTHONPATH=src, LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended",
-               HOME=str(state.parent / "home"))
+    env.update(
+        PYTHONPATH=src, LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended", HOME=str(state.parent / "home")
+    )
     if off:
         env["LOOPWATCH_MODE"] = "off"
     cwd = str(state.parent)
@@ -67,8 +75,15 @@ def burst(n: int, state: Path, src: str, timeout: float, off: bool = False) -> d
         gate.wait()
         began = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, "-m", "loopwatch", "hook"], input=data, env=env,
-                                  capture_output=True, timeout=timeout, cwd=cwd, check=False)
+            proc = subprocess.run(
+                [sys.executable, "-m", "loopwatch", "hook"],
+                input=data,
+                env=env,
+                capture_output=True,
+                timeout=timeout,
+                cwd=cwd,
+                check=False,
+            )
             code = proc.returncode
         except subprocess.TimeoutExpired:
             code = -1
@@ -125,10 +140,15 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy loops (default: one per core)")
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument("--race", type=int, default=64, help="parallel calls after the database is damaged (0: skip)")
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="a call still running after this is a hang (600 s: Claude Code's default hook timeout)")
-    parser.add_argument("--floor", action="store_true",
-                        help="also time the same N processes with LOOPWATCH_MODE=off (start-up only)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="a call still running after this is a hang (600 s: Claude Code's default hook timeout)",
+    )
+    parser.add_argument(
+        "--floor", action="store_true", help="also time the same N processes with LOOPWATCH_MODE=off (start-up only)"
+    )
     parser.add_argument("--src", default=str(ROOT / "src"))
     args = parser.parse_args()
 
@@ -139,8 +159,10 @@ def main() -> None:
             if args.floor:
                 with tempfile.TemporaryDirectory() as tmp:
                     lat = burst(n, Path(tmp) / "state", args.src, args.timeout, off=True)["latencies"]
-                    print(f"N={n:4d} floor (LOOPWATCH_MODE=off, start-up only): latency p50 "
-                          f"{statistics.median(lat):6.2f}s p99 {percentile(lat, 0.99):6.2f}s max {max(lat):6.2f}s")
+                    print(
+                        f"N={n:4d} floor (LOOPWATCH_MODE=off, start-up only): latency p50 "
+                        f"{statistics.median(lat):6.2f}s p99 {percentile(lat, 0.99):6.2f}s max {max(lat):6.2f}s"
+                    )
             for trial in range(args.trials):
                 with tempfile.TemporaryDirectory() as tmp:
                     state = Path(tmp) / "state"
@@ -151,9 +173,12 @@ def main() -> None:
                     lat = result["latencies"]
                     bad = sum(code != 0 for code in result["codes"])
                     why = reasons(failures(state))
-                    print(f"N={n:4d} trial {trial + 1}: lost {n - got:3d}, logged failures {len(failures(state)):3d}, "
-                          f"hangs {result['hangs']}, non-zero exits {bad}; latency p50 {statistics.median(lat):6.2f}s "
-                          f"p99 {percentile(lat, 0.99):6.2f}s max {max(lat):6.2f}s; burst {wall:.1f}s" + (f"\n    {why}" if why else ""))
+                    print(
+                        f"N={n:4d} trial {trial + 1}: lost {n - got:3d}, logged failures {len(failures(state)):3d}, "
+                        f"hangs {result['hangs']}, non-zero exits {bad}; latency p50 {statistics.median(lat):6.2f}s "
+                        f"p99 {percentile(lat, 0.99):6.2f}s max {max(lat):6.2f}s; burst {wall:.1f}s"
+                        + (f"\n    {why}" if why else "")
+                    )
         if args.race:
             for trial in range(args.trials):
                 with tempfile.TemporaryDirectory() as tmp:
@@ -166,9 +191,11 @@ def main() -> None:
                     got = counted(state)
                     aside = len(list(state.glob("state.db.broken-*")))
                     lat = result["latencies"]
-                    print(f"recovery race, {args.race} calls on a damaged database, trial {trial + 1}: "
-                          f"lost {args.race - got}, moved aside {aside}x, hangs {result['hangs']}, "
-                          f"logged failures {len(failures(state))}; p99 {percentile(lat, 0.99):.2f}s")
+                    print(
+                        f"recovery race, {args.race} calls on a damaged database, trial {trial + 1}: "
+                        f"lost {args.race - got}, moved aside {aside}x, hangs {result['hangs']}, "
+                        f"logged failures {len(failures(state))}; p99 {percentile(lat, 0.99):.2f}s"
+                    )
     finally:
         for proc in load:
             proc.kill()

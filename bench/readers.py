@@ -84,7 +84,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=40.0, help="size of each synthetic file, MB (default 40)")
     args = parser.parse_args()
-    print(f"{'case':26} {'MB':>6} {'B/line':>7} {'parse MB/s':>11} {'read MB/s':>10} {'x parse':>8} {'+monitor MB/s':>14} {'x parse':>8}")
+    print(
+        f"{'case':26} {'MB':>6} {'B/line':>7} {'parse MB/s':>11} {'read MB/s':>10} {'x parse':>8} {'+monitor MB/s':>14} {'x parse':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for label, (fmt, name) in CASES.items():
             path = Path(tmp) / f"{fmt}-{name}"
@@ -93,7 +95,9 @@ def main() -> None:
             with open(path, "rb") as fh:
                 per_line = path.stat().st_size / sum(1 for _ in fh)
             base, own, full = (timed(fn, path) for fn in (floor, reader, monitored))
-            print(f"{label:26} {size:6.1f} {per_line:7.0f} {size / base:11.1f} {size / own:10.1f} {own / base:8.2f} {size / full:14.1f} {full / base:8.2f}")
+            print(
+                f"{label:26} {size:6.1f} {per_line:7.0f} {size / base:11.1f} {size / own:10.1f} {own / base:8.2f} {size / full:14.1f} {full / base:8.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,10 @@ from loopwatch.supervise.group import ChildGroup
 from loopwatch.supervise.pty import Terminal
 from loopwatch.supervise.pump import Pump
 
-WORDS = ("build test parser module request token update import error value config cache "
-         "server client stream thread worker queue retry commit branch merge status").split()
+WORDS = (
+    "build test parser module request token update import error value config cache "
+    "server client stream thread worker queue retry commit branch merge status"
+).split()
 
 
 def make_file(path: Path, size: int) -> int:
@@ -59,9 +61,11 @@ def make_file(path: Path, size: int) -> int:
 def timed(fn) -> tuple[float, float]:
     """Wall-clock and CPU seconds (ours and our children's, user + system) of one call.
     On a shared machine the CPU figure is the steadier: waiting for a core is not work."""
+
     def cpu() -> float:
         mine, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return mine.ru_utime + mine.ru_stime + kids.ru_utime + kids.ru_stime
+
     start, start_cpu = time.perf_counter(), cpu()
     fn()
     return time.perf_counter() - start, cpu() - start_cpu
@@ -113,8 +117,14 @@ def bench_run(path: Path, src: Path = ROOT / "src", pty: bool = False) -> None:
     env.pop("LOOPWATCH_MODE", None)
     options = ["--pty"] if pty else []
     with open(os.devnull, "wb") as null:
-        proc = subprocess.run([sys.executable, "-m", "loopwatch", "run", *options, "--", "cat", str(path)],
-                              stdin=subprocess.DEVNULL, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "loopwatch", "run", *options, "--", "cat", str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=null,
+            stderr=subprocess.PIPE,
+            env=env,
+            check=False,
+        )
     if proc.returncode != 0:
         raise SystemExit(f"loopwatch run failed ({proc.returncode}): {proc.stderr.decode()}")
 
@@ -127,7 +137,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50.0, help="size of the output, in MB (default 50)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each `run` figure; the best is kept (default 1)")
-    parser.add_argument("--against", type=Path, metavar="SRC", help="another checkout's src to time `run` with, as the baseline")
+    parser.add_argument(
+        "--against", type=Path, metavar="SRC", help="another checkout's src to time `run` with, as the baseline"
+    )
     args = parser.parse_args()
     size = int(args.mb * 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,13 +147,19 @@ def main() -> None:
         lines = make_file(path, size)
         real = path.stat().st_size
         print(f"output: {real / 1e6:.1f} MB, {lines:,} lines")
-        plans = [("cat", partial(bench_cat, path), 3), ("pump", partial(bench_pump, path), 3),
-                 ("pump --pty", partial(bench_pump_pty, path), 3), ("monitor", partial(bench_monitor, path), 1)]
+        plans = [
+            ("cat", partial(bench_cat, path), 3),
+            ("pump", partial(bench_pump, path), 3),
+            ("pump --pty", partial(bench_pump_pty, path), 3),
+            ("monitor", partial(bench_monitor, path), 1),
+        ]
         runs = [("run", partial(bench_run, path)), ("run --pty", partial(bench_run, path, pty=True))]
         if args.against is not None:
             against = args.against.resolve()
-            runs += [("base run", partial(bench_run, path, against)),
-                     ("base run --pty", partial(bench_run, path, against, has_pty(against)))]
+            runs += [
+                ("base run", partial(bench_run, path, against)),
+                ("base run --pty", partial(bench_run, path, against, has_pty(against))),
+            ]
         plans += [(name, fn, args.repeat) for name, fn in runs]
         # the `run` figures interleaved, so a machine busy for a while weighs on all alike
         best: dict[str, list[float]] = {}
@@ -159,8 +177,10 @@ def main() -> None:
     base = best["cat"][0]
     print(f"{'':15s} {'seconds':>8s} {'MB/s':>9s} {'lines/s':>11s} {'x cat':>8s} {'CPU s':>8s} {'MB/CPU s':>9s}")
     for name, (seconds, cpu) in best.items():
-        print(f"{name:15s} {seconds:8.3f} {real / 1e6 / seconds:9.1f} {lines / seconds:11,.0f} {seconds / base:8.1f}"
-              f" {cpu:8.3f} {real / 1e6 / max(cpu, 1e-9):9.1f}")
+        print(
+            f"{name:15s} {seconds:8.3f} {real / 1e6 / seconds:9.1f} {lines / seconds:11,.0f} {seconds / base:8.1f}"
+            f" {cpu:8.3f} {real / 1e6 / max(cpu, 1e-9):9.1f}"
+        )
     if args.against is not None:
         for name in ("run", "run --pty"):
             versus = "run --pty" if name == "run --pty" and has_pty(args.against) else "run"

@@ -38,7 +38,11 @@ from loopwatch.analysis.replay import default_jobs, replay_files
 
 
 def find_corpus(given: str | None) -> Path | None:
-    candidates = [Path(given)] if given else [Path(__file__).resolve().parents[1].parent / "shared" / "corpus", Path("/work/shared/corpus")]
+    candidates = (
+        [Path(given)]
+        if given
+        else [Path(__file__).resolve().parents[1].parent / "shared" / "corpus", Path("/work/shared/corpus")]
+    )
     return next((c for c in candidates if c.is_dir()), None)
 
 
@@ -155,20 +159,32 @@ def main() -> int:
     load_after = os.getloadavg()[0]
 
     n = len(paths)
-    print(f"corpus: {corpus} ({n} files, {size:.1f} MB, {sessions} sessions); "
-          f"{default_jobs()} cores; load average {load_before:.2f} before, {load_after:.2f} after")
+    print(
+        f"corpus: {corpus} ({n} files, {size:.1f} MB, {sessions} sessions); "
+        f"{default_jobs()} cores; load average {load_before:.2f} before, {load_after:.2f} after"
+    )
     print(f"{'':30}{'wall s':>8}{'cpu s':>8}{'files/s':>9}{'MB/s':>8}")
-    rows = (("(a) bare orjson parsing", t_bare), ("    readers only, no monitor", t_read),
-            ("(b) scan, 1 process", t_single), (f"(c) scan, {args.jobs} processes", t_parallel))
+    rows = (
+        ("(a) bare orjson parsing", t_bare),
+        ("    readers only, no monitor", t_read),
+        ("(b) scan, 1 process", t_single),
+        (f"(c) scan, {args.jobs} processes", t_parallel),
+    )
     for name, (wall, cpu) in rows:
         print(f"{name:30}{wall:8.3f}{cpu:8.3f}{n / wall:9.0f}{size / wall:8.1f}")
-    print(f"scan cost / bare parsing, 1 process: {t_single[0] / t_bare[0]:.1f}x wall, "
-          f"{t_single[1] / t_bare[1]:.1f}x cpu (target <= 2x); readers alone: {t_read[1] / t_bare[1]:.1f}x cpu")
-    print(f"parallel speed-up: {t_single[0] / t_parallel[0]:.2f}x wall on {args.jobs} processes (target >= 1.6x on 2 cores); "
-          f"the parallel scan spends {t_parallel[1] / t_single[1]:.2f}x the CPU of one process "
-          f"(so at most {args.jobs * t_single[1] / t_parallel[1]:.2f}x on {args.jobs} idle cores)")
-    print(f"this machine's ceiling now: a pure-CPU loop speeds up {ceiling:.2f}x on {args.jobs} processes; "
-          f"the scan reaches {t_single[0] / t_parallel[0] / ceiling:.0%} of it")
+    print(
+        f"scan cost / bare parsing, 1 process: {t_single[0] / t_bare[0]:.1f}x wall, "
+        f"{t_single[1] / t_bare[1]:.1f}x cpu (target <= 2x); readers alone: {t_read[1] / t_bare[1]:.1f}x cpu"
+    )
+    print(
+        f"parallel speed-up: {t_single[0] / t_parallel[0]:.2f}x wall on {args.jobs} processes (target >= 1.6x on 2 cores); "
+        f"the parallel scan spends {t_parallel[1] / t_single[1]:.2f}x the CPU of one process "
+        f"(so at most {args.jobs * t_single[1] / t_parallel[1]:.2f}x on {args.jobs} idle cores)"
+    )
+    print(
+        f"this machine's ceiling now: a pure-CPU loop speeds up {ceiling:.2f}x on {args.jobs} processes; "
+        f"the scan reaches {t_single[0] / t_parallel[0] / ceiling:.0%} of it"
+    )
     return 0
 
 

@@ -55,8 +55,18 @@ def write_events(path: Path, count: int) -> None:
     with open(path, "wb") as fh:
         fh.write(b'{"type": "user"}\n')
         for i in range(count):
-            fh.write(orjson.dumps({"type": "tool", "name": "Bash", "input": {"command": f"cat src/module_{i}.py"},
-                                   "result": f"def f_{i}(): return {i}", "tokens": 120}) + b"\n")
+            fh.write(
+                orjson.dumps(
+                    {
+                        "type": "tool",
+                        "name": "Bash",
+                        "input": {"command": f"cat src/module_{i}.py"},
+                        "result": f"def f_{i}(): return {i}",
+                        "tokens": 120,
+                    }
+                )
+                + b"\n"
+            )
 
 
 def write_files(folder: Path, count: int) -> None:
@@ -89,15 +99,19 @@ def main() -> int:
     SRC = args.src
     with tempfile.TemporaryDirectory(prefix="lw-mem-") as tmp:
         folder = Path(tmp)
-        print(f"loopwatch from {SRC}; jobs={args.jobs}; peak RSS of the scanning process (ru_maxrss of the child; workers not included)")
+        print(
+            f"loopwatch from {SRC}; jobs={args.jobs}; peak RSS of the scanning process (ru_maxrss of the child; workers not included)"
+        )
         base = None
         for count in [int(x) for x in args.events.split(",") if x]:
             path = folder / f"events-{count}.jsonl"
             write_events(path, count)
             peak, status = peak_of(scan(path, args.jobs))
             base = base or peak
-            print(f"events {count:>9,}: {path.stat().st_size / 2**20:7.1f} MiB on disk, peak {peak / 1024:7.1f} MiB "
-                  f"({peak / base:.2f}x the first), exit {status}")
+            print(
+                f"events {count:>9,}: {path.stat().st_size / 2**20:7.1f} MiB on disk, peak {peak / 1024:7.1f} MiB "
+                f"({peak / base:.2f}x the first), exit {status}"
+            )
             path.unlink()
         base = None
         for count in [int(x) for x in args.files.split(",") if x]:
@@ -114,8 +128,10 @@ def main() -> int:
             size = path.stat().st_size
             peak, status = peak_of(scan(path, 1))
             base = base or peak
-            print(f"one line of {size / 2**20:4.0f} MiB: peak {peak / 1024:6.1f} MiB ({peak / base:.2f}x the first, "
-                  f"{peak * 1024 / size:.2f}x the file), exit {status}")
+            print(
+                f"one line of {size / 2**20:4.0f} MiB: peak {peak / 1024:6.1f} MiB ({peak / base:.2f}x the first, "
+                f"{peak * 1024 / size:.2f}x the file), exit {status}"
+            )
             path.unlink()
     return 0
 

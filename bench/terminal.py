@@ -85,9 +85,11 @@ def main() -> None:
         taken += sum(len(t.encode()) for t in cast[2])
     size = sum(len(t.encode()) for _, _, out in casts for t in out)
     print(f"{len(casts)} casts, {size / 1e6:.1f} MB of output")
-    rows = [("lines", best(lambda: run_lines(casts), args.repeat)),
-            ("pyte", best(lambda: run_pyte(casts, False), args.repeat)),
-            ("pyte+hist", best(lambda: run_pyte(casts, True), args.repeat))]
+    rows = [
+        ("lines", best(lambda: run_lines(casts), args.repeat)),
+        ("pyte", best(lambda: run_pyte(casts, False), args.repeat)),
+        ("pyte+hist", best(lambda: run_pyte(casts, True), args.repeat)),
+    ]
     base = rows[0][1]
     print(f"{'':10s} {'seconds':>8s} {'MB/s':>8s} {'x lines':>8s}")
     for name, seconds in rows:

@@ -42,8 +42,15 @@ def agent(name: str, *args: str) -> list[str]:
     return [sys.executable, str(AGENTS / f"{name}.py"), *args]
 
 
-def loopwatch(tmp_path: Path, command: list[str], *options: str, record: bool = True, timeout: float = 30,
-              interrupt_on: bytes | None = None, interrupts: int = 1) -> Ran:
+def loopwatch(
+    tmp_path: Path,
+    command: list[str],
+    *options: str,
+    record: bool = True,
+    timeout: float = 30,
+    interrupt_on: bytes | None = None,
+    interrupts: int = 1,
+) -> Ran:
     """Run `loopwatch run [options] -- command` in tmp_path. With `interrupt_on`, send
     SIGINT to loopwatch (`interrupts` times, 0.1 s apart) once that text shows on stdout."""
     path = tmp_path / "record.json"
@@ -51,8 +58,14 @@ def loopwatch(tmp_path: Path, command: list[str], *options: str, record: bool = 
     if record:
         argv += ["--record", str(path)]
     argv += ["--", *command]
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=env_for(tmp_path), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     if interrupt_on is not None:
         seen = b""
         while interrupt_on not in seen:
@@ -89,7 +102,7 @@ def alive(pid: int) -> bool:
             stat = fh.read()
     except FileNotFoundError:
         return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
+    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
 def assert_nothing_left(ran: Ran) -> None:

@@ -52,9 +52,19 @@ def codex_binary() -> tuple[str | None, str]:
             return None, "node/npm not found: the real-Codex tests need them to install @openai/codex"
         prefix.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
-             f"@openai/codex@{CODEX_VERSION}"],
-            capture_output=True, text=True, timeout=_INSTALL_TIMEOUT,
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                f"@openai/codex@{CODEX_VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=_INSTALL_TIMEOUT,
         )
         if done.returncode != 0 or not binary.exists():
             raise RuntimeError(f"npm install @openai/codex@{CODEX_VERSION} failed:\n{done.stderr[-2000:]}")
@@ -168,18 +178,38 @@ def _events(number: int, step: dict) -> list[dict]:
     response_id = f"resp_{number}"
     out: list[dict] = [{"type": "response.created", "response": {"id": response_id}}]
     if "call" in step:
-        item = {"type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
-                "name": step["call"], "arguments": json.dumps(step["arguments"])}
+        item = {
+            "type": "function_call",
+            "id": f"fc_{number}",
+            "call_id": f"call_{number}",
+            "name": step["call"],
+            "arguments": json.dumps(step["arguments"]),
+        }
     else:
-        item = {"type": "message", "role": "assistant", "id": f"msg_{number}", "status": "completed",
-                "content": [{"type": "output_text", "text": step["say"], "annotations": []}]}
+        item = {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_{number}",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": step["say"], "annotations": []}],
+        }
     out.append({"type": "response.output_item.added", "output_index": 0, "item": item})
     out.append({"type": "response.output_item.done", "output_index": 0, "item": item})
-    out.append({"type": "response.completed", "response": {
-        "id": response_id,
-        "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
-                  "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110},
-    }})
+    out.append(
+        {
+            "type": "response.completed",
+            "response": {
+                "id": response_id,
+                "usage": {
+                    "input_tokens": 100,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": 10,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": 110,
+                },
+            },
+        }
+    )
     return out
 
 
@@ -221,18 +251,34 @@ class CodexHome:
         (self.codex_home / "config.toml").write_text(_CONFIG.format(base_url=server.base_url), encoding="utf-8")
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("LOOPWATCH_", "CODEX_", "OPENAI_", "CLAUDE_CODE_", "XDG_"))}
-        env.update(HOME=str(self.home), CODEX_HOME=str(self.codex_home), LOOPWATCH_STATE_DIR=str(self.state),
-                   PYTHONPATH=SRC, NO_COLOR="1", RUST_LOG="error")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("LOOPWATCH_", "CODEX_", "OPENAI_", "CLAUDE_CODE_", "XDG_"))
+        }
+        env.update(
+            HOME=str(self.home),
+            CODEX_HOME=str(self.codex_home),
+            LOOPWATCH_STATE_DIR=str(self.state),
+            PYTHONPATH=SRC,
+            NO_COLOR="1",
+            RUST_LOG="error",
+        )
         # The bundled `codex` finds its native binary next to node itself; PATH must keep node.
         env["PATH"] = os.path.dirname(self.codex) + os.pathsep + env.get("PATH", "")
         env.update(extra)
         return env
 
     def loopwatch(self, *args: str, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "loopwatch", *args], cwd=self.work, env=self.env(**env),
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "loopwatch", *args],
+            cwd=self.work,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
 
     def install(self) -> subprocess.CompletedProcess:
         done = self.loopwatch("install", "codex")
@@ -240,11 +286,25 @@ class CodexHome:
         return done
 
     def exec_args(self, prompt: str) -> list[str]:
-        return [self.codex, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", prompt]
+        return [
+            self.codex,
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            prompt,
+        ]
 
     def exec(self, prompt: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(self.exec_args(prompt), cwd=self.work, env=self.env(**env), capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            self.exec_args(prompt),
+            cwd=self.work,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
     def tui(self, prompt: str, settle: float = 6.0, timeout: float = 120) -> bytes:
         """Run the interactive `codex` (attended: a person at a terminal) in a pseudo-
@@ -260,9 +320,15 @@ class CodexHome:
 
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        proc = subprocess.Popen([self.codex, "--dangerously-bypass-approvals-and-sandbox", prompt], stdin=slave,
-                                stdout=slave, stderr=slave, cwd=self.work, env=self.env(TERM="xterm-256color"),
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [self.codex, "--dangerously-bypass-approvals-and-sandbox", prompt],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=self.work,
+            env=self.env(TERM="xterm-256color"),
+            start_new_session=True,
+        )
         os.close(slave)
         drawn, seen, quiet_since = b"", 0, time.monotonic()
         deadline = time.monotonic() + timeout
@@ -331,6 +397,10 @@ def stream_items(stdout: str, kind: str = "command_execution") -> list[dict]:
             obj = json.loads(line)
         except ValueError:
             continue
-        if obj.get("type") == "item.completed" and isinstance(obj.get("item"), dict) and obj["item"].get("type") == kind:
+        if (
+            obj.get("type") == "item.completed"
+            and isinstance(obj.get("item"), dict)
+            and obj["item"].get("type") == kind
+        ):
             items.append(obj["item"])
     return items

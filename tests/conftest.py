@@ -16,8 +16,13 @@ def jsonl(lines) -> str:
 
 def looping_events(times: int = 6) -> list[dict]:
     """A run that retries the same failing command, unchanged, `times` times."""
-    call = {"type": "tool", "name": "Bash", "input": {"command": "pytest -x"}, "error": True,
-            "result": "E   ImportError: cannot import name 'cart_total'"}
+    call = {
+        "type": "tool",
+        "name": "Bash",
+        "input": {"command": "pytest -x"},
+        "error": True,
+        "result": "E   ImportError: cannot import name 'cart_total'",
+    }
     return [{"type": "user"}] + [dict(call, tokens=1000, cost=0.01) for _ in range(times)]
 
 

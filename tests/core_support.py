@@ -34,8 +34,16 @@ def only(signal: str, params: dict[str, Any] | None = None, **config: Any) -> Mo
     return Monitor(signals=signals, **config)
 
 
-def call(name: str = "Bash", input: Any = None, result: Any = "", *, error: bool = False,
-         changed: Iterable[str] = (), at: float | None = None, **kw: Any) -> ToolCall:
+def call(
+    name: str = "Bash",
+    input: Any = None,
+    result: Any = "",
+    *,
+    error: bool = False,
+    changed: Iterable[str] = (),
+    at: float | None = None,
+    **kw: Any,
+) -> ToolCall:
     return ToolCall(name, input, result, error=error, changed=tuple(changed), at=at, **kw)
 
 

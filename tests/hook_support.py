@@ -42,19 +42,29 @@ class Result:
 class Agent:
     """One agent session seen through its hooks. `host` is "claude-code" or "codex"."""
 
-    def __init__(self, state: Path, cwd: Path, session: str = "sess-0001", host: str = "claude-code",
-                 agent_id: str | None = None, env: dict | None = None) -> None:
+    def __init__(
+        self,
+        state: Path,
+        cwd: Path,
+        session: str = "sess-0001",
+        host: str = "claude-code",
+        agent_id: str | None = None,
+        env: dict | None = None,
+    ) -> None:
         self.state, self.cwd, self.session, self.host, self.agent_id = state, cwd, session, host, agent_id
         self.extra_env = env or {}
         self.calls = 0
 
     def env(self) -> dict:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "XDG_"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "XDG_"))}
         # The profile is pinned: these tests may themselves run under `claude -p`,
         # which the hook would rightly detect as unattended.
-        env.update(PYTHONPATH=SRC, LOOPWATCH_STATE_DIR=str(self.state), HOME=str(self.state / "home"),
-                   LOOPWATCH_PROFILE="attended")
+        env.update(
+            PYTHONPATH=SRC,
+            LOOPWATCH_STATE_DIR=str(self.state),
+            HOME=str(self.state / "home"),
+            LOOPWATCH_PROFILE="attended",
+        )
         env.update(self.extra_env)
         return env
 
@@ -74,32 +84,59 @@ class Agent:
         return payload
 
     def send(self, payload: dict | bytes | str, args: tuple[str, ...] = ()) -> Result:
-        data = payload if isinstance(payload, bytes) else (
-            payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
-        proc = subprocess.run([sys.executable, "-m", "loopwatch", "hook", *args], input=data,
-                              env=self.env(), capture_output=True, cwd=self.cwd, timeout=60)
+        data = (
+            payload
+            if isinstance(payload, bytes)
+            else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "loopwatch", "hook", *args],
+            input=data,
+            env=self.env(),
+            capture_output=True,
+            cwd=self.cwd,
+            timeout=60,
+        )
         out = json.loads(proc.stdout) if proc.stdout.strip() else None
         return Result(proc.returncode, out, proc.stderr.decode())
 
     def pre(self, tool: str, tool_input: dict) -> Result:
         self.calls += 1
-        return self.send({**self.base("PreToolUse"), "tool_name": tool, "tool_input": tool_input,
-                          "tool_use_id": self._id()})
+        return self.send(
+            {**self.base("PreToolUse"), "tool_name": tool, "tool_input": tool_input, "tool_use_id": self._id()}
+        )
 
     def post(self, tool: str, tool_input: dict, response) -> Result:
-        return self.send({**self.base("PostToolUse"), "tool_name": tool, "tool_input": tool_input,
-                          "tool_response": response, "tool_use_id": self._id()})
+        return self.send(
+            {
+                **self.base("PostToolUse"),
+                "tool_name": tool,
+                "tool_input": tool_input,
+                "tool_response": response,
+                "tool_use_id": self._id(),
+            }
+        )
 
     def failed(self, tool: str, tool_input: dict, error: str) -> Result:
         if self.host == "codex":  # Codex has no PostToolUseFailure: the exit code is in the output
             return self.post(tool, tool_input, f"Exit code: 1\nWall time: 0.4 seconds\nOutput:\n{error}")
-        return self.send({**self.base("PostToolUseFailure"), "tool_name": tool, "tool_input": tool_input,
-                          "tool_use_id": self._id(), "error": error, "is_interrupt": False})
+        return self.send(
+            {
+                **self.base("PostToolUseFailure"),
+                "tool_name": tool,
+                "tool_input": tool_input,
+                "tool_use_id": self._id(),
+                "error": error,
+                "is_interrupt": False,
+            }
+        )
 
     def prompt(self, text: str) -> Result:
         return self.send({**self.base("UserPromptSubmit"), "prompt": text})
 
-    def run(self, tool: str, tool_input: dict, *, response=None, error: str | None = None) -> tuple[Result, Result | None]:
+    def run(
+        self, tool: str, tool_input: dict, *, response=None, error: str | None = None
+    ) -> tuple[Result, Result | None]:
         """One whole call as the host makes it: PreToolUse, then (unless denied) the
         result. Returns both answers."""
         before = self.pre(tool, tool_input)
@@ -135,9 +172,17 @@ def edit(path: str, old: str, new: str) -> dict:
 
 def edit_response(path: str, old: str, new: str) -> dict:
     # Claude Code's Edit tool_response: the patch plus the whole original file.
-    return {"filePath": path, "oldString": old, "newString": new, "originalFile": "def parse(text):\n" + "    pass\n" * 50,
-            "structuredPatch": [{"oldStart": 3, "oldLines": 1, "newStart": 3, "newLines": 1,
-                                 "lines": [f"-{old}", f"+{new}"]}], "userModified": False, "replaceAll": False}
+    return {
+        "filePath": path,
+        "oldString": old,
+        "newString": new,
+        "originalFile": "def parse(text):\n" + "    pass\n" * 50,
+        "structuredPatch": [
+            {"oldStart": 3, "oldLines": 1, "newStart": 3, "newLines": 1, "lines": [f"-{old}", f"+{new}"]}
+        ],
+        "userModified": False,
+        "replaceAll": False,
+    }
 
 
 def state_actions(state: Path, session: str, agent: str = "") -> int:

@@ -60,8 +60,14 @@ def corpus_samples() -> list[str]:
     if not root.is_dir():
         return []
     picks = []
-    for pattern in ("swe-agent-traj/*/*/*.traj", "swe-agent-traj/*/*.traj", "mini-swe-agent-traj-json/*/*.traj.json",
-                    "atif/*/*/trajectory.json", "tb1-console-log/*/*/agent.log", "tb1-console-log/*/*/steps.json"):
+    for pattern in (
+        "swe-agent-traj/*/*/*.traj",
+        "swe-agent-traj/*/*.traj",
+        "mini-swe-agent-traj-json/*/*.traj.json",
+        "atif/*/*/trajectory.json",
+        "tb1-console-log/*/*/agent.log",
+        "tb1-console-log/*/*/steps.json",
+    ):
         picks.extend(sorted(glob.glob(str(root / pattern)))[:2])
     return [p for p in picks if os.path.isfile(p)]
 

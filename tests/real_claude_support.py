@@ -59,13 +59,26 @@ def claude_binary() -> str:
                 pytest.skip("real Claude Code tests need node and npm (not found on PATH)")
             prefix.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
-                ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
-                 f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"],
-                check=False, capture_output=True, text=True, timeout=900,
+                [
+                    "npm",
+                    "install",
+                    "--prefix",
+                    str(prefix),
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}",
+                ],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=900,
             )
             if done.returncode != 0 or not _works(binary):
-                pytest.fail(f"npm could not install @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} into {prefix}:\n"
-                            f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+                pytest.fail(
+                    f"npm could not install @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} into {prefix}:\n"
+                    f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+                )
     return str(binary)
 
 
@@ -81,6 +94,7 @@ def _works(binary: Path) -> bool:
 
 # -- the scripted model ---------------------------------------------------------------------
 
+
 @dataclass
 class Step:
     """One model turn: some text, then (unless `tool` is None) one tool call."""
@@ -92,8 +106,10 @@ class Step:
 
 def loop_script(times: int = 12) -> list[Step]:
     """The same failing command `times` times, then "done"."""
-    steps = [Step(f"Step {i + 1}: listing.", "Bash", {"command": LOOP_COMMAND, "description": "List the directory"})
-             for i in range(times)]
+    steps = [
+        Step(f"Step {i + 1}: listing.", "Bash", {"command": LOOP_COMMAND, "description": "List the directory"})
+        for i in range(times)
+    ]
     return steps + [Step(f"Done after {times} tool calls.")]
 
 
@@ -101,8 +117,10 @@ def same_error_script(times: int = 12) -> list[Step]:
     """A different command each time (`ls` of one missing folder after another), and
     the same error back each time: no call repeats, so no call can be refused before
     it runs; the stop comes after a call ran."""
-    steps = [Step(f"Trying folder {i}.", "Bash", {"command": f"ls /nonexistent-dir-xyz/sub{i}", "description": "List"})
-             for i in range(times)]
+    steps = [
+        Step(f"Trying folder {i}.", "Bash", {"command": f"ls /nonexistent-dir-xyz/sub{i}", "description": "List"})
+        for i in range(times)
+    ]
     return steps + [Step(f"Done after {times} tool calls.")]
 
 
@@ -116,8 +134,11 @@ def healthy_script(work: Path) -> list[Step]:
         Step("Writing a test.", "Write", {"file_path": test, "content": body}),
         Step("Running it.", "Bash", run),
         Step("Reading it.", "Read", {"file_path": test}),
-        Step("Fixing it.", "Edit", {"file_path": test, "old_string": "return a - b", "new_string": "return a + b",
-                                    "replace_all": False}),
+        Step(
+            "Fixing it.",
+            "Edit",
+            {"file_path": test, "old_string": "return a - b", "new_string": "return a + b", "replace_all": False},
+        ),
         Step("Running it again.", "Bash", run),
         Step("Done: the test passes."),
     ]
@@ -127,8 +148,15 @@ def healthy_script(work: Path) -> list[Step]:
 def subagent_script() -> list[Step]:
     """One Agent call whose sub-agent loops, then a closing message."""
     return [
-        Step("Delegating.", "Agent", {"description": "Repeat the listing", "prompt": "SCENARIO:loop list the directory",
-                                      "subagent_type": "general-purpose"}),
+        Step(
+            "Delegating.",
+            "Agent",
+            {
+                "description": "Repeat the listing",
+                "prompt": "SCENARIO:loop list the directory",
+                "subagent_type": "general-purpose",
+            },
+        ),
         Step("The sub-agent is done."),
     ]
 
@@ -243,17 +271,26 @@ class ScriptedAnthropic:
             if current.tool is None:
                 answered, stop = "text", "end_turn"
             else:
-                content.append({"type": "tool_use", "id": f"toolu_scripted{n:04d}", "name": current.tool,
-                                "input": current.input})
+                content.append(
+                    {"type": "tool_use", "id": f"toolu_scripted{n:04d}", "name": current.tool, "input": current.input}
+                )
                 answered, stop = f"tool:{current.tool}", "tool_use"
         with self._lock:
             self.requests.append(Request(scenario, step, tools, results, reminders, answered))
         return {
-            "id": f"msg_scripted{n:04d}", "type": "message", "role": "assistant",
-            "model": body.get("model") or "claude-scripted", "content": content,
-            "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "id": f"msg_scripted{n:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or "claude-scripted",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 100,
+                "output_tokens": 20,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
         }
 
 
@@ -262,8 +299,11 @@ def _scenario(messages: list[dict]) -> str | None:
     if first is None:
         return None
     content = first.get("content")
-    texts = [content] if isinstance(content, str) else [
-        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+    texts = (
+        [content]
+        if isinstance(content, str)
+        else [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+    )
     for text in texts:
         found = re.search(r"SCENARIO:(\w+)", text or "")
         if found:
@@ -295,30 +335,56 @@ def _after_last_assistant(messages: list[dict]) -> tuple[list[dict], list[str]]:
 
 
 def _sse_events(message: dict) -> list[tuple[str, dict]]:
-    head = {**message, "content": [], "stop_reason": None,
-            "usage": {**message["usage"], "output_tokens": 1}}
+    head = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
     events: list[tuple[str, dict]] = [("message_start", {"type": "message_start", "message": head})]
     for i, block in enumerate(message["content"]):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {"type": "text", "text": ""}}))
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                   "delta": {"type": "text_delta", "text": block["text"]}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                )
+            )
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}},
+                )
+            )
         else:
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {**block, "input": {}}}))
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                   "delta": {"type": "input_json_delta",
-                                                             "partial_json": json.dumps(block["input"])}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}},
+                )
+            )
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                    },
+                )
+            )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                     "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
 
 # -- a run ----------------------------------------------------------------------------------
+
 
 @dataclass
 class Finished:
@@ -370,8 +436,15 @@ class ClaudeRun:
         return env
 
     def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "loopwatch", *args], cwd=self.work, env=self.env(),
-                              check=False, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwatch", *args],
+            cwd=self.work,
+            env=self.env(),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if check and done.returncode != 0:
             raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
         return done
@@ -380,15 +453,32 @@ class ClaudeRun:
         return self.loopwatch("install", "claude-code").stdout
 
     def claude_argv(self, prompt: str) -> list[str]:
-        return [self.binary, "-p", prompt, "--output-format", "stream-json", "--verbose",
-                "--dangerously-skip-permissions"]
+        return [
+            self.binary,
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+        ]
 
-    def claude(self, prompt: str, wrap: Callable[[list[str]], list[str]] | None = None, timeout: float = 240) -> Finished:
+    def claude(
+        self, prompt: str, wrap: Callable[[list[str]], list[str]] | None = None, timeout: float = 240
+    ) -> Finished:
         argv = self.claude_argv(prompt)
         if wrap is not None:
             argv = wrap(argv)
-        done = subprocess.run(argv, check=False, cwd=self.work, env=self.env(), capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv,
+            check=False,
+            cwd=self.work,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         lines = []
         for line in done.stdout.splitlines():
             line = line.strip()
@@ -411,11 +501,19 @@ class ClaudeRun:
         import time
 
         key = self.env()["ANTHROPIC_API_KEY"]
-        (self.home / ".claude.json").write_text(json.dumps({
-            "hasCompletedOnboarding": True, "theme": "dark", "bypassPermissionsModeAccepted": True,
-            "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
-            "projects": {str(self.work): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}},
-        }))
+        (self.home / ".claude.json").write_text(
+            json.dumps(
+                {
+                    "hasCompletedOnboarding": True,
+                    "theme": "dark",
+                    "bypassPermissionsModeAccepted": True,
+                    "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
+                    "projects": {
+                        str(self.work): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}
+                    },
+                }
+            )
+        )
         env = {**self.env(), "TERM": "xterm-256color"}
         argv = [self.binary, prompt, "--dangerously-skip-permissions"]
         pid, fd = pty.fork()

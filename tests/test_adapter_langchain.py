@@ -46,7 +46,9 @@ def read_file(path: str) -> str:
 
 
 def calls(name: str, args: dict, n: int, start: int = 0) -> list[AIMessage]:
-    return [AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{start + i}"}]) for i in range(n)]
+    return [
+        AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{start + i}"}]) for i in range(n)
+    ]
 
 
 def agent_for(script, middleware=()):
@@ -81,16 +83,20 @@ def test_looping_agent_is_nudged_then_blocked_then_stopped():
     assert results[2].content.startswith("FAILED")  # the nudge rides on the real result
     assert results[3].content.startswith("loopwatch blocked this call")
     assert results[4].content.startswith("loopwatch stopped the run")
-    assert isinstance(out[-1], AIMessage) and out[-1].content.startswith("loopwatch stopped the run: the same run_tests call")
+    assert isinstance(out[-1], AIMessage) and out[-1].content.startswith(
+        "loopwatch stopped the run: the same run_tests call"
+    )
     assert not out[-1].tool_calls
     assert_protocol_intact(out)
     assert middleware.guard.stopped
 
 
 def test_after_a_block_the_conversation_continues():
-    script = calls("run_tests", {"path": "tests"}, 4) + calls("read_file", {"path": "cart.py"}, 1, start=4) + [
-        AIMessage(content="The total is computed before the discount; here is the fix.")
-    ]
+    script = (
+        calls("run_tests", {"path": "tests"}, 4)
+        + calls("read_file", {"path": "cart.py"}, 1, start=4)
+        + [AIMessage(content="The total is computed before the discount; here is the fix.")]
+    )
     middleware = LoopwatchMiddleware(**GUARD)
     out = agent_for(script, [middleware]).invoke({"messages": [HumanMessage("make the tests pass")]})["messages"]
     assert [m.status for m in tool_messages(out)] == ["success", "success", "success", "error", "success"]
@@ -121,7 +127,9 @@ def test_healthy_agent_runs_untouched():
         AIMessage(content="Done."),
     ]
     plain = agent_for(list(script)).invoke({"messages": [HumanMessage("go")]})["messages"]
-    guarded = agent_for(list(script), [LoopwatchMiddleware(**GUARD)]).invoke({"messages": [HumanMessage("go")]})["messages"]
+    guarded = agent_for(list(script), [LoopwatchMiddleware(**GUARD)]).invoke({"messages": [HumanMessage("go")]})[
+        "messages"
+    ]
     strip = [(type(m).__name__, m.content, getattr(m, "status", None)) for m in plain]
     assert [(type(m).__name__, m.content, getattr(m, "status", None)) for m in guarded] == strip
 
@@ -136,9 +144,13 @@ def test_async_agent_is_guarded_the_same_way():
 
 
 def test_parallel_identical_calls_are_each_answered():
-    batch = [AIMessage(content="", tool_calls=[
-        {"name": "run_tests", "args": {"path": "tests"}, "id": f"b{j}_{i}"} for i in range(3)
-    ]) for j in range(3)]
+    batch = [
+        AIMessage(
+            content="",
+            tool_calls=[{"name": "run_tests", "args": {"path": "tests"}, "id": f"b{j}_{i}"} for i in range(3)],
+        )
+        for j in range(3)
+    ]
     out = agent_for(batch, [LoopwatchMiddleware(**GUARD)]).invoke({"messages": [HumanMessage("go")]})["messages"]
     assert_protocol_intact(out)
     assert out[-1].content.startswith("loopwatch stopped the run")
@@ -157,6 +169,10 @@ def test_callback_handler_only_watches():
 
 def test_callback_handler_sees_a_healthy_run_as_healthy():
     handler = LoopwatchCallbackHandler(**GUARD)
-    script = calls("read_file", {"path": "a.py"}, 1) + calls("run_tests", {"path": "tests"}, 1, start=1) + [AIMessage(content="ok")]
+    script = (
+        calls("read_file", {"path": "a.py"}, 1)
+        + calls("run_tests", {"path": "tests"}, 1, start=1)
+        + [AIMessage(content="ok")]
+    )
     agent_for(script).invoke({"messages": [HumanMessage("go")]}, config={"callbacks": [handler]})
     assert handler.findings == [] and handler.guard.monitor.actions == 2

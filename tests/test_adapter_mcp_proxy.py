@@ -48,8 +48,10 @@ def texts(result) -> list[str]:
 def config(tmp_path):
     path = tmp_path / "loopwatch.toml"
     others = "cycle", "echo", "same_error"
-    off = "\n".join(f"[signals.{name}]\n{'repeats' if name == 'cycle' else 'turns' if name == 'echo' else 'threshold'} = 0"
-                    for name in others)
+    off = "\n".join(
+        f"[signals.{name}]\n{'repeats' if name == 'cycle' else 'turns' if name == 'echo' else 'threshold'} = 0"
+        for name in others
+    )
     path.write_text(f"[signals.repeat]\nthreshold = 3\n{off}\n")
     return str(path)
 
@@ -94,7 +96,9 @@ def test_looping_client_is_nudged_then_blocked_then_stopped(tmp_path, config):
     results, after = logged(tmp_path, main)
     assert [r.is_error for r in results] == [False, False, False, True, True]
     assert texts(results[0]) == [FAILED]
-    assert texts(results[2])[0] == FAILED and texts(results[2])[1].startswith("loopwatch: you appear to be going in circles")
+    assert texts(results[2])[0] == FAILED and texts(results[2])[1].startswith(
+        "loopwatch: you appear to be going in circles"
+    )
     assert texts(results[3])[0].startswith("loopwatch blocked this call")
     assert texts(results[4])[0].startswith("loopwatch stopped the run")
     assert after.is_error and texts(after)[0].startswith("loopwatch stopped the run")  # refused once stopped
@@ -119,8 +123,12 @@ def test_after_a_block_the_session_goes_on(tmp_path, config):
 
 
 def test_healthy_session_is_untouched(tmp_path, config):
-    calls = [("read_file", {"path": "a.py"}), ("run_tests", {"path": "tests"}), ("read_file", {"path": "b.py"}),
-             ("run_tests", {"path": "tests"})] + [("poll", {"job": "build"})] * 6
+    calls = [
+        ("read_file", {"path": "a.py"}),
+        ("run_tests", {"path": "tests"}),
+        ("read_file", {"path": "b.py"}),
+        ("run_tests", {"path": "tests"}),
+    ] + [("poll", {"job": "build"})] * 6
 
     async def main(log):
         async with session(proxy("--config", config, "--profile", "unattended"), log) as client:
@@ -139,12 +147,25 @@ def test_cli_errors_are_one_line_and_exit_2_or_127(tmp_path):
     cmd = [sys.executable, "-m", "loopwatch", "mcp-proxy"]
     missing = subprocess.run(cmd, check=False, capture_output=True, text=True, env=_env(), stdin=subprocess.DEVNULL)
     assert missing.returncode == 2 and "Missing argument" in missing.stderr
-    absent = subprocess.run([*cmd, "--", "no-such-mcp-server-xyz"], check=False, capture_output=True, text=True, env=_env(),
-                            stdin=subprocess.DEVNULL, timeout=60)
+    absent = subprocess.run(
+        [*cmd, "--", "no-such-mcp-server-xyz"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     assert absent.returncode == 127
     assert absent.stderr.strip() == "loopwatch mcp-proxy: cannot run no-such-mcp-server-xyz: No such file or directory"
     bad = tmp_path / "bad.toml"
     bad.write_text("mode = 'sometimes'\n")
-    config = subprocess.run([*cmd, "--config", str(bad), "--", "true"], check=False, capture_output=True, text=True, env=_env(),
-                            stdin=subprocess.DEVNULL)
+    config = subprocess.run(
+        [*cmd, "--config", str(bad), "--", "true"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+    )
     assert config.returncode == 2 and "Traceback" not in config.stderr

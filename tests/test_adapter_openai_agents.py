@@ -107,12 +107,14 @@ def test_a_new_run_lifts_a_stop():
 
 def test_healthy_agent_runs_untouched():
     def script():
-        return ScriptedModel([
-            [function_call("read_file", {"path": "cart.py"}, call_id="a")],
-            [function_call("run_tests", {"path": "tests"}, call_id="b")],
-            [function_call("read_file", {"path": "discount.py"}, call_id="c")],
-            [assistant_message("Done.")],
-        ])
+        return ScriptedModel(
+            [
+                [function_call("read_file", {"path": "cart.py"}, call_id="a")],
+                [function_call("run_tests", {"path": "tests"}, call_id="b")],
+                [function_call("read_file", {"path": "discount.py"}, call_id="c")],
+                [assistant_message("Done.")],
+            ]
+        )
 
     plain = run(Agent(name="fixer", tools=[run_tests, read_file], model=script()))
     guard = Guard(**GUARD)
@@ -135,8 +137,10 @@ def test_guard_tools_leaves_the_original_tools_alone():
 def test_hooks_alone_only_watch():
     guard = Guard(**GUARD)
     hooks = LoopwatchHooks(guard)
-    model = ScriptedModel([[function_call("run_tests", {"path": "tests"}, call_id=f"c{i}")] for i in range(5)]
-                          + [[assistant_message("Giving up.")]])
+    model = ScriptedModel(
+        [[function_call("run_tests", {"path": "tests"}, call_id=f"c{i}")] for i in range(5)]
+        + [[assistant_message("Giving up.")]]
+    )
     result = run(Agent(name="fixer", tools=[run_tests], model=model), hooks=hooks)
     assert result.final_output == "Giving up." and len(ran) == 5
     assert not any("loopwatch" in o for o in outputs(result.to_input_list()))

@@ -80,8 +80,12 @@ def test_pydantic_ai_instrumented_loop_is_found_on_the_agent_span():
     events = findings_on(root[0])
     assert [e["loopwatch.action"] for e in events] == ["nudge", "block", "stop"]
     assert {e["loopwatch.tool.name"] for e in events} == {"run_tests"}
-    assert events[0]["loopwatch.description"].startswith("the same run_tests call returned the same result 3 times in a row")
-    tool_ids = {f"{s.context.span_id:016x}" for s in exporter.get_finished_spans() if s.name == "execute_tool run_tests"}
+    assert events[0]["loopwatch.description"].startswith(
+        "the same run_tests call returned the same result 3 times in a row"
+    )
+    tool_ids = {
+        f"{s.context.span_id:016x}" for s in exporter.get_finished_spans() if s.name == "execute_tool run_tests"
+    }
     assert {e["loopwatch.tool.span_id"] for e in events} <= tool_ids
     # The agent span names the strongest finding, the first of its kind: where the run would have ended.
     assert root[0].attributes["loopwatch.action"] == "stop"
@@ -101,7 +105,11 @@ def test_hand_written_genai_spans():
     assert [e["loopwatch.action"] for e in events] == ["nudge", "block", "stop", "stop"]
     # The strongest finding, the first of its kind: where the run would have ended.
     assert agent_span(exporter).attributes["loopwatch.action"] == "stop"
-    assert agent_span(exporter).attributes["loopwatch.description"].startswith("the same bash call returned the same result 5 times")
+    assert (
+        agent_span(exporter)
+        .attributes["loopwatch.description"]
+        .startswith("the same bash call returned the same result 5 times")
+    )
 
 
 def test_healthy_trace_is_left_alone():
@@ -111,8 +119,10 @@ def test_healthy_trace_is_left_alone():
         for i, command in enumerate(["ls", "cat a.py", "pytest", "git diff", "pytest -k cart"]):
             tool_span(tracer, "bash", f'{{"command": "{command}"}}', f"output {i}")
     assert processor.findings == []
-    assert all(not findings_on(s) and not any(k.startswith("loopwatch") for k in s.attributes)
-               for s in exporter.get_finished_spans())
+    assert all(
+        not findings_on(s) and not any(k.startswith("loopwatch") for k in s.attributes)
+        for s in exporter.get_finished_spans()
+    )
 
 
 def test_without_recorded_content_calls_are_not_guessed_alike():
@@ -152,7 +162,9 @@ def test_odd_attributes_never_break_the_traced_program():
     with tracer.start_as_current_span("invoke_agent"):
         tool_span(tracer, "bash", "{not json", "x")
         tool_span(tracer, "bash", "[1, 2]", "")
-        with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": "[{]"}):
+        with tracer.start_as_current_span(
+            "chat", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": "[{]"}
+        ):
             pass
         with tracer.start_as_current_span("execute_tool", attributes={"gen_ai.operation.name": "execute_tool"}):
             pass

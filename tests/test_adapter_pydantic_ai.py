@@ -121,7 +121,12 @@ def test_text_alone_can_stop_a_run():
         return ModelResponse(parts=[TextPart("done")])
 
     # chanting is suspicion: it stops once corroborated (one more copy past the nudge)
-    guard = {**GUARD, "signals": {**OFF, "chanting": {"repeats": 3}}, "profile": "unattended", "evidence": {"confirm": 1}}
+    guard = {
+        **GUARD,
+        "signals": {**OFF, "chanting": {"repeats": 3}},
+        "profile": "unattended",
+        "evidence": {"confirm": 1},
+    }
     agent, ran = make_agent(FunctionModel(respond), Loopwatch(**guard))
     with pytest.raises(LoopStopped):
         agent.run_sync("go")

@@ -53,8 +53,15 @@ def user(tmp_path, codex_cli):
 
 def _hooks_list(home: CodexHome) -> list[dict]:
     """Codex's own view of the hooks (`codex app-server`, `hooks/list`)."""
-    proc = subprocess.Popen([home.codex, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=home.env(), cwd=home.work)
+    proc = subprocess.Popen(
+        [home.codex, "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=home.env(),
+        cwd=home.work,
+    )
     try:
         assert proc.stdin is not None and proc.stdout is not None
         for message in (
@@ -135,7 +142,9 @@ def test_unattended_hook_nudges_then_blocks_but_cannot_end_codex_exec(user):
     assert all(item["exit_code"] == 2 for item in ran)
     assert NUDGE not in server.texts(3) and NUDGE in server.texts(4)  # nudged after the 3rd
     outputs = [server.tool_outputs(n)[-1] for n in range(5, len(server.requests) + 1)]
-    assert outputs and all(o.startswith("Command blocked by PreToolUse hook: loopwatch stopped the run") for o in outputs)
+    assert outputs and all(
+        o.startswith("Command blocked by PreToolUse hook: loopwatch stopped the run") for o in outputs
+    )
     # What no Codex hook can do: end `codex exec`. The model was asked again after
     # every blocked call, until the script ran out (README: use `loopwatch run`).
     assert len(server.requests) == 13 and done.returncode == 0
@@ -144,7 +153,12 @@ def test_unattended_hook_nudges_then_blocks_but_cannot_end_codex_exec(user):
 def _run(home: CodexHome, prompt: str, record) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *home.exec_args(prompt)],
-        cwd=home.work, env=home.env(), capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+        cwd=home.work,
+        env=home.env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -195,12 +209,15 @@ def test_attended_interactive_codex_blocks_every_repeat_after_the_nudge(user):
 
 
 HEALTHY = [
-    shell("echo 1"), shell("pwd"), shell("uname -s"), shell("date +%Y"),
+    shell("echo 1"),
+    shell("pwd"),
+    shell("uname -s"),
+    shell("date +%Y"),
     shell("printf 'def test_add():\\n    assert 1 + 1 == 3\\n' > test_add.py"),
-    shell("python3 -c \"import test_add; test_add.test_add()\""),  # fails: AssertionError
+    shell('python3 -c "import test_add; test_add.test_add()"'),  # fails: AssertionError
     shell("cat test_add.py"),
     shell("sed -i 's/== 3/== 2/' test_add.py"),
-    shell("python3 -c \"import test_add; test_add.test_add()\" && echo passed"),
+    shell('python3 -c "import test_add; test_add.test_add()" && echo passed'),
     say("The test passes now."),
 ]
 

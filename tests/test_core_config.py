@@ -34,16 +34,27 @@ def test_keyword_thresholds_merge_with_the_defaults():
 
 
 def test_keywords_override_the_mapping():
-    config = Config.make({"mode": "warn", "signals": {"repeat": {"threshold": 5}}}, mode="enforce",
-                         signals={"repeat": {"threshold": 7}})
+    config = Config.make(
+        {"mode": "warn", "signals": {"repeat": {"threshold": 5}}}, mode="enforce", signals={"repeat": {"threshold": 7}}
+    )
     assert config.mode == "enforce" and config.params("repeat").threshold == 7
 
 
-@pytest.mark.parametrize("signal, key", [
-    ("repeat", "threshold"), ("same_error", "threshold"), ("correction", "threshold"), ("apology", "threshold"),
-    ("cycle", "repeats"), ("repeated_lines", "repeats"), ("chanting", "repeats"), ("retry_storm", "retries"),
-    ("echo", "turns"), ("stagnation", "replays"),
-])
+@pytest.mark.parametrize(
+    "signal, key",
+    [
+        ("repeat", "threshold"),
+        ("same_error", "threshold"),
+        ("correction", "threshold"),
+        ("apology", "threshold"),
+        ("cycle", "repeats"),
+        ("repeated_lines", "repeats"),
+        ("chanting", "repeats"),
+        ("retry_storm", "retries"),
+        ("echo", "turns"),
+        ("stagnation", "replays"),
+    ],
+)
 def test_a_threshold_of_one_is_refused(signal, key):
     with pytest.raises(ConfigError, match=rf"signals\.{signal}\.{key}"):
         Config.make(signals={signal: {key: 1}})
@@ -71,14 +82,17 @@ def test_a_similarity_of_one_is_accepted():
     assert Config.make(signals={"echo": {"similarity": 1}}).params("echo").similarity == 1.0
 
 
-@pytest.mark.parametrize("data, where, nearest", [
-    ({"mdoe": "warn"}, "unknown key 'mdoe'", "mode"),
-    ({"profiel": "attended"}, "unknown key 'profiel'", "profile"),
-    ({"signals": {"repeats": {}}}, "signals: unknown key 'repeats'", "repeat"),
-    ({"signals": {"repeat": {"treshold": 3}}}, "signals.repeat: unknown key 'treshold'", "threshold"),
-    ({"signals": {"cycle": {"max_periods": 3}}}, "signals.cycle: unknown key 'max_periods'", "max_period"),
-    ({"tools": {"Bash": {"identiy": ["command"]}}}, "tools.Bash: unknown key 'identiy'", "identity"),
-])
+@pytest.mark.parametrize(
+    "data, where, nearest",
+    [
+        ({"mdoe": "warn"}, "unknown key 'mdoe'", "mode"),
+        ({"profiel": "attended"}, "unknown key 'profiel'", "profile"),
+        ({"signals": {"repeats": {}}}, "signals: unknown key 'repeats'", "repeat"),
+        ({"signals": {"repeat": {"treshold": 3}}}, "signals.repeat: unknown key 'treshold'", "threshold"),
+        ({"signals": {"cycle": {"max_periods": 3}}}, "signals.cycle: unknown key 'max_periods'", "max_period"),
+        ({"tools": {"Bash": {"identiy": ["command"]}}}, "tools.Bash: unknown key 'identiy'", "identity"),
+    ],
+)
 def test_an_unknown_key_is_refused_with_the_nearest_valid_name(data, where, nearest):
     with pytest.raises(ConfigError) as info:
         Config.make(data)
@@ -91,18 +105,21 @@ def test_an_unknown_key_far_from_any_name_lists_the_valid_ones():
         Config.make({"zzzzzz": 1})
 
 
-@pytest.mark.parametrize("data, match", [
-    ({"mode": "loud"}, "mode: 'loud' is not one of off, warn, enforce"),
-    ({"profile": "cron"}, "profile: 'cron' is not one of unattended, attended"),
-    ({"stop": "yes"}, "stop: expected true or false"),
-    ({"warn_every": -1}, "warn_every"),
-    ({"signals": {"repeat": {"threshold": "3"}}}, r"signals\.repeat\.threshold: expected int"),
-    ({"signals": {"repeat": {"threshold": True}}}, r"signals\.repeat\.threshold: expected int"),
-    ({"signals": {"repeat": 3}}, r"signals\.repeat: expected a table"),
-    ({"tools": {"Bash": {"role": "reader"}}}, r"tools\.Bash\.role: 'reader'"),
-    ({"tools": {"Bash": {"identity": "command"}}}, r"tools\.Bash\.identity: expected a list"),
-    ({"tools": {"Bash": "writer"}}, r"tools\.Bash: expected a table"),
-])
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        ({"mode": "loud"}, "mode: 'loud' is not one of off, warn, enforce"),
+        ({"profile": "cron"}, "profile: 'cron' is not one of unattended, attended"),
+        ({"stop": "yes"}, "stop: expected true or false"),
+        ({"warn_every": -1}, "warn_every"),
+        ({"signals": {"repeat": {"threshold": "3"}}}, r"signals\.repeat\.threshold: expected int"),
+        ({"signals": {"repeat": {"threshold": True}}}, r"signals\.repeat\.threshold: expected int"),
+        ({"signals": {"repeat": 3}}, r"signals\.repeat: expected a table"),
+        ({"tools": {"Bash": {"role": "reader"}}}, r"tools\.Bash\.role: 'reader'"),
+        ({"tools": {"Bash": {"identity": "command"}}}, r"tools\.Bash\.identity: expected a list"),
+        ({"tools": {"Bash": "writer"}}, r"tools\.Bash: expected a table"),
+    ],
+)
 def test_bad_values_are_refused_clearly(data, match):
     with pytest.raises(ConfigError, match=match):
         Config.make(data)
@@ -129,8 +146,14 @@ def test_the_core_reads_no_environment(monkeypatch):
 
 
 def test_tool_rules():
-    config = Config.make(tools={"Bash": {"identity": ["command"]}, "Write": {"role": "writer"},
-                                "BashOutput": {"role": "poller"}, "TodoWrite": {"role": "exempt"}})
+    config = Config.make(
+        tools={
+            "Bash": {"identity": ["command"]},
+            "Write": {"role": "writer"},
+            "BashOutput": {"role": "poller"},
+            "TodoWrite": {"role": "exempt"},
+        }
+    )
     assert config.rule("Bash") == ToolRule(identity=("command",))
     assert config.rule("Write").role == "writer"
     assert config.rule("BashOutput").role == "poller"
@@ -177,7 +200,8 @@ def test_loads_tool_loopwatch_from_pyproject(tmp_path):
     body = TOML.replace("[signals.", "[tool.loopwatch.signals.").replace("[tools.", "[tool.loopwatch.tools.")
     head, _, rest = body.partition("[tool.loopwatch.signals.repeat]")
     (tmp_path / "pyproject.toml").write_text(
-        '[project]\nname = "demo"\n\n[tool.loopwatch]\n' + head + "[tool.loopwatch.signals.repeat]" + rest)
+        '[project]\nname = "demo"\n\n[tool.loopwatch]\n' + head + "[tool.loopwatch.signals.repeat]" + rest
+    )
     check_loaded(load_config(start=tmp_path))
 
 
@@ -291,13 +315,16 @@ def test_cycle_max_period_1_is_refused_as_the_message_says():
         Config.make({"signals": {"cycle": {"max_period": 1}}})
 
 
-@pytest.mark.parametrize("name,content,match", [
-    ("loopwatch.toml", b'mode = "warn"\n# caf\xe9\n', "not UTF-8"),
-    ("pyproject.toml", b"tool = 5\n", "tool: expected a table"),
-    ("pyproject.toml", b"[tool]\nloopwatch = [1]\n", "tool.loopwatch: expected a table"),
-    ("loopwatch.toml", b"[signals.cycle]\nrepeats = 9223372036854775807\n", "out of range"),
-    ("loopwatch.toml", b"warn_every = nan\n", "warn_every"),
-])
+@pytest.mark.parametrize(
+    "name,content,match",
+    [
+        ("loopwatch.toml", b'mode = "warn"\n# caf\xe9\n', "not UTF-8"),
+        ("pyproject.toml", b"tool = 5\n", "tool: expected a table"),
+        ("pyproject.toml", b"[tool]\nloopwatch = [1]\n", "tool.loopwatch: expected a table"),
+        ("loopwatch.toml", b"[signals.cycle]\nrepeats = 9223372036854775807\n", "out of range"),
+        ("loopwatch.toml", b"warn_every = nan\n", "warn_every"),
+    ],
+)
 def test_broken_files_are_one_clear_config_error(tmp_path, name, content, match):
     path = tmp_path / name
     path.write_bytes(content)
@@ -307,8 +334,15 @@ def test_broken_files_are_one_clear_config_error(tmp_path, name, content, match)
         assert str(path) in str(info.value)
 
 
-@pytest.mark.parametrize("content", [b'mode = "warn"\n# caf\xe9\n', b"tool = 5\n", b"[tool]\nloopwatch = [1]\n",
-                                     b"[signals.cycle]\nrepeats = 9223372036854775807\n"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'mode = "warn"\n# caf\xe9\n',
+        b"tool = 5\n",
+        b"[tool]\nloopwatch = [1]\n",
+        b"[signals.cycle]\nrepeats = 9223372036854775807\n",
+    ],
+)
 @pytest.mark.parametrize("command", ["scan", "evaluate", "calibrate", "run"])
 def test_every_command_answers_a_broken_config_with_one_line_and_2(tmp_path, content, command):
     import subprocess
@@ -319,10 +353,16 @@ def test_every_command_answers_a_broken_config_with_one_line_and_2(tmp_path, con
     (tmp_path / name).write_bytes(content)
     (tmp_path / "s.jsonl").write_text('{"type": "tool", "name": "Bash", "input": {"command": "ls"}, "result": ""}\n')
     (tmp_path / "labels.tsv").write_text("local_path\tlabel\tonset_step\tend_step\ns.jsonl\tno\t\t\n")
-    args = {"run": ["run", "--", "true"], "scan": ["scan", "s.jsonl"],
-            "evaluate": ["evaluate", "--labels", "labels.tsv"], "calibrate": ["calibrate", "s.jsonl"]}[command]
+    args = {
+        "run": ["run", "--", "true"],
+        "scan": ["scan", "s.jsonl"],
+        "evaluate": ["evaluate", "--labels", "labels.tsv"],
+        "calibrate": ["calibrate", "s.jsonl"],
+    }[command]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
-    ran = subprocess.run([sys.executable, "-m", "loopwatch", *args], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    ran = subprocess.run(
+        [sys.executable, "-m", "loopwatch", *args], cwd=tmp_path, env=env, capture_output=True, timeout=60
+    )
     assert ran.returncode == 2, ran.stderr
     assert b"Traceback" not in ran.stderr
     assert b"toml" in ran.stderr  # the error names the file, not a usage problem

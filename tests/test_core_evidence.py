@@ -13,7 +13,10 @@ from loopwatch.core.signals.base import Signal
 
 def same_error(n: int, start: int = 0) -> list:
     """Varied calls meeting the same error (suspicion)."""
-    return [bash(f"javac -d out{i} Main.java", "bash: javac: command not found", error=True) for i in range(start, start + n)]
+    return [
+        bash(f"javac -d out{i} Main.java", "bash: javac: command not found", error=True)
+        for i in range(start, start + n)
+    ]
 
 
 def fresh(i: int):
@@ -52,7 +55,7 @@ def test_suspicion_stops_after_confirm_rounds_past_the_nudge(confirm):
     m = only("same_error", {"threshold": 3}, evidence={"confirm": confirm})
     got = actions(feed(m, same_error(3 + confirm + 1)))
     assert got[2] is Action.NUDGE
-    assert got[3:2 + confirm] == [Action.ALLOW] * (confirm - 1)
+    assert got[3 : 2 + confirm] == [Action.ALLOW] * (confirm - 1)
     assert got[2 + confirm] is Action.STOP
 
 
@@ -113,13 +116,16 @@ def test_an_unknown_source_keeps_the_careful_defaults():
     assert Config.make(calibration="none").for_source("swe-agent").calibrated == ""
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"evidence": {"confirm": -1}}, "evidence.confirm"),
-    ({"evidence": {"confirm": True}}, "evidence.confirm"),
-    ({"evidence": {"second_signal": "yes"}}, "evidence.second_signal"),
-    ({"evidence": {"confrim": 2}}, "did you mean 'confirm'"),
-    ({"calibration": "always"}, "calibration"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"evidence": {"confirm": -1}}, "evidence.confirm"),
+        ({"evidence": {"confirm": True}}, "evidence.confirm"),
+        ({"evidence": {"second_signal": "yes"}}, "evidence.second_signal"),
+        ({"evidence": {"confrim": 2}}, "did you mean 'confirm'"),
+        ({"calibration": "always"}, "calibration"),
+    ],
+)
 def test_bad_evidence_settings_are_refused_clearly(bad, message):
     from loopwatch.core.config import ConfigError
 

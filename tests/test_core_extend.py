@@ -53,9 +53,17 @@ class Redeploy(Signal[DeployParams]):
             return None
         self.count += 1
         self.first = self.first if self.count > 1 else step.index
-        return Finding(signal=self.name, severity=self.count / self.params.threshold, key=self.first,
-                       message=Redeployed(self.count), repeats=self.count, tools=("deploy",),
-                       started_index=self.first, index=step.index, at=step.at)
+        return Finding(
+            signal=self.name,
+            severity=self.count / self.params.threshold,
+            key=self.first,
+            message=Redeployed(self.count),
+            repeats=self.count,
+            tools=("deploy",),
+            started_index=self.first,
+            index=step.index,
+            at=step.at,
+        )
 
 
 def deploy(n: int) -> ToolCall:
@@ -98,7 +106,8 @@ def test_a_reader_of_your_own_is_used_by_scan(tmp_path) -> None:
     package = tmp_path / "myreaders"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "doing.py").write_text(textwrap.dedent('''
+    (package / "doing.py").write_text(
+        textwrap.dedent("""
         import json
         from loopwatch.core.events import ToolCall
         from loopwatch.readers.base import Session
@@ -116,10 +125,11 @@ def test_a_reader_of_your_own_is_used_by_scan(tmp_path) -> None:
                         yield ToolCall("Bash", {"command": row["do"]}, row["got"], error=True,
                                        source_ref=f"line {n}")
             yield Session(format=NAME, session="one", events=events())
-    '''))
+    """)
+    )
     log = tmp_path / "run.doing"
     log.write_text("".join(json.dumps({"do": "make", "got": "error: no rule"}) + "\n" for _ in range(12)))
-    script = textwrap.dedent(f'''
+    script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(tmp_path)!r})
         from loopwatch import readers
@@ -127,7 +137,7 @@ def test_a_reader_of_your_own_is_used_by_scan(tmp_path) -> None:
         from loopwatch.cli import cli
         sys.argv = ["loopwatch", "scan", "--json", {str(log)!r}]
         cli()
-    ''')
+    """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr  # a loop was stopped
     record = json.loads(done.stdout.splitlines()[0])

@@ -22,6 +22,7 @@ def step(name="Bash", input=None, result="", error=False, changed=(), role="", i
 
 # -- inputs -----------------------------------------------------------------------------
 
+
 def test_key_order_does_not_change_the_input_digest():
     a = {"command": "ls", "opts": {"all": True, "long": False}, "cwd": "/tmp"}
     b = {"cwd": "/tmp", "opts": {"long": False, "all": True}, "command": "ls"}
@@ -67,17 +68,22 @@ def test_eight_different_searches_with_the_same_empty_result_are_not_a_loop():
     assert severity(monitor, "repeat") == 0.0
     # nor with every signal on (default thresholds): progress, never blocked or stopped
     monitor = Monitor()
-    assert strongest(feed(monitor, [bash(f"grep -rn pattern-{i} src", "") for i in range(1, 9)])).rank < Action.BLOCK.rank
+    assert (
+        strongest(feed(monitor, [bash(f"grep -rn pattern-{i} src", "") for i in range(1, 9)])).rank < Action.BLOCK.rank
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
-    max_leaves=20,
-))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=8),
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+        max_leaves=20,
+    )
+)
 def test_property_key_order_never_changes_a_digest(value):
     """Rebuilding every dict (at every depth) in reversed key order keeps the digest."""
+
     def reorder(v):
         if isinstance(v, dict):
             return {k: reorder(v[k]) for k in reversed(list(v))}
@@ -91,6 +97,7 @@ def test_property_key_order_never_changes_a_digest(value):
 
 # -- results ----------------------------------------------------------------------------
 
+
 def test_an_error_differing_only_in_a_counter_is_the_same_error():
     results = [f"/bin/bash: line {n}: cd: fastjson/: No such file or directory" for n in (11301, 11316, 11331, 11346)]
     steps = [step(input={"command": "cd fastjson/"}, result=r, error=True) for r in results]
@@ -101,10 +108,17 @@ def test_an_error_differing_only_in_a_counter_is_the_same_error():
 
 def test_the_fastjson_run_is_a_repeat():
     monitor = only("repeat", {"threshold": 4})
-    verdicts = feed(monitor, [
-        bash("cd fastjson/", f"/bin/bash: line {11301 + 15 * i}: cd: fastjson/: No such file or directory", error=True)
-        for i in range(4)
-    ])
+    verdicts = feed(
+        monitor,
+        [
+            bash(
+                "cd fastjson/",
+                f"/bin/bash: line {11301 + 15 * i}: cd: fastjson/: No such file or directory",
+                error=True,
+            )
+            for i in range(4)
+        ],
+    )
     assert verdicts[-1].action is Action.NUDGE and verdicts[-1].signal == "repeat"
 
 
@@ -176,6 +190,7 @@ def test_result_is_part_of_the_action():
 
 # -- tool identity and roles ------------------------------------------------------------
 
+
 def test_identity_fields_ignore_the_rest_of_the_input():
     a = step(input={"command": "make", "description": "build it"}, identity=("command",))
     b = step(input={"command": "make", "description": "try the build again"}, identity=("command",))
@@ -185,8 +200,10 @@ def test_identity_fields_ignore_the_rest_of_the_input():
 
 
 def test_configured_identity_makes_reworded_calls_a_repeat():
-    events = [ToolCall("Bash", {"command": "make", "description": f"build, {w}"}, "error: x", error=True)
-              for w in ("first try", "again", "once more")]
+    events = [
+        ToolCall("Bash", {"command": "make", "description": f"build, {w}"}, "error: x", error=True)
+        for w in ("first try", "again", "once more")
+    ]
     plain = only("repeat", {"threshold": 3})
     assert strongest(feed(plain, events)) is Action.ALLOW
     keyed = only("repeat", {"threshold": 3}, tools={"Bash": {"identity": ["command"]}})

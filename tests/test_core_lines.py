@@ -25,6 +25,7 @@ def d(line: str) -> bytes:
 
 # -- line ends --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("end", ["\n", "\r\n"])
 def test_lines_end_at_lf_and_crlf(end):
     assert cut(f"alpha{end}beta{end}") == [d("alpha"), d("beta")]
@@ -83,21 +84,35 @@ def test_numbers_in_lines_are_masked():
 
 # -- lines that never count -------------------------------------------------------------
 
-@pytest.mark.parametrize("line", [
-    "", "   ", "------------------", "==========", "..F..s..", "....................... [ 42%]",
-    "12345", "[100%]", "....x..X..E",
-])
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "   ",
+        "------------------",
+        "==========",
+        "..F..s..",
+        "....................... [ 42%]",
+        "12345",
+        "[100%]",
+        "....x..X..E",
+    ],
+)
 def test_lines_without_a_letter_are_skipped(line):
     assert cut(line + "\n") == []
 
 
-@pytest.mark.parametrize("redraw", [
-    "Downloading 45%",
-    "[=====>        ] 12/40",
-    "⠋⠙⠹ Thinking",
-    "████████░░░░ working",
-    "Progress: |||||     ",
-])
+@pytest.mark.parametrize(
+    "redraw",
+    [
+        "Downloading 45%",
+        "[=====>        ] 12/40",
+        "⠋⠙⠹ Thinking",
+        "████████░░░░ working",
+        "Progress: |||||     ",
+    ],
+)
 def test_cr_ended_progress_redraws_are_skipped(redraw):
     assert cut(redraw + "\r") == []
     assert cut((redraw + "\r") * 50) == []
@@ -120,11 +135,20 @@ def test_a_progress_line_ended_by_lf_counts():
 
 # -- model text -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "I apologize for the confusion.", "Sorry, that was wrong.", "My mistake: the path is src/.",
-    "Please disregard (3) the previous output.", "please disregard my last message", "I'm so sorry.",
-    "I made an error in the import.", "Apologies, let me fix that.",
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I apologize for the confusion.",
+        "Sorry, that was wrong.",
+        "My mistake: the path is src/.",
+        "Please disregard (3) the previous output.",
+        "please disregard my last message",
+        "I'm so sorry.",
+        "I made an error in the import.",
+        "Apologies, let me fix that.",
+    ],
+)
 def test_apologies_are_recognised(text):
     assert is_apology(text)
 
@@ -144,8 +168,10 @@ def test_passages_are_sentences_and_lines():
 
 def test_code_blocks_tables_and_bullet_lists_are_skipped():
     cutter = PassageCutter()
-    text = ("Here is the plan.\n```python\nprint(1)\nprint(1)\n```\n| a | b |\n| a | b |\n"
-            "- step one\n- step one\n* again\nAfter the code.\n")
+    text = (
+        "Here is the plan.\n```python\nprint(1)\nprint(1)\n```\n| a | b |\n| a | b |\n"
+        "- step one\n- step one\n* again\nAfter the code.\n"
+    )
     assert cutter.feed(text) == ["Here is the plan.", "After the code."]
 
 
@@ -162,8 +188,10 @@ def test_the_pending_passage_is_bounded():
 
 # -- terminal semantics: what a redraw is ------------------------------------------------
 
-UV_FRAME = ("\x1b[1A\r\x1b[2K\x1b[1B\r\x1b[2K\x1b[1A   \x1b[36m\x1b[1mUpdating\x1b[0m https://github.com/org/repo.git "
-            "(\x1b[2ma6301075ecb4\x1b[0m)\r\n\x1b[37m{glyph}\x1b[0m \x1b[2mResolving dependencies...\x1b[0m")
+UV_FRAME = (
+    "\x1b[1A\r\x1b[2K\x1b[1B\r\x1b[2K\x1b[1A   \x1b[36m\x1b[1mUpdating\x1b[0m https://github.com/org/repo.git "
+    "(\x1b[2ma6301075ecb4\x1b[0m)\r\n\x1b[37m{glyph}\x1b[0m \x1b[2mResolving dependencies...\x1b[0m"
+)
 
 
 def test_a_display_redrawn_in_place_with_cursor_moves_is_one_line():
@@ -204,13 +232,36 @@ def test_lines_carry_exact_digests_and_what_they_say():
     assert c.failure and not c.retry
 
 
-_PIECES = ["word ", "line 12 ", "retrying ", "Error: x ", "⠙ ", "45% ", "\n", "\r", "\r\n", "\x1b[2K", "\x1b[1A",
-           "\x1b[1B", "\x1b[K", "\x1b[3C", "\x1b[H", "\x1b[2;1H", "\x1b[2J", "\x1bM", "\x1b[31m", "\x1b[0m"]
+_PIECES = [
+    "word ",
+    "line 12 ",
+    "retrying ",
+    "Error: x ",
+    "⠙ ",
+    "45% ",
+    "\n",
+    "\r",
+    "\r\n",
+    "\x1b[2K",
+    "\x1b[1A",
+    "\x1b[1B",
+    "\x1b[K",
+    "\x1b[3C",
+    "\x1b[H",
+    "\x1b[2;1H",
+    "\x1b[2J",
+    "\x1bM",
+    "\x1b[31m",
+    "\x1b[0m",
+]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.lists(st.integers(min_value=0, max_value=60), max_size=6),
-       st.lists(st.integers(min_value=0, max_value=400), max_size=3))
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=60),
+    st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=3),
+)
 @example(["word ", "\r", "line 12 ", "\n"], [2], [])  # a read ending in a CR
 @example(["word ", "\x1b[1A", "word ", "\n"], [], [6])  # a read ending inside an escape
 def test_how_output_is_split_into_reads_never_changes_the_lines(pieces, boundaries, anywhere):

@@ -29,11 +29,19 @@ SECRET = "s3cr3t-VALUE-9f2"
 
 def test_a_message_renders_its_template_from_its_arguments():
     message = ActionCycle(4, ("Bash", "Read", "Bash", "Bash"), 3, True, 444.0)
-    assert message.text() == "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times and begun again over 7m24s"
+    assert (
+        message.text()
+        == "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times and begun again over 7m24s"
+    )
     assert message.hint().startswith("you have been doing these 4 things over and over")
     assert message.kind == "ActionCycle"
-    assert message.args == {"period": 4, "names": ("Bash", "Read", "Bash", "Bash"), "count": 3,
-                            "begun_again": True, "span": 444.0}
+    assert message.args == {
+        "period": 4,
+        "names": ("Bash", "Read", "Bash", "Bash"),
+        "count": 3,
+        "begun_again": True,
+        "span": 444.0,
+    }
 
 
 def test_under_a_second_no_span_is_said():
@@ -50,8 +58,19 @@ def test_every_duration_is_worded_one_way():
     assert verdicts[-1].description == f"11 provider retries in a row over {duration(600.0)} with no answer"
 
 
-@pytest.mark.parametrize("seconds,words", [(0, "0s"), (42, "42s"), (59.4, "59s"), (60, "1m00s"), (554, "9m14s"),
-                                            (3599, "59m59s"), (3600, "1h00m"), (7380, "2h03m")])
+@pytest.mark.parametrize(
+    "seconds,words",
+    [
+        (0, "0s"),
+        (42, "42s"),
+        (59.4, "59s"),
+        (60, "1m00s"),
+        (554, "9m14s"),
+        (3599, "59m59s"),
+        (3600, "1h00m"),
+        (7380, "2h03m"),
+    ],
+)
 def test_duration(seconds, words):
     assert duration(seconds) == words
 
@@ -59,9 +78,11 @@ def test_duration(seconds, words):
 def test_the_model_is_told_the_call_it_repeats_by_the_message_class_not_the_signal_name():
     m = only("repeat", {"threshold": 3}, profile="attended")
     nudge = next(v for v in feed(m, [bash("pytest -x", "1 failed") for _ in range(5)]) if v.action is Action.NUDGE)
-    assert nudge.message == ("loopwatch: you appear to be going in circles: you ran `pytest -x` 3 times and got the "
-                             "same result each time. Read the result, then change the command, the code or the "
-                             "approach before running it again.")
+    assert nudge.message == (
+        "loopwatch: you appear to be going in circles: you ran `pytest -x` 3 times and got the "
+        "same result each time. Read the result, then change the command, the code or the "
+        "approach before running it again."
+    )
     # A signal named "repeat" whose message is another kind is not worded as a repeat.
     finding = Finding("repeat", 1.0, 1, SameCorrection(3, 3))
     assert "you ran" not in for_model(finding, Action.NUDGE, "pytest -x")
@@ -74,7 +95,9 @@ def test_the_cycle_names_no_call():
     m = only("cycle", {"repeats": 2, "max_period": 4}, profile="attended")
     rounds = [bash("make", "e", error=True), call("Read", {"file_path": "a.py"}, "x")] * 4
     nudge = next(v for v in feed(m, rounds) if v.action is Action.NUDGE)
-    assert nudge.message.startswith("loopwatch: you appear to be going in circles: the same 2-step action cycle (Bash, Read)")
+    assert nudge.message.startswith(
+        "loopwatch: you appear to be going in circles: the same 2-step action cycle (Bash, Read)"
+    )
     assert "make" not in nudge.message
 
 
@@ -86,8 +109,14 @@ def _streams():
         "cycle": [bash(f"a {SECRET}", "1"), bash(f"b {SECRET}", "2")] * 3,
         "stagnation": [bash(f"c{i} {SECRET}", str(i)) for i in range(3)] * 10,
         "churn": [bash(f"d{i % 2} {SECRET}", f"{SECRET}{i}") for i in range(25)],
-        "echo": [bash(f"grep -rn {SECRET} src tests docs examples bench x{i}",
-                      f"error: no match for {SECRET} in src tests docs examples bench {i}", error=True) for i in range(4)],
+        "echo": [
+            bash(
+                f"grep -rn {SECRET} src tests docs examples bench x{i}",
+                f"error: no match for {SECRET} in src tests docs examples bench {i}",
+                error=True,
+            )
+            for i in range(4)
+        ],
         "same_error": [bash(f"e{i} {SECRET}", f"fatal: {SECRET}", error=True) for i in range(7)],
         "correction": [Correction(f"Please use one action {SECRET}") for _ in range(4)],
         "apology": [ModelText(f"I apologize, {SECRET} was wrong.") for _ in range(4)],

@@ -11,7 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopwatch import (
-    Action, Attempt, Config, Correction, ModelText, Monitor, Output, Retry, ToolCall, Turn, UserMessage,
+    Action,
+    Attempt,
+    Config,
+    Correction,
+    ModelText,
+    Monitor,
+    Output,
+    Retry,
+    ToolCall,
+    Turn,
+    UserMessage,
 )
 import loopwatch.core.monitor as monitor_module
 from loopwatch import load_config
@@ -105,10 +115,20 @@ def test_after_a_nudge_a_user_message_starts_the_ladder_again():
 
 
 def test_a_user_message_resets_every_signal():
-    m = Monitor(signals={"cycle": {"repeats": 3}, "correction": {"threshold": 3}, "apology": {"threshold": 3},
-                         "repeated_lines": {"repeats": 3}})
-    half = [bash("a", "1"), bash("b", "2")] * 2 + [Correction("No such tool: X")] * 2 + \
-        [ModelText("Sorry.")] * 2 + [Output("same\n")] * 2
+    m = Monitor(
+        signals={
+            "cycle": {"repeats": 3},
+            "correction": {"threshold": 3},
+            "apology": {"threshold": 3},
+            "repeated_lines": {"repeats": 3},
+        }
+    )
+    half = (
+        [bash("a", "1"), bash("b", "2")] * 2
+        + [Correction("No such tool: X")] * 2
+        + [ModelText("Sorry.")] * 2
+        + [Output("same\n")] * 2
+    )
     verdicts = feed(m, half + [UserMessage()] + half)
     assert strongest(verdicts).rank < Action.NUDGE.rank
 
@@ -117,9 +137,15 @@ def test_a_user_message_resets_every_signal():
 
 
 def everything_looping():
-    return (looping(10) + [bash("a", "1"), bash("b", "2"), bash("c", "3")] * 6
-            + [Correction("No such tool: X")] * 5 + [ModelText("Sorry, again.")] * 5
-            + [Output("connection refused\n")] * 12 + [Retry()] * 12 + [Attempt("Bash", {"command": "pytest -x"})])
+    return (
+        looping(10)
+        + [bash("a", "1"), bash("b", "2"), bash("c", "3")] * 6
+        + [Correction("No such tool: X")] * 5
+        + [ModelText("Sorry, again.")] * 5
+        + [Output("connection refused\n")] * 12
+        + [Retry()] * 12
+        + [Attempt("Bash", {"command": "pytest -x"})]
+    )
 
 
 @pytest.mark.parametrize("env", [{"LOOPWATCH_MODE": "off"}, {}, {"LOOPWATCH_MODE": "OFF"}])
@@ -231,7 +257,11 @@ def container_sizes(obj, seen=None, path="monitor") -> dict[str, int]:
             out[path] = len(obj)
         items = obj.items() if isinstance(obj, dict) else enumerate(obj)
         for k, v in items:
-            if isinstance(v, (list, tuple, set, frozenset, deque, dict)) or hasattr(v, "__dict__") or hasattr(v, "__slots__"):
+            if (
+                isinstance(v, (list, tuple, set, frozenset, deque, dict))
+                or hasattr(v, "__dict__")
+                or hasattr(v, "__slots__")
+            ):
                 out.update(container_sizes(v, seen, f"{path}[]"))
         return out
     attrs = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
@@ -255,11 +285,22 @@ def mixed_stream(n: int, seed: int = 7):
         word = f"w{i:x}".replace("0", "g")  # a fresh word the normalizer keeps apart
         if k < 0.45:
             cmd = f"cmd {rng.randrange(12)}" if rng.random() < 0.6 else f"cmd {word}"
-            out.append(bash(cmd, f"result {rng.choice('abc')} {word if rng.random() < 0.3 else ''}",
-                            error=rng.random() < 0.3, at=float(i)))
+            out.append(
+                bash(
+                    cmd,
+                    f"result {rng.choice('abc')} {word if rng.random() < 0.3 else ''}",
+                    error=rng.random() < 0.3,
+                    at=float(i),
+                )
+            )
         elif k < 0.55:
-            out.append(ModelText(rng.choice(["Sorry, trying again.", f"Reading {word}.", "Let me check. Let me check."]),
-                                 at=float(i), chunk=rng.random() < 0.5))
+            out.append(
+                ModelText(
+                    rng.choice(["Sorry, trying again.", f"Reading {word}.", "Let me check. Let me check."]),
+                    at=float(i),
+                    chunk=rng.random() < 0.5,
+                )
+            )
         elif k < 0.75:
             out.append(Output(rng.choice(["retrying\n", f"built {word}\n", "50% done\r", "partial "]), at=float(i)))
         elif k < 0.8:
@@ -302,6 +343,7 @@ def test_property_memory_is_bounded_for_any_stream_shape(pattern):
     """Cycle a random pattern of events (some varying with a counter) for 6,000 events:
     each kind of event comes at least every 12 events, so a container that kept one
     entry per event of any kind would pass the bound."""
+
     def make(kind, n, vary, i):
         tag = f"v{i:x}".replace("0", "g") if vary else "same"
         return {

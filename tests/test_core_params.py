@@ -13,7 +13,12 @@ from loopwatch.core.signals.params import Between, Count, Seconds, SignalParams,
 
 #: (signal, setting, value, the message config gave before the shared type).
 REFUSED = [
-    ("repeat", "threshold", 1, "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off"),
+    (
+        "repeat",
+        "threshold",
+        1,
+        "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off",
+    ),
     ("repeat", "threshold", -1, "threshold: must be 0 (off) or 2 or more"),
     ("echo", "turns", 1, "turns: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off"),
     ("echo", "similarity", 1.5, "similarity: 1.5 is not in (0, 1]"),
@@ -29,13 +34,28 @@ REFUSED = [
     ("churn", "window", -3, "window: must be 0 (off) or 2 or more calls"),
     ("churn", "distinct", 20, "distinct: must be between 1 and window - 1 (0 turns it off)"),
     ("retry_storm", "window", -1.0, "window: seconds must be >= 0"),
-    ("retry_storm", "retries", 1, "retries: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off"),
+    (
+        "retry_storm",
+        "retries",
+        1,
+        "retries: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off",
+    ),
     ("stagnation", "window", -1.0, "window: seconds must be >= 0 (0 turns it off)"),
     ("stagnation", "replays", 1, "replays: must be 0 (off) or 2 or more"),
     ("stagnation", "memory", 15, "memory: at least 16 actions"),
-    ("same_error", "threshold", 1, "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off"),
+    (
+        "same_error",
+        "threshold",
+        1,
+        "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off",
+    ),
     ("correction", "threshold", -2, "threshold: must be 0 (off) or 2 or more"),
-    ("apology", "threshold", 1, "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off"),
+    (
+        "apology",
+        "threshold",
+        1,
+        "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off",
+    ),
 ]
 
 
@@ -48,15 +68,27 @@ def test_config_refuses_with_the_same_messages(signal, key, value, message):
 
 #: (signal, settings, on?) The switches: a 0 turns the signal off, and only a switch does.
 SWITCHES = [
-    ("repeat", {"threshold": 0}, False), ("repeat", {"threshold": 2}, True),
-    ("cycle", {"repeats": 0}, False), ("cycle", {"max_period": 0}, False), ("cycle", {"max_period": 2}, True),
-    ("stagnation", {"window": 0.0}, False), ("stagnation", {"replays": 0}, False), ("stagnation", {"memory": 16}, True),
-    ("churn", {"window": 0}, False), ("churn", {"distinct": 0}, False), ("churn", {"distinct": 1}, True),
-    ("echo", {"turns": 0}, False), ("echo", {"similarity": 1.0}, True),
-    ("same_error", {"threshold": 0}, False), ("correction", {"threshold": 0}, False),
-    ("apology", {"threshold": 0}, False), ("repeated_lines", {"repeats": 0}, False),
-    ("repeated_lines", {"min_span": 0.0}, True), ("retry_storm", {"retries": 0}, False),
-    ("retry_storm", {"window": 0.0}, True), ("chanting", {"repeats": 0}, False),
+    ("repeat", {"threshold": 0}, False),
+    ("repeat", {"threshold": 2}, True),
+    ("cycle", {"repeats": 0}, False),
+    ("cycle", {"max_period": 0}, False),
+    ("cycle", {"max_period": 2}, True),
+    ("stagnation", {"window": 0.0}, False),
+    ("stagnation", {"replays": 0}, False),
+    ("stagnation", {"memory": 16}, True),
+    ("churn", {"window": 0}, False),
+    ("churn", {"distinct": 0}, False),
+    ("churn", {"distinct": 1}, True),
+    ("echo", {"turns": 0}, False),
+    ("echo", {"similarity": 1.0}, True),
+    ("same_error", {"threshold": 0}, False),
+    ("correction", {"threshold": 0}, False),
+    ("apology", {"threshold": 0}, False),
+    ("repeated_lines", {"repeats": 0}, False),
+    ("repeated_lines", {"min_span": 0.0}, True),
+    ("retry_storm", {"retries": 0}, False),
+    ("retry_storm", {"window": 0.0}, True),
+    ("chanting", {"repeats": 0}, False),
 ]
 
 
@@ -99,7 +131,8 @@ def test_a_params_type_declared_outside_gets_the_same_behaviour():
     assert params.enabled and not Demo(period=0).enabled and not Demo(period=1).enabled and not Demo(lines=0).enabled
     assert Demo(window=0.0).enabled  # not a switch
     assert Demo(threshold=1).check() == (
-        "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off")
+        "threshold: 1 would make every single occurrence a loop; use 2 or more, or 0 to turn it off"
+    )
     assert Demo(period=9).check() == "period: must be between 2 and 8 (0 turns it off)"
     assert Demo(window=float("nan")).check() == "window: seconds must be >= 0"
     assert Demo(lines=1).check() == "lines: must be 0 (off) or 2 or more lines"
@@ -111,6 +144,7 @@ def test_a_params_type_declared_outside_gets_the_same_behaviour():
 
 def test_a_field_without_a_default_is_refused_when_declared():
     with pytest.raises(TypeError, match="every field needs a default"):
+
         class Broken(SignalParams):
             threshold: Count
 

@@ -29,15 +29,15 @@ def test_warn_from_half_the_threshold_then_nudge_at_the_threshold():
 
 
 def test_unattended_climbs_nudge_then_stop():
-    assert ladder_of(profile="unattended")[THRESHOLD - 1:] == [Action.NUDGE] + [Action.STOP] * 4
+    assert ladder_of(profile="unattended")[THRESHOLD - 1 :] == [Action.NUDGE] + [Action.STOP] * 4
 
 
 def test_attended_climbs_nudge_then_block():
-    assert ladder_of(profile="attended")[THRESHOLD - 1:] == [Action.NUDGE] + [Action.BLOCK] * 4
+    assert ladder_of(profile="attended")[THRESHOLD - 1 :] == [Action.NUDGE] + [Action.BLOCK] * 4
 
 
 def test_attended_with_stop_climbs_nudge_block_stop():
-    assert ladder_of(profile="attended", stop=True)[THRESHOLD - 1:] == [Action.NUDGE, Action.BLOCK] + [Action.STOP] * 3
+    assert ladder_of(profile="attended", stop=True)[THRESHOLD - 1 :] == [Action.NUDGE, Action.BLOCK] + [Action.STOP] * 3
 
 
 def test_the_ladders_are_the_documented_ones():
@@ -83,7 +83,9 @@ def finding(signal="churn", severity=1.0, key=1, **kw) -> Finding:
 @pytest.mark.parametrize("ladder", [{"profile": "unattended"}, {"profile": "attended", "stop": True}])
 def test_a_finding_that_cannot_stop_or_block_only_nudges_once(ladder):
     policy = Policy(Config.make(**ladder))
-    got = [policy.decide([finding(can_stop=False, can_block=False)], float(t), lambda f, a: "m").action for t in range(10)]
+    got = [
+        policy.decide([finding(can_stop=False, can_block=False)], float(t), lambda f, a: "m").action for t in range(10)
+    ]
     assert got[0] is Action.NUDGE
     assert Action.STOP not in got and Action.BLOCK not in got
     assert got.count(Action.NUDGE) == 1
@@ -98,8 +100,9 @@ def test_a_finding_that_cannot_block_goes_from_nudge_to_stop_when_stopping_is_al
 def test_the_strongest_rung_wins_among_findings():
     policy = Policy(Config.make(profile="unattended"))
     policy.decide([finding("repeat", key=7)], 0.0, lambda f, a: "m")  # nudged
-    verdict = policy.decide([finding("churn", key=1, can_stop=False, can_block=False), finding("repeat", key=7)],
-                            1.0, lambda f, a: "m")
+    verdict = policy.decide(
+        [finding("churn", key=1, can_stop=False, can_block=False), finding("repeat", key=7)], 1.0, lambda f, a: "m"
+    )
     assert verdict.action is Action.STOP and verdict.signal == "repeat"
 
 
@@ -177,5 +180,12 @@ def test_streaks_remembered_are_bounded():
 
 def test_conclusive_warnings_remembered_are_bounded():
     m = only("repeat", {"threshold": 2}, mode="warn")
-    feed(m, [bash(f"probe {chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{i // 676}", "same") for i in range(4000) for _ in (0, 1)])
+    feed(
+        m,
+        [
+            bash(f"probe {chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{i // 676}", "same")
+            for i in range(4000)
+            for _ in (0, 1)
+        ],
+    )
     assert len(m._policy._warned_conclusive) <= 256

@@ -17,8 +17,12 @@ SECRET = "SECRET-TOKEN-123"
 
 
 def cycle_round():
-    return [bash("pkill -f server", ""), bash("./server &", "[1] 77"), call("Read", {"file_path": "log"}, "bind: in use"),
-            bash("curl localhost:8080", "connection refused", error=True)]
+    return [
+        bash("pkill -f server", ""),
+        bash("./server &", "[1] 77"),
+        call("Read", {"file_path": "log"}, "bind: in use"),
+        bash("curl localhost:8080", "connection refused", error=True),
+    ]
 
 
 def test_the_record_of_a_stopped_cycle():
@@ -27,8 +31,9 @@ def test_the_record_of_a_stopped_cycle():
     for i in range(4):
         events += cycle_round()
     for i, event in enumerate(events[1:], 1):
-        events[i] = ToolCall(event.name, event.input, event.result, error=event.error, at=100.0 + 37.0 * i,
-                             source_ref=f"line {i + 1}")
+        events[i] = ToolCall(
+            event.name, event.input, event.result, error=event.error, at=100.0 + 37.0 * i, source_ref=f"line {i + 1}"
+        )
     verdicts = feed(m, events)
     assert [v.action for v in verdicts].count(Action.STOP) >= 1
     record = m.record()
@@ -41,8 +46,10 @@ def test_the_record_of_a_stopped_cycle():
     assert verdict["started_at"] == 37.0  # relative to the first event
     assert verdict["detected_at"] == verdict["at"] == 13 * 37.0
     assert verdict["source_ref"] == "line 14"
-    assert verdict["description"] == \
-        "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times and begun again over 7m24s"
+    assert (
+        verdict["description"]
+        == "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times and begun again over 7m24s"
+    )
     assert [v["action"] for v in record["interventions"]] == ["nudge"] + ["stop"] * 4
     assert record["interventions"][0]["at_action"] == 13 and record["interventions_total"] == 5
     assert (record["events"], record["actions"], record["duration"]) == (17, 17, 16 * 37.0)
@@ -56,8 +63,16 @@ def test_the_record_of_a_quiet_run():
     record = m.record()
     assert record["verdict"] is None and record["interventions"] == [] and record["warnings"] == 0
     assert record["findings"] == []
-    assert set(record["calibration"]) >= {"repeat_most", "cycle_most", "cycle_period", "stagnation_seconds",
-                                          "stagnation_actions", "lines_most", "retry_longest", "churn_fewest_distinct"}
+    assert set(record["calibration"]) >= {
+        "repeat_most",
+        "cycle_most",
+        "cycle_period",
+        "stagnation_seconds",
+        "stagnation_actions",
+        "lines_most",
+        "retry_longest",
+        "churn_fewest_distinct",
+    }
 
 
 def test_without_a_stop_the_verdict_is_the_strongest_intervention():
@@ -142,9 +157,12 @@ def secret_everywhere():
             call("Read", {"file_path": f"/home/u/.env{i}", "note": SECRET}, f"API_KEY={SECRET}\n" * 50),
             bash(f"curl -H 'X-Token: {SECRET}-{i}' api", f"401 {SECRET} denied", error=True),
             ModelText(f"I apologize, the token {SECRET} was wrong."),
-            ModelText(f"Using {SECRET} now. ", chunk=True), ModelText(f"Using {SECRET} now. ", chunk=True), Turn(),
+            ModelText(f"Using {SECRET} now. ", chunk=True),
+            ModelText(f"Using {SECRET} now. ", chunk=True),
+            Turn(),
             Correction(f"No such tool: {SECRET}"),
-            Output(f"auth failed for {SECRET}\r\n".encode()), Output(f"auth failed for {SECRET}\n", stream="stderr"),
+            Output(f"auth failed for {SECRET}\r\n".encode()),
+            Output(f"auth failed for {SECRET}\n", stream="stderr"),
             Retry(reason=SECRET),
             Attempt("Bash", {"command": f"echo {SECRET}"}),
         ]

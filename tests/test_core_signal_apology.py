@@ -9,8 +9,10 @@ from core_support import actions, feed, only, severity, strongest
 
 def test_apologies_n_messages_in_a_row_are_a_loop():
     m = only("apology", {"threshold": 3})
-    verdicts = feed(m, [ModelText(t) for t in ("I apologize for the error.", "Sorry, wrong file again.",
-                                               "My mistake, let me retry.")])
+    verdicts = feed(
+        m,
+        [ModelText(t) for t in ("I apologize for the error.", "Sorry, wrong file again.", "My mistake, let me retry.")],
+    )
     assert verdicts[-1].action is Action.NUDGE and verdicts[-1].signal == "apology"
     assert verdicts[-1].finding.repeats == 3
 
@@ -25,8 +27,11 @@ def test_scattered_apologies_are_only_flagged():
     m = only("apology", {"threshold": 3})
     texts = []
     for i in range(20):
-        texts += [ModelText("Sorry about that, fixing it."), ModelText("Sorry, one more fix."),
-                  ModelText(f"Now the tests pass for module {chr(97 + i)}.")]
+        texts += [
+            ModelText("Sorry about that, fixing it."),
+            ModelText("Sorry, one more fix."),
+            ModelText(f"Now the tests pass for module {chr(97 + i)}."),
+        ]
     verdicts = feed(m, texts)
     assert strongest(verdicts) is Action.WARN
     assert severity(m, "apology") < 1.0

@@ -46,7 +46,9 @@ def test_no_finding_before_the_default_window():
 def test_a_file_written_in_the_window_is_progress():
     m = monitor()
     events = busy(WINDOW * 3)
-    events[WINDOW - 5::10] = [call("Edit", {"path": f"f{i}.py"}, "ok", changed=[f"f{i}.py"]) for i in range(len(events[WINDOW - 5::10]))]
+    events[WINDOW - 5 :: 10] = [
+        call("Edit", {"path": f"f{i}.py"}, "ok", changed=[f"f{i}.py"]) for i in range(len(events[WINDOW - 5 :: 10]))
+    ]
     assert strongest(feed(m, events)) is Action.ALLOW
 
 

@@ -58,7 +58,9 @@ def test_numbers_in_a_correction_are_masked():
 
 def test_a_user_message_resets_the_counts():
     m = only("correction", {"threshold": 3})
-    feed(m, [Correction("No such tool: X"), Correction("No such tool: X"), UserMessage(), Correction("No such tool: X")])
+    feed(
+        m, [Correction("No such tool: X"), Correction("No such tool: X"), UserMessage(), Correction("No such tool: X")]
+    )
     assert m.strongest["correction"].severity < 1.0
     assert m.calibration()["correction_most"] == 2
 

@@ -102,10 +102,12 @@ def test_calibration_keeps_the_most_copies_and_their_period():
 
 # -- TailCycles against a naive rescan --------------------------------------------------
 
+
 def naive(seq: list, max_period: int, min_period: int) -> tuple[int, int]:
     """(period, copies) by rescanning: for each period the longest p-periodic tail;
     a period whose stretch is as periodic under a divisor belongs to the divisor; most
     copies win, the shortest period among equals."""
+
     def run(p):
         m = 0
         while m + p < len(seq) and seq[-1 - m] == seq[-1 - m - p]:
@@ -156,7 +158,9 @@ def test_property_inserting_a_new_action_breaks_a_cycle(period, data):
 def test_the_nudge_names_the_cycle_and_says_what_to_do_instead():
     monitor = only("cycle", {"repeats": 3})
     verdict = feed(monitor, [e for i in range(3) for e in server_round(i)])[-1]
-    assert verdict.message.startswith("loopwatch: you appear to be going in circles: the same 4-step action cycle "
-                                      "(Bash, Bash, Bash, Read) repeated 3 times")
+    assert verdict.message.startswith(
+        "loopwatch: you appear to be going in circles: the same 4-step action cycle "
+        "(Bash, Bash, Bash, Read) repeated 3 times"
+    )
     assert "try a different approach" in verdict.message
     assert verdict.finding.tools == ("Bash", "Read")  # most repeated first

@@ -37,7 +37,7 @@ def test_the_same_call_with_similar_results_may_stop():
 
 
 def test_the_same_call_with_the_same_result_is_repeats_business():
-    """"noted (2 in the draft)", "noted (3 in the draft)" read as the same: a repeat."""
+    """ "noted (2 in the draft)", "noted (3 in the draft)" read as the same: a repeat."""
     events = [call("Note", {"text": "remember the deadline"}, f"noted ({i} in the draft)") for i in (2, 3, 4)]
     m = only("echo", SIMILAR)
     assert strongest(feed(m, events)) is Action.ALLOW
@@ -69,8 +69,10 @@ def test_git_add_of_several_files_is_never_blocked_or_stopped(profile, stop):
 @pytest.mark.parametrize("profile, stop", [("unattended", False), ("attended", True)])
 def test_sibling_files_with_near_identical_contents_are_never_blocked_or_stopped(profile, stop):
     body = "[tool.ruff]\nline-length = 100\nselect = ['E', 'F', 'I']\n# package: {}\n"
-    events = [call("Read", {"file_path": f"packages/{p}/pyproject.toml"}, body.format(p))
-              for p in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")]
+    events = [
+        call("Read", {"file_path": f"packages/{p}/pyproject.toml"}, body.format(p))
+        for p in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
+    ]
     m = only("echo", {"turns": 2, "similarity": 0.5}, profile=profile, stop=stop)
     assert strongest(feed(m, events)).rank < Action.BLOCK.rank
     every = Monitor(profile=profile, stop=stop)
@@ -80,8 +82,10 @@ def test_sibling_files_with_near_identical_contents_are_never_blocked_or_stopped
 def test_near_identical_calls_that_all_fail_alike_may_stop():
     """The same edit rejected by the same check, resubmitted with trivial changes."""
     m = only("echo", {"turns": 3, "similarity": 0.5}, profile="unattended", evidence={"confirm": 1})
-    events = [call("Edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": f"x = {v}"},
-                   status(w), error=True) for v, w in (("2", "alpha"), ("3", "beta"), ("4", "gamma"), ("5", "delta"))]
+    events = [
+        call("Edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": f"x = {v}"}, status(w), error=True)
+        for v, w in (("2", "alpha"), ("3", "beta"), ("4", "gamma"), ("5", "delta"))
+    ]
     assert Action.STOP in actions(feed(m, events))
     # near-identical is suspicion: uncorroborated, only the nudge
     m = only("echo", {"turns": 3, "similarity": 0.5}, profile="unattended")
@@ -97,6 +101,8 @@ def test_a_poller_is_not_echo():
 def test_near_identical_calls_that_succeed_are_only_a_warning():
     # the same operation on sibling targets: no loop by the labelling protocol
     m = only("echo", {"turns": 3, "similarity": 0.5}, evidence={"confirm": 1, "second_signal": True})
-    events = [call("Edit", {"file_path": f"pkg/mod_{w}.py", "old_string": "x = 1", "new_string": "x = 2"}, status(w))
-              for w in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")]
+    events = [
+        call("Edit", {"file_path": f"pkg/mod_{w}.py", "old_string": "x = 1", "new_string": "x = 2"}, status(w))
+        for w in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")
+    ]
     assert strongest(feed(m, events)) is Action.WARN

@@ -31,7 +31,7 @@ def test_the_default_is_documented_in_params():
 
 def test_a_cycle_of_lines_with_a_moving_counter_is_a_loop():
     m = only("repeated_lines", {"repeats": 4, "max_period": 5})
-    block = "Traceback (most recent call last):\n  File \"app.py\", line {n}, in main\nValueError: bad port\n"
+    block = 'Traceback (most recent call last):\n  File "app.py", line {n}, in main\nValueError: bad port\n'
     verdicts = feed(m, [Output(block.format(n=100 + i)) for i in range(4)])
     assert verdicts[-1].action is Action.NUDGE
     assert verdicts[-1].finding.period == 3
@@ -47,7 +47,7 @@ def test_a_cycle_longer_than_max_period_is_not_a_loop():
 def test_lines_split_over_many_reads_still_repeat():
     m = only("repeated_lines", {"repeats": 4})
     data = "waiting for lock on db.sqlite\r\n" * 4
-    verdicts = feed(m, [Output(data[i:i + 7]) for i in range(0, len(data), 7)])
+    verdicts = feed(m, [Output(data[i : i + 7]) for i in range(0, len(data), 7)])
     assert strongest(verdicts) is Action.NUDGE
 
 
@@ -55,7 +55,7 @@ def test_progress_bars_never_repeat():
     m = only("repeated_lines", {"repeats": 2})
     frames = "".join(f"Downloading [{'=' * k}>{' ' * (20 - k)}] {k * 5}%\r" for k in range(20)) * 10
     frames += "".join("Downloading [====================] 100%\r" for _ in range(20))
-    verdicts = feed(m, [Output(frames[i:i + 64]) for i in range(0, len(frames), 64)])
+    verdicts = feed(m, [Output(frames[i : i + 64]) for i in range(0, len(frames), 64)])
     assert strongest(verdicts) is Action.ALLOW
     assert severity(m, "repeated_lines") == 0.0
 
@@ -126,8 +126,12 @@ def test_repeats_across_responses_are_not_chanting():
 
 def test_repeated_code_tables_and_bullet_lists_are_not_chanting():
     m = only("chanting", {"repeats": 3})
-    text = ("Here is the diff.\n```\nx = 1\nx = 1\nx = 1\nx = 1\n```\n"
-            + "| file | status |\n" * 6 + "- check the file\n" * 6 + "That is all.\n")
+    text = (
+        "Here is the diff.\n```\nx = 1\nx = 1\nx = 1\nx = 1\n```\n"
+        + "| file | status |\n" * 6
+        + "- check the file\n" * 6
+        + "That is all.\n"
+    )
     feed(m, [ModelText(text)])
     assert "chanting" not in m.strongest
 
@@ -140,8 +144,10 @@ def test_a_numbered_checklist_is_not_chanting():
 
 # -- what a raw console can prove --------------------------------------------------------
 
-ACCESS_LOG = ("\x1b[92m{t} - openhands:INFO\x1b[0m: local_runtime.py:340 - [runtime 77bbf874-e8b1] Server: "
-              "INFO:     127.0.0.1:{port} - \"POST /execute_action HTTP/1.1\" 200 OK\n")
+ACCESS_LOG = (
+    "\x1b[92m{t} - openhands:INFO\x1b[0m: local_runtime.py:340 - [runtime 77bbf874-e8b1] Server: "
+    'INFO:     127.0.0.1:{port} - "POST /execute_action HTTP/1.1" 200 OK\n'
+)
 
 
 def test_a_log_template_alike_only_once_numbers_are_masked_never_stops():
@@ -180,7 +186,10 @@ def test_a_retry_message_stops_even_in_a_burst():
 
 def test_a_failing_cycle_over_time_stops_but_a_listing_of_failures_does_not():
     cycle = only("repeated_lines", {"repeats": 8})
-    rounds = [Output(f"[step {i}] running tests/test_parser.py\nE   AssertionError: expected {i}\n", at=i * 3.0) for i in range(20)]
+    rounds = [
+        Output(f"[step {i}] running tests/test_parser.py\nE   AssertionError: expected {i}\n", at=i * 3.0)
+        for i in range(20)
+    ]
     assert Action.STOP in {v.action for v in feed(cycle, rounds)}
     # one line per failed test, numbers masked: a pytest summary, not a loop
     listing = only("repeated_lines", {"repeats": 8})

@@ -53,8 +53,14 @@ def test_rerunning_the_tests_after_different_edits_never_stops():
     events = []
     for i in range(30):
         events.append(bash("pytest -x", "FAILED tests/test_a.py::test_x - assert 1 == 2", error=True))
-        events.append(call("Edit", {"file_path": "src/a.py", "old_string": f"x = {i}", "new_string": f"x = {i + 1}"},
-                           "The file src/a.py has been updated.", changed=["src/a.py"]))
+        events.append(
+            call(
+                "Edit",
+                {"file_path": "src/a.py", "old_string": f"x = {i}", "new_string": f"x = {i + 1}"},
+                "The file src/a.py has been updated.",
+                changed=["src/a.py"],
+            )
+        )
     monitor = Monitor()  # every signal on, default thresholds
     verdicts = feed(monitor, events, step=20.0)
     assert strongest(verdicts).rank < Action.BLOCK.rank

@@ -52,8 +52,10 @@ def test_a_configured_writer_resets_the_count_and_a_failed_one_does_not():
 
 def test_errors_differing_only_in_counters_and_echoed_arguments_are_the_same():
     m = only("same_error", {"threshold": 3})
-    events = [bash(f"grep -rn {p} src", f'grep: line {n}: No matches found for "{p}"', error=True)
-              for p, n in (("parse_header", 11301), ("read_config", 11316), ("load_yaml", 11331))]
+    events = [
+        bash(f"grep -rn {p} src", f'grep: line {n}: No matches found for "{p}"', error=True)
+        for p, n in (("parse_header", 11301), ("read_config", 11316), ("load_yaml", 11331))
+    ]
     assert feed(m, events)[-1].action is Action.NUDGE
 
 
@@ -72,8 +74,13 @@ def test_successful_calls_are_not_errors():
 
 def test_tracked_errors_are_bounded():
     m = only("same_error", {"threshold": 3})
-    feed(m, [bash("x", f"error kind {chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}", error=True)
-             for i in range(5000)])
+    feed(
+        m,
+        [
+            bash("x", f"error kind {chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}", error=True)
+            for i in range(5000)
+        ],
+    )
     (signal,) = m._signals
     assert len(signal._errors) <= 256
     assert all(len(calls) <= 64 for _, _, calls in signal._errors.values())
@@ -84,8 +91,10 @@ def test_a_missing_program_is_not_excused_by_writes():
     m = only("same_error", {"threshold": 3})
     events = []
     for i in range(3):
-        events += [call("Edit", {"file_path": "T.java", "n": i}, "ok", changed=["T.java"]),
-                   bash("javac T.java", f"/bin/bash: line {100 + i}: javac: command not found", error=True)]
+        events += [
+            call("Edit", {"file_path": "T.java", "n": i}, "ok", changed=["T.java"]),
+            bash("javac T.java", f"/bin/bash: line {100 + i}: javac: command not found", error=True),
+        ]
     verdicts = feed(m, events)
     assert verdicts[-1].action is Action.NUDGE and verdicts[-1].signal == "same_error"
 
@@ -94,6 +103,8 @@ def test_an_ordinary_error_is_excused_by_writes():
     m = only("same_error", {"threshold": 3})
     events = []
     for i in range(3):
-        events += [call("Edit", {"file_path": "t.py", "n": i}, "ok", changed=["t.py"]),
-                   bash("python t.py", "AssertionError: expected 3", error=True)]
+        events += [
+            call("Edit", {"file_path": "t.py", "n": i}, "ok", changed=["t.py"]),
+            bash("python t.py", "AssertionError: expected 3", error=True),
+        ]
     assert strongest(feed(m, events)).rank < Action.WARN.rank

@@ -93,6 +93,9 @@ def test_calibration_keeps_the_longest_stretch():
 
 def test_the_same_call_with_a_new_result_is_a_new_action():
     m = monitor()
-    feed(m, [bash("tail -1 build.log", f"compiling module {chr(97 + i % 26)}{chr(97 + i // 26)}") for i in range(200)],
-         step=10.0)
+    feed(
+        m,
+        [bash("tail -1 build.log", f"compiling module {chr(97 + i % 26)}{chr(97 + i // 26)}") for i in range(200)],
+        step=10.0,
+    )
     assert "stagnation" not in m.strongest

@@ -89,7 +89,7 @@ def test_a_broken_configuration_makes_the_hook_allow_everything(machine):
     machine.install()
     mine = machine.home / ".config" / "loopwatch" / "loopwatch.toml"
     mine.parent.mkdir(parents=True, exist_ok=True)
-    mine.write_text("[hook]\nfail = \"sometimes\"\n")
+    mine.write_text('[hook]\nfail = "sometimes"\n')
     code, lines = doctor(machine)
     found = problems(lines)
     assert code == 1 and len(found) == 1 and found[0].startswith("the hook ran but could not check the call:")
@@ -100,6 +100,6 @@ def test_a_broken_project_configuration_is_ignored_by_the_hook(machine):
     """The agent can write its working directory's loopwatch.toml: the hook only takes
     what tightens it from there, and a broken one is ignored, not obeyed."""
     machine.install()
-    (machine.work / "loopwatch.toml").write_text("[hook]\nfail = \"sometimes\"\n")
+    (machine.work / "loopwatch.toml").write_text('[hook]\nfail = "sometimes"\n')
     code, lines = doctor(machine)
     assert code == 0, problems(lines)

@@ -26,20 +26,39 @@ from loopwatch.analysis.outcomes import OutcomeError, load_outcomes, parse_resol
 HERE = os.path.dirname(__file__)
 SRC = os.path.join(HERE, "..", "src")
 CORPUS = os.path.join(HERE, "..", "..", "shared", "corpus")
-needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "MANIFEST.tsv")), reason="shared corpus absent")
+needs_corpus = pytest.mark.skipif(
+    not os.path.isfile(os.path.join(CORPUS, "MANIFEST.tsv")), reason="shared corpus absent"
+)
 
 
 def run(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC)}
     env.pop("LOOPWATCH_MODE", None)
-    return subprocess.run([sys.executable, "-m", "loopwatch", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "loopwatch", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("yes", True), ("no", False), ("no_empty_patch", False), ("no (reward 0.0)", False), ("unknown", None),
-    ("", None), (True, True), (0, False), ("resolved", True),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("yes", True),
+        ("no", False),
+        ("no_empty_patch", False),
+        ("no (reward 0.0)", False),
+        ("unknown", None),
+        ("", None),
+        (True, True),
+        (0, False),
+        ("resolved", True),
+    ],
+)
 def test_resolved_values(value, expected):
     assert parse_resolved(value) is expected
 
@@ -74,8 +93,15 @@ def test_swe_bench_results_are_scoped_to_their_run(tmp_path):
     for run_name, resolved in (("run-a", ["django__django-1"]), ("run-b", [])):
         (tmp_path / run_name / "trajs").mkdir(parents=True)
         (tmp_path / run_name / "trajs" / "django__django-1.traj").write_text("{}")
-        (tmp_path / run_name / "results.json").write_text(json.dumps(
-            {"resolved": resolved, "unresolved_ids": [] if resolved else ["django__django-1"], "empty_patch_ids": []}))
+        (tmp_path / run_name / "results.json").write_text(
+            json.dumps(
+                {
+                    "resolved": resolved,
+                    "unresolved_ids": [] if resolved else ["django__django-1"],
+                    "empty_patch_ids": [],
+                }
+            )
+        )
     outcomes = load_outcomes([str(tmp_path / "run-a" / "results.json"), str(tmp_path / "run-b" / "results.json")])
     assert outcomes.lookup(str(tmp_path / "run-a" / "trajs" / "django__django-1.traj")) is True
     assert outcomes.lookup(str(tmp_path / "run-b" / "trajs" / "django__django-1.traj")) is False
@@ -93,12 +119,15 @@ def test_json_and_tsv_of_session_to_resolved(tmp_path):
     assert load_outcomes([str(tmp_path / "list.json")]).lookup(str(tmp_path / "a" / "task-7.traj.json")) is True
 
 
-@pytest.mark.parametrize("text, message", [
-    ("path\tlabel\nx\tyes\n", "no resolved column"),
-    ("resolved\tnotes\nyes\tx\n", "no column naming the session"),
-    ("{not json", "not valid JSON"),
-    ('{"unrelated": {"a": 1}}', "no session outcome"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("path\tlabel\nx\tyes\n", "no resolved column"),
+        ("resolved\tnotes\nyes\tx\n", "no column naming the session"),
+        ("{not json", "not valid JSON"),
+        ('{"unrelated": {"a": 1}}', "no session outcome"),
+    ],
+)
 def test_bad_outcome_files_say_why(tmp_path, text, message):
     path = tmp_path / "outcomes.txt"
     path.write_text(text)
@@ -186,8 +215,13 @@ def _runs(tmp_path) -> str:
     one works and succeeded."""
     runs = tmp_path / "runs"
     runs.mkdir()
-    loop = [{"type": "tool", "name": "Bash", "input": {"command": "pytest -x"}, "result": "1 failed", "error": True}] * 12
-    work = [{"type": "tool", "name": "Bash", "input": {"command": f"cat f{i}.py"}, "result": f"body {chr(97 + i)}"} for i in range(12)]
+    loop = [
+        {"type": "tool", "name": "Bash", "input": {"command": "pytest -x"}, "result": "1 failed", "error": True}
+    ] * 12
+    work = [
+        {"type": "tool", "name": "Bash", "input": {"command": f"cat f{i}.py"}, "result": f"body {chr(97 + i)}"}
+        for i in range(12)
+    ]
     for name, events in (("loop", loop), ("work", work)):
         (runs / f"{name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (runs / "results.json").write_text(json.dumps({"resolved": ["work"], "unresolved_ids": ["loop"]}))
@@ -220,8 +254,20 @@ def test_evaluate_refuses_a_bad_outcomes_file_in_one_line(tmp_path):
 def test_calibrate_writes_a_calibration_the_config_loads(tmp_path):
     runs = _runs(tmp_path)
     out = tmp_path / "calibration.toml"
-    result = run("calibrate", runs, "--outcomes", os.path.join(runs, "results.json"), "--folds", "2",
-                 "--resamples", "20", "--write", str(out), "--jobs", "1")
+    result = run(
+        "calibrate",
+        runs,
+        "--outcomes",
+        os.path.join(runs, "results.json"),
+        "--folds",
+        "2",
+        "--resamples",
+        "20",
+        "--write",
+        str(out),
+        "--jobs",
+        "1",
+    )
     assert result.returncode == 0, result.stderr
     assert oct(out.stat().st_mode & 0o777) == "0o600"
     text = out.read_text()
@@ -245,8 +291,9 @@ def test_evaluate_folds_is_deterministic_and_reports_out_of_fold(tmp_path):
         rows = list(csv.DictReader(fh, delimiter="\t"))
     keep = [r for r in rows if r["local_path"].startswith("tb1-console-log/") and r["resolved"] in ("yes", "no")][:9]
     # paths in an outcomes TSV are relative to it: here, absolute
-    manifest.write_text("local_path\tresolved\n" + "".join(
-        f"{os.path.join(CORPUS, r['local_path'])}\t{r['resolved']}\n" for r in keep))
+    manifest.write_text(
+        "local_path\tresolved\n" + "".join(f"{os.path.join(CORPUS, r['local_path'])}\t{r['resolved']}\n" for r in keep)
+    )
     args = ("evaluate", "--outcomes", str(manifest), "--corpus", CORPUS, "--folds", "3", "--resamples", "30", "--json")
     first, second = run(*args), run(*args)
     assert first.returncode == 0, first.stderr
@@ -283,8 +330,13 @@ def test_mini_swe_agent_actions_are_read_as_the_harness_reads_them():
     with open(path) as fh:
         messages = json.load(fh)["messages"]
     # every reply of the harness that is not a format correction answers an action
-    answered = sum(1 for i, m in enumerate(messages[:-1]) if m["role"] == "assistant" and messages[i + 1]["role"] == "user"
-                   and not messages[i + 1]["content"].startswith("Please always provide EXACTLY ONE action"))
+    answered = sum(
+        1
+        for i, m in enumerate(messages[:-1])
+        if m["role"] == "assistant"
+        and messages[i + 1]["role"] == "user"
+        and not messages[i + 1]["content"].startswith("Please always provide EXACTLY ONE action")
+    )
     assert len(calls) == answered
 
 
@@ -340,11 +392,21 @@ def test_a_false_stop_must_buy_five_loops():
 
 # -- sub-agents: one monitor each; what a sub-agent's stop means -----------------------
 
+
 def _calls(agent: str | None, n: int, start: int, command: str = "javac Test.java") -> list:
     from loopwatch.core.events import ToolCall
 
-    return [ToolCall("bash", {"command": command}, "bash: javac: command not found", error=True, agent=agent,
-                     source_ref=f"s{start + i}") for i in range(n)]
+    return [
+        ToolCall(
+            "bash",
+            {"command": command},
+            "bash: javac: command not found",
+            error=True,
+            agent=agent,
+            source_ref=f"s{start + i}",
+        )
+        for i in range(n)
+    ]
 
 
 def _steps(events: list) -> dict[str, int]:
@@ -366,8 +428,12 @@ def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
     from loopwatch.analysis.evaluation import first_interventions
 
     config = Config.make().for_source("swe-agent")
-    events = (_calls("Manager", 1, 0, "plan") + _calls("Programmer", 8, 1)
-              + _calls("Tester", 2, 9, "python reproduce.py") + _calls("Manager", 8, 11, "submit"))
+    events = (
+        _calls("Manager", 1, 0, "plan")
+        + _calls("Programmer", 8, 1)
+        + _calls("Tester", 2, 9, "python reproduce.py")
+        + _calls("Manager", 8, 11, "submit")
+    )
     stop, _, nudge, _, session_stop, agent = first_interventions(events, config, _steps(events))
     assert agent == "Programmer" and stop is not None and nudge is not None and nudge <= stop <= 9
     # the Programmer's later calls are skipped; the Manager's own streak stops the session
@@ -383,22 +449,30 @@ def test_harm_says_which_stops_were_a_sub_agent_s_and_which_came_after_the_last_
         (cases[3], 30, None, None, None, None, 3),
     ]
     result = harm(items)
-    assert (result.stopped, result.stopped_session, result.stopped_sub_agent, result.stopped_after_last_write) == (3, 2, 1, 2)
+    assert (result.stopped, result.stopped_session, result.stopped_sub_agent, result.stopped_after_last_write) == (
+        3,
+        2,
+        1,
+        2,
+    )
     # the plain count is not changed by the breakdown
     assert harm(item[:4] for item in items).stopped == 3
 
 
 @needs_corpus
-@pytest.mark.parametrize("name, sub_agent, after_last_write", [
-    # the Programmer wrote its fix (steps 3-4), then resubmitted a rejected test edit
-    # 27 times until its own exit_cost; the session was submitted and solved
-    ("swe-agent-traj/coder-swebench-lite/django__django-11039.traj", "Programmer", True),
-    # the Programmer's rejected edit resubmitted 18 times, then its own fix at step 46:
-    # the stop (a sub-agent's) comes before the work that solved the task
-    ("swe-agent-traj/coder-swebench-lite/mwaskom__seaborn-3010.traj", "Programmer", False),
-    # one agent: 20 identical javac calls to the cost cap, then autosubmit of step 3's edit
-    ("swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj", None, True),
-])
+@pytest.mark.parametrize(
+    "name, sub_agent, after_last_write",
+    [
+        # the Programmer wrote its fix (steps 3-4), then resubmitted a rejected test edit
+        # 27 times until its own exit_cost; the session was submitted and solved
+        ("swe-agent-traj/coder-swebench-lite/django__django-11039.traj", "Programmer", True),
+        # the Programmer's rejected edit resubmitted 18 times, then its own fix at step 46:
+        # the stop (a sub-agent's) comes before the work that solved the task
+        ("swe-agent-traj/coder-swebench-lite/mwaskom__seaborn-3010.traj", "Programmer", False),
+        # one agent: 20 identical javac calls to the cost cap, then autosubmit of step 3's edit
+        ("swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj", None, True),
+    ],
+)
 def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_agent, after_last_write):
     from loopwatch.analysis.evaluation import _load, first_interventions, last_write
 
@@ -412,10 +486,19 @@ def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_ag
 
 @needs_corpus
 def test_evaluate_shows_both_counts_of_stops_on_successful_sessions():
-    names = ["swe-agent-traj/coder-swebench-lite/mwaskom__seaborn-3010.traj",
-             "swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj"]
-    args = ("evaluate", "--outcomes", os.path.join(CORPUS, "MANIFEST.tsv"), "--jobs", "1", "--no-progress",
-            *(os.path.join(CORPUS, n) for n in names))
+    names = [
+        "swe-agent-traj/coder-swebench-lite/mwaskom__seaborn-3010.traj",
+        "swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-chat-v2/googlecontainertools__jib-4035.traj",
+    ]
+    args = (
+        "evaluate",
+        "--outcomes",
+        os.path.join(CORPUS, "MANIFEST.tsv"),
+        "--jobs",
+        "1",
+        "--no-progress",
+        *(os.path.join(CORPUS, n) for n in names),
+    )
     done = run(*args, "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)["detectors"]["all"]["outcomes"]
@@ -423,4 +506,6 @@ def test_evaluate_shows_both_counts_of_stops_on_successful_sessions():
     assert (out["stops_on_succeeded_of_session_agent"], out["stops_on_succeeded_by_sub_agent"]) == (1, 1)
     assert out["stops_on_succeeded_after_last_write"] == 1  # jib-4035; seaborn-3010 was stopped before its fix
     text = run(*args)
-    assert all(words in text.stdout for words in ("(own agent /", "sub-agent)", "(after last", "write)"))  # wrapped headers
+    assert all(
+        words in text.stdout for words in ("(own agent /", "sub-agent)", "(after last", "write)")
+    )  # wrapped headers

@@ -102,7 +102,9 @@ def test_non_consecutive_repeats_are_not_a_streak():
 def test_key_function_lets_a_cosmetic_argument_not_hide_a_repeat():
     def calls(guard: Guard):
         return [
-            run_call(guard, "Bash", {"command": "pytest", "description": f"run the tests, try {i}"}, FAILED, f"c{i}")[1].action
+            run_call(guard, "Bash", {"command": "pytest", "description": f"run the tests, try {i}"}, FAILED, f"c{i}")[
+                1
+            ].action
             for i in range(3)
         ]
 
@@ -197,13 +199,26 @@ def test_property_only_calls_that_ran_are_counted(ops):
     assert guard.monitor.actions == ran
 
 
-FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "agents", "openai", "pydantic_ai", "mcp",
-              "opentelemetry", "click", "rich", "orjson")
+FRAMEWORKS = (
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "agents",
+    "openai",
+    "pydantic_ai",
+    "mcp",
+    "opentelemetry",
+    "click",
+    "rich",
+    "orjson",
+)
 
 
 def test_import_loopwatch_leaves_the_guard_until_it_is_used():
-    code = ("import sys, loopwatch; before = 'loopwatch.guard' in sys.modules; "
-            "from loopwatch import Guard; print(before, 'loopwatch.guard' in sys.modules, 'Guard' in dir(loopwatch))")
+    code = (
+        "import sys, loopwatch; before = 'loopwatch.guard' in sys.modules; "
+        "from loopwatch import Guard; print(before, 'loopwatch.guard' in sys.modules, 'Guard' in dir(loopwatch))"
+    )
     assert python(code).split() == ["False", "True", "True"]
 
 
@@ -214,15 +229,22 @@ def test_import_loads_no_framework(module):
     assert "loopwatch" in out and not set(FRAMEWORKS) & set(out), set(FRAMEWORKS) & set(out)
 
 
-ADAPTERS = {"langchain": "langchain", "openai_agents": "agents", "pydantic_ai": "pydantic_ai",
-            "mcp_proxy": "mcp", "otel": "opentelemetry"}
+ADAPTERS = {
+    "langchain": "langchain",
+    "openai_agents": "agents",
+    "pydantic_ai": "pydantic_ai",
+    "mcp_proxy": "mcp",
+    "otel": "opentelemetry",
+}
 
 
 @pytest.mark.parametrize("adapter", list(ADAPTERS))
 def test_an_adapter_without_its_framework_says_which_extra_to_install(adapter):
     # The framework made unimportable, as when its extra is not installed.
-    code = (f"import sys; sys.modules[{ADAPTERS[adapter]!r}] = None\n"
-            f"try:\n    import loopwatch.adapters.{adapter}\n"
-            "except ImportError as exc:\n    print(exc)\n")
+    code = (
+        f"import sys; sys.modules[{ADAPTERS[adapter]!r}] = None\n"
+        f"try:\n    import loopwatch.adapters.{adapter}\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
     out = python(code)
     assert "pip install 'loopwatch[" in out, out

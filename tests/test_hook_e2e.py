@@ -16,7 +16,9 @@ def agent(tmp_path):
 @pytest.mark.parametrize("host", ["claude-code", "codex"])
 def test_same_failure_five_times_gets_a_nudge_then_a_block(tmp_path, host):
     agent = Agent(tmp_path / "state", tmp_path, host=host)
-    answers = [agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=pytest_failure(40 + i)) for i in range(5)]
+    answers = [
+        agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=pytest_failure(40 + i)) for i in range(5)
+    ]
     pre = [a[0] for a in answers]
     post = [a[1] for a in answers]
     # Calls 1-3 run; the third result brings the nudge, as context for the model.
@@ -38,7 +40,9 @@ def test_rerunning_tests_after_different_edits_is_never_flagged(agent):
         _, after = agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=pytest_failure(40))
         assert after.context is None and after.out is None, after
         old, new = f"    depth = {i}", f"    depth = {i + 1}"
-        before, after = agent.run("Edit", edit("/p/src/parser.py", old, new), response=edit_response("/p/src/parser.py", old, new))
+        before, after = agent.run(
+            "Edit", edit("/p/src/parser.py", old, new), response=edit_response("/p/src/parser.py", old, new)
+        )
         assert before.denied is None and after.out is None
     assert state_actions(agent.state, agent.session) == 10
 
@@ -74,7 +78,9 @@ def test_subagents_are_kept_apart(tmp_path):
 def test_unattended_claude_p_ends_the_run(tmp_path):
     agent = Agent(tmp_path / "state", tmp_path, env={"LOOPWATCH_PROFILE": "", "CLAUDE_CODE_ENTRYPOINT": "sdk-cli"})
     for i in range(3):
-        agent.run("Bash", bash("curl -sf localhost:8080/health"), error="curl: (7) Failed to connect to localhost port 8080")
+        agent.run(
+            "Bash", bash("curl -sf localhost:8080/health"), error="curl: (7) Failed to connect to localhost port 8080"
+        )
     before = agent.pre("Bash", bash("curl -sf localhost:8080/health"))
     assert before.denied and before.stopped and "loopwatch stopped the run" in before.out["stopReason"]
     # Any later call of that run is refused too, until the user writes again.
@@ -106,11 +112,22 @@ def test_hook_path_imports_neither_click_nor_rich(agent):
     import subprocess
     import sys
 
-    payload = {**agent.base("PostToolUse"), "tool_name": "Bash", "tool_input": bash("ls"), "tool_response": {"stdout": "a"}, "tool_use_id": "t1"}
+    payload = {
+        **agent.base("PostToolUse"),
+        "tool_name": "Bash",
+        "tool_input": bash("ls"),
+        "tool_response": {"stdout": "a"},
+        "tool_use_id": "t1",
+    }
     import json
 
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwatch", "hook"], input=json.dumps(payload).encode(),
-                          env=agent.env(), capture_output=True, cwd=agent.cwd)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "loopwatch", "hook"],
+        input=json.dumps(payload).encode(),
+        env=agent.env(),
+        capture_output=True,
+        cwd=agent.cwd,
+    )
     modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.decode().splitlines() if "|" in line}
     assert proc.returncode == 0 and "loopwatch" in modules
     assert not modules & {"click", "rich"}, modules & {"click", "rich"}

@@ -21,15 +21,18 @@ def log_lines(agent) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-@pytest.mark.parametrize("payload", [
-    b"",
-    b"{not json",
-    b"[1, 2, 3]",
-    json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash"}),  # no session_id
-    json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_input": {}}),  # no tool_name
-    json.dumps({"session_id": 7, "hook_event_name": "PostToolUse"}),
-    json.dumps({"session_id": "s", "hook_event_name": "PostToolBatch", "tool_calls": "nope"}),
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"{not json",
+        b"[1, 2, 3]",
+        json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash"}),  # no session_id
+        json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_input": {}}),  # no tool_name
+        json.dumps({"session_id": 7, "hook_event_name": "PostToolUse"}),
+        json.dumps({"session_id": "s", "hook_event_name": "PostToolBatch", "tool_calls": "nope"}),
+    ],
+)
 def test_malformed_payload_is_allowed_and_logged(agent, payload):
     result = agent.send(payload)
     assert (result.code, result.out, result.err) == (0, None, "")
@@ -100,7 +103,7 @@ def test_bad_configuration_fails_open(agent):
     user_config(agent, '[hook]\nfail = "sometimes"\n')
     result = agent.pre("Bash", bash("ls"))
     assert (result.code, result.out) == (0, None)
-    assert 'hook.fail' in log_lines(agent)[0]
+    assert "hook.fail" in log_lines(agent)[0]
 
 
 def test_oversize_payload_is_identified_not_read(agent):
@@ -127,6 +130,9 @@ def test_databases_moved_aside_in_the_same_second_keep_each_its_own_name(tmp_pat
         for suffix in ("-wal", "-shm"):
             (agent.state / f"state.db{suffix}").unlink(missing_ok=True)
         assert agent.pre("Bash", bash("ls")).code == 0
-    kept = sorted(path.read_bytes()[:25] for path in agent.state.glob("state.db.broken-*")
-                  if not path.name.endswith(("-wal", "-shm")))
+    kept = sorted(
+        path.read_bytes()[:25]
+        for path in agent.state.glob("state.db.broken-*")
+        if not path.name.endswith(("-wal", "-shm"))
+    )
     assert kept == [f"broken database number {i}\n".encode()[:25] for i in range(3)]

@@ -16,9 +16,12 @@ CLAUDE_SETTINGS = {
             {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/.claude/hooks/block-rm.sh"}]},
         ],
         "PostToolUse": [
-            {"matcher": "Edit|Write", "hooks": [
-                {"type": "command", "command": "npx prettier --write \"$CLAUDE_FILE_PATHS\""},
-            ]},
+            {
+                "matcher": "Edit|Write",
+                "hooks": [
+                    {"type": "command", "command": 'npx prettier --write "$CLAUDE_FILE_PATHS"'},
+                ],
+            },
         ],
         "Notification": [{"hooks": [{"type": "command", "command": "notify-send Claude"}]}],
     },
@@ -27,7 +30,12 @@ CLAUDE_SETTINGS = {
 
 CODEX_HOOKS = {
     "hooks": {
-        "SessionStart": [{"matcher": "startup|resume", "hooks": [{"type": "command", "command": "python3 ~/.codex/hooks/context.py"}]}],
+        "SessionStart": [
+            {
+                "matcher": "startup|resume",
+                "hooks": [{"type": "command", "command": "python3 ~/.codex/hooks/context.py"}],
+            }
+        ],
         "Stop": [{"hooks": [{"type": "command", "command": "uvx ruff check --fix", "timeout": 30}]}],
     }
 }
@@ -42,10 +50,25 @@ def entries(settings: dict, event: str) -> list[str]:
     return [h["command"] for g in settings["hooks"].get(event, []) for h in g["hooks"]]
 
 
-@pytest.mark.parametrize("agent,original,events", [
-    ("claude-code", CLAUDE_SETTINGS, ["PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "UserPromptSubmit", "Stop", "SubagentStop"]),
-    ("codex", CODEX_HOOKS, ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]),
-])
+@pytest.mark.parametrize(
+    "agent,original,events",
+    [
+        (
+            "claude-code",
+            CLAUDE_SETTINGS,
+            [
+                "PreToolUse",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "PostToolBatch",
+                "UserPromptSubmit",
+                "Stop",
+                "SubagentStop",
+            ],
+        ),
+        ("codex", CODEX_HOOKS, ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]),
+    ],
+)
 def test_install_merges_is_idempotent_backs_up_and_uninstall_removes_only_ours(tmp_path, agent, original, events):
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(original, indent=2))
@@ -72,13 +95,27 @@ def test_install_merges_is_idempotent_backs_up_and_uninstall_removes_only_ours(t
 
 def test_uninstall_keeps_a_users_entry_sharing_a_group_with_ours(tmp_path):
     path = tmp_path / "settings.json"
-    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
-        {"type": "command", "command": "/usr/bin/python3 -m loopwatch hook claude-code"},
-        {"type": "command", "command": "audit-log --tool"},
-    ]}]}}))
+    path.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "*",
+                            "hooks": [
+                                {"type": "command", "command": "/usr/bin/python3 -m loopwatch hook claude-code"},
+                                {"type": "command", "command": "audit-log --tool"},
+                            ],
+                        }
+                    ]
+                }
+            }
+        )
+    )
     run(uninstall, "claude-code", "--settings", str(path))
-    assert json.loads(path.read_text()) == {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
-        {"type": "command", "command": "audit-log --tool"}]}]}}
+    assert json.loads(path.read_text()) == {
+        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "audit-log --tool"}]}]}
+    }
 
 
 def test_install_into_a_new_user_settings_file(tmp_path, monkeypatch):

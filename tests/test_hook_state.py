@@ -24,8 +24,15 @@ def fed_state(n: int = 6) -> SessionState:
     state = SessionState(Monitor(profile="attended"), "claude-code", "attended", "test")
     for i in range(n):
         state.monitor.check(Attempt("Bash", {"command": f"deploy --token {SECRET}"}, at=float(i)))
-        state.monitor.observe(ToolCall("Bash", {"command": f"deploy --token {SECRET}"},
-                                       f"error: token {SECRET} rejected", error=True, at=float(i)))
+        state.monitor.observe(
+            ToolCall(
+                "Bash",
+                {"command": f"deploy --token {SECRET}"},
+                f"error: token {SECRET} rejected",
+                error=True,
+                at=float(i),
+            )
+        )
     return state
 
 
@@ -72,7 +79,9 @@ def test_new_sessions_prune_old_and_excess_ones(tmp_path):
 def test_a_user_message_resets_a_restored_monitor():
     state = loads(dumps(fed_state(3)))
     state.monitor.observe(UserMessage(at=20.0))
-    assert state.monitor.check(Attempt("Bash", {"command": f"deploy --token {SECRET}"}, at=21.0)).action.value == "allow"
+    assert (
+        state.monitor.check(Attempt("Bash", {"command": f"deploy --token {SECRET}"}, at=21.0)).action.value == "allow"
+    )
 
 
 json_values = st.recursive(
@@ -106,15 +115,18 @@ def test_a_huge_string_keeps_its_head_and_tail():
     assert kept.startswith("HEAD") and kept.endswith("TAIL") and len(kept) < 8300
 
 
-@pytest.mark.parametrize("argv,expected", [
-    (["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js", "-p", "fix the tests"], "claude -p"),
-    (["/home/u/.local/bin/claude", "--print", "--output-format", "json"], "claude -p"),
-    (["/home/u/.local/bin/claude", "--resume"], ""),
-    (["codex", "exec", "--full-auto", "fix it"], "codex exec"),
-    (["/usr/local/bin/codex", "-m", "gpt-5-codex", "exec", "fix it"], "codex exec"),
-    (["codex", "fix the build"], ""),
-    (["python", "-m", "pytest", "-p", "no:cacheprovider"], None),
-])
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js", "-p", "fix the tests"], "claude -p"),
+        (["/home/u/.local/bin/claude", "--print", "--output-format", "json"], "claude -p"),
+        (["/home/u/.local/bin/claude", "--resume"], ""),
+        (["codex", "exec", "--full-auto", "fix it"], "codex exec"),
+        (["/usr/local/bin/codex", "-m", "gpt-5-codex", "exec", "fix it"], "codex exec"),
+        (["codex", "fix the build"], ""),
+        (["python", "-m", "pytest", "-p", "no:cacheprovider"], None),
+    ],
+)
 def test_headless_runs_are_recognised_from_the_command_line(argv, expected):
     assert _headless_argv(argv) == expected
 
@@ -123,4 +135,7 @@ def test_profile_precedence():
     env = {"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"}
     assert detect_profile("claude-code", {}, env)[0] == "unattended"
     assert detect_profile("claude-code", {"profile": "attended"}, env) == ("attended", "configuration")
-    assert detect_profile("claude-code", {"profile": "attended"}, {**env, "LOOPWATCH_PROFILE": "unattended"})[0] == "unattended"
+    assert (
+        detect_profile("claude-code", {"profile": "attended"}, {**env, "LOOPWATCH_PROFILE": "unattended"})[0]
+        == "unattended"
+    )

@@ -35,19 +35,40 @@ from loopwatch.hook.state import SessionState, dumps, loads
 # -- a vocabulary small enough that loops of every kind happen --------------------------------
 
 COMMANDS = ["pytest -x", "ls src", "cat a.py", "make", "git status"]
-RESULTS = ["ok", "E   AssertionError: assert 1 == 2", "bash: javac: command not found", "3 passed in 0.4s",
-           "Downloading 40% 12 MB", ""]
-TEXTS = ["I apologize, let me try again. ", "Let me run the tests. ", "```\ncode\n```\n", "- item\n",
-         "Sorry, my mistake.\n", "The build failed because of the import. "]
+RESULTS = [
+    "ok",
+    "E   AssertionError: assert 1 == 2",
+    "bash: javac: command not found",
+    "3 passed in 0.4s",
+    "Downloading 40% 12 MB",
+    "",
+]
+TEXTS = [
+    "I apologize, let me try again. ",
+    "Let me run the tests. ",
+    "```\ncode\n```\n",
+    "- item\n",
+    "Sorry, my mistake.\n",
+    "The build failed because of the import. ",
+]
 LINES = [b"Compiling module\n", b"error: linker failed\r\n", b"40% [=====>   ]\r", b"retrying request\n", b"partial"]
 
 
 def event_strategy():
     at = st.floats(0, 5)
     return st.one_of(
-        st.builds(lambda n, c, r, e, w, t: ("call", n, c, r, e, w, t), st.sampled_from(["Bash", "Edit", "Read"]),
-                  st.sampled_from(COMMANDS), st.sampled_from(RESULTS), st.booleans(), st.booleans(), at),
-        st.builds(lambda n, c, t: ("attempt", n, c, t), st.sampled_from(["Bash", "Edit"]), st.sampled_from(COMMANDS), at),
+        st.builds(
+            lambda n, c, r, e, w, t: ("call", n, c, r, e, w, t),
+            st.sampled_from(["Bash", "Edit", "Read"]),
+            st.sampled_from(COMMANDS),
+            st.sampled_from(RESULTS),
+            st.booleans(),
+            st.booleans(),
+            at,
+        ),
+        st.builds(
+            lambda n, c, t: ("attempt", n, c, t), st.sampled_from(["Bash", "Edit"]), st.sampled_from(COMMANDS), at
+        ),
         st.builds(lambda x, c, t: ("text", x, c, t), st.sampled_from(TEXTS), st.booleans(), at),
         st.builds(lambda x, t: ("output", x, t), st.sampled_from(LINES), at),
         st.builds(lambda t: ("retry", t), at),
@@ -97,6 +118,7 @@ def verdicts(specs, state: SessionState, every: bool, clock: float = 0.0) -> lis
 
 # -- round trips ------------------------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(event_strategy(), min_size=1, max_size=60), st.sampled_from(["unattended", "attended"]))
 def test_a_state_saved_and_loaded_at_every_event_decides_like_one_kept_in_memory(specs, profile):
@@ -132,8 +154,14 @@ def test_a_state_carried_to_another_process_decides_like_one_kept_in_memory():
         expected.append(whole[cut:])
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     here = os.path.dirname(__file__)
-    proc = subprocess.run([sys.executable, "-c", CHILD, SRC, here], input=json.dumps(jobs).encode(),
-                          capture_output=True, env=env, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, SRC, here],
+        input=json.dumps(jobs).encode(),
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     got = json.loads(proc.stdout)
     assert [[list(v) for v in job] for job in expected] == got
@@ -146,8 +174,17 @@ def _sample(rng: random.Random) -> list[tuple]:
         kind = rng.choice(["call"] * 5 + ["attempt"] * 2 + ["text", "output", "retry", "turn", "correction", "user"])
         at = rng.random() * 5
         if kind == "call":
-            out.append(("call", rng.choice(["Bash", "Edit", "Read"]), rng.choice(COMMANDS[:3]), rng.choice(RESULTS),
-                        rng.random() < 0.5, rng.random() < 0.1, at))
+            out.append(
+                (
+                    "call",
+                    rng.choice(["Bash", "Edit", "Read"]),
+                    rng.choice(COMMANDS[:3]),
+                    rng.choice(RESULTS),
+                    rng.random() < 0.5,
+                    rng.random() < 0.1,
+                    at,
+                )
+            )
         elif kind == "attempt":
             out.append(("attempt", "Bash", rng.choice(COMMANDS[:3]), at))
         elif kind == "text":
@@ -213,8 +250,9 @@ def test_the_saved_state_is_json_with_no_input_result_or_message():
     state = fresh_state("attended")
     for i in range(6):
         state.monitor.check(Attempt("Bash", {"command": "deploy --token hunter2"}, at=float(i)))
-        state.monitor.observe(ToolCall("Bash", {"command": "deploy --token hunter2"}, "token hunter2 rejected",
-                                       error=True, at=float(i)))
+        state.monitor.observe(
+            ToolCall("Bash", {"command": "deploy --token hunter2"}, "token hunter2 rejected", error=True, at=float(i))
+        )
     blob = dumps(state)
     envelope = json.loads(blob)
     assert envelope["loopwatch_state"] == codec.FORMAT and envelope["layout"] == codec.layout()
@@ -223,6 +261,7 @@ def test_the_saved_state_is_json_with_no_input_result_or_message():
 
 
 # -- crafted rows -----------------------------------------------------------------------------
+
 
 def envelope(body) -> bytes:
     return json.dumps({"loopwatch_state": codec.FORMAT, "layout": codec.layout(), "state": body}).encode()
@@ -244,9 +283,20 @@ def crafted_rows(marker: str) -> list[bytes]:
         b"\x80\x04\x8c\x10loopwatch.config\x8c\tos.system\x93\x8c" + bytes([len(shell)]) + shell.encode() + b"\x85R.",
         b"cos\nsystem\n(S'" + shell.encode() + b"'\ntR.",
     ]
-    for tag in ("config:os.system", "loopwatch.core.config:os.system", "os:system", "posix:system", "builtins:eval",
-                "config:os.getcwd", "hook.state:os.system", "monitor:Monitor.__init__", "subprocess:Popen",
-                "config:Config._make", "signals:SIGNALS", "hook.codec:_Registry"):
+    for tag in (
+        "config:os.system",
+        "loopwatch.core.config:os.system",
+        "os:system",
+        "posix:system",
+        "builtins:eval",
+        "config:os.getcwd",
+        "hook.state:os.system",
+        "monitor:Monitor.__init__",
+        "subprocess:Popen",
+        "config:Config._make",
+        "signals:SIGNALS",
+        "hook.codec:_Registry",
+    ):
         rows.append(envelope(["o", tag, "x", shell]))
         rows.append(envelope(["n", tag, shell]))
         rows.append(envelope(["e", tag, shell]))
@@ -262,7 +312,11 @@ def crafted_rows(marker: str) -> list[bytes]:
         envelope(["s", ["l"]]),
         envelope(["b", "zz"]),
         envelope(["f", "__import__('os').system('x')"]),
-        envelope(None)[:-len(b"null}")] + b'["l", ' * 100000 + b'"x"' + b"]" * 100000 + b"}",  # too deep for any parser
+        envelope(None)[: -len(b"null}")]
+        + b'["l", ' * 100000
+        + b'"x"'
+        + b"]" * 100000
+        + b"}",  # too deep for any parser
         json.dumps({"loopwatch_state": codec.FORMAT, "layout": "0" * 16, "state": None}).encode(),  # another version
         json.dumps({"loopwatch_state": codec.FORMAT + 1, "layout": codec.layout(), "state": None}).encode(),  # newer
         b'{"loopwatch_state": 1, "layout": ' + b"1" * 100000 + b"}",
@@ -280,8 +334,17 @@ def test_no_crafted_row_runs_anything_when_loaded(tmp_path):
     watching = [False]
 
     def audit(name, args):
-        if watching[0] and name.split(".")[0] in ("os", "subprocess", "exec", "compile", "import", "pickle",
-                                                     "builtins", "ctypes", "sys"):
+        if watching[0] and name.split(".")[0] in (
+            "os",
+            "subprocess",
+            "exec",
+            "compile",
+            "import",
+            "pickle",
+            "builtins",
+            "ctypes",
+            "sys",
+        ):
             events.append(name)
 
     sys.addaudithook(audit)
@@ -330,7 +393,9 @@ def test_an_older_version_database_starts_its_sessions_afresh(tmp_path):
             action TEXT NOT NULL, signal TEXT, tool TEXT, description TEXT);
         PRAGMA user_version = 1;
     """)
-    old_pickle = b"\x80\x05\x95\x1c\x00\x00\x00\x00\x00\x00\x00\x8c\x14loopwatch.hook.state\x94\x8c\x0cSessionState\x94\x93\x94."
+    old_pickle = (
+        b"\x80\x05\x95\x1c\x00\x00\x00\x00\x00\x00\x00\x8c\x14loopwatch.hook.state\x94\x8c\x0cSessionState\x94\x93\x94."
+    )
     db.execute("INSERT INTO sessions VALUES ('old', '', 'claude-code', 'attended', 1, 1, 7, 0, 0, 0, ?)", (old_pickle,))
     db.commit()
     db.close()
@@ -351,7 +416,7 @@ def test_a_state_that_loads_but_breaks_is_reset_not_allowed_for_ever(tmp_path):
     blob = db.execute("SELECT state FROM sessions").fetchone()[0]
     data = json.loads(blob)
     monitor = data["state"][data["state"].index("monitor") + 1]
-    del monitor[monitor.index("events"):monitor.index("events") + 2]  # an attribute this version needs
+    del monitor[monitor.index("events") : monitor.index("events") + 2]  # an attribute this version needs
     db.execute("UPDATE sessions SET state = ?", (json.dumps(data).encode(),))
     db.commit()
     db.close()
@@ -385,6 +450,7 @@ def test_the_layout_changes_when_a_signal_changes_its_state(monkeypatch):
     from loopwatch.core.signals.repeat import Repeat
 
     monkeypatch.setattr(codec, "_REGISTRY", None)
+
     def on_step(self, step):
         self._count_renamed = 1  # the same signal, keeping its state under another name
 

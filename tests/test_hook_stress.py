@@ -27,14 +27,24 @@ def cpu_load(loops: int = 2):
 
 def parallel(agent: Agent, n: int, first: int = 0) -> list[tuple[int, bytes]]:
     payloads = [
-        {**agent.base("PostToolUse"), "tool_name": "Read", "tool_input": {"file_path": f"/p/src/mod_{i}.py"},
-         "tool_response": {"type": "text", "file": {"filePath": f"/p/src/mod_{i}.py", "content": f"x = {i}\n"}},
-         "tool_use_id": f"toolu_stress_{i:04d}"}
+        {
+            **agent.base("PostToolUse"),
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"/p/src/mod_{i}.py"},
+            "tool_response": {"type": "text", "file": {"filePath": f"/p/src/mod_{i}.py", "content": f"x = {i}\n"}},
+            "tool_use_id": f"toolu_stress_{i:04d}",
+        }
         for i in range(first, first + n)
     ]
     procs = [
-        subprocess.Popen([sys.executable, "-m", "loopwatch", "hook"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=agent.env(), cwd=agent.cwd)
+        subprocess.Popen(
+            [sys.executable, "-m", "loopwatch", "hook"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=agent.env(),
+            cwd=agent.cwd,
+        )
         for _ in payloads
     ]
     for proc, payload in zip(procs, payloads):
@@ -193,8 +203,14 @@ def test_writers_queue_on_the_state_lock_past_sqlites_busy_timeout(tmp_path):
     state, trace = tmp_path / "state", tmp_path / "trace"
     src = str(Path(__file__).resolve().parents[1] / "src")
     writers, hold = 8, 0.4  # 3.2 s of queue against a 1 s busy timeout
-    procs = [subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, src, str(state), str(i), str(hold), str(trace)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SLOW_WRITER, src, str(state), str(i), str(hold), str(trace)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(writers)
+    ]
     results = [(proc.wait(timeout=120), proc.stderr.read().decode()[-300:]) for proc in procs]
     for proc in procs:
         proc.stdout.close()

@@ -40,15 +40,27 @@ def log_text(agent: Agent) -> str:
 
 # -- private files ----------------------------------------------------------------------------
 
+
 def test_state_is_private_under_umask_000(agent):
     def umask0():
         os.umask(0)
 
     for i in range(3):
-        payload = {**agent.base("PostToolUse"), "tool_name": "Bash", "tool_input": bash("ls"),
-                   "tool_response": {"stdout": "a"}, "tool_use_id": f"t{i}"}
-        subprocess.run([sys.executable, "-m", "loopwatch", "hook"], input=json.dumps(payload).encode(),
-                       env=agent.env(), preexec_fn=umask0, check=True, capture_output=True)
+        payload = {
+            **agent.base("PostToolUse"),
+            "tool_name": "Bash",
+            "tool_input": bash("ls"),
+            "tool_response": {"stdout": "a"},
+            "tool_use_id": f"t{i}",
+        }
+        subprocess.run(
+            [sys.executable, "-m", "loopwatch", "hook"],
+            input=json.dumps(payload).encode(),
+            env=agent.env(),
+            preexec_fn=umask0,
+            check=True,
+            capture_output=True,
+        )
     agent.send(agent.base("Notification"))  # an unknown event: one line in hook.log
     assert stat.S_IMODE(agent.state.stat().st_mode) == 0o700
     names = sorted(p.name for p in agent.state.iterdir() if p.name != "home")
@@ -109,8 +121,10 @@ def test_a_readable_folder_is_made_private(agent):
 
 # -- which configuration the hook trusts --------------------------------------------------------
 
-SWITCH_OFF = 'mode = "off"\nprofile = "attended"\n[signals.repeat]\nthreshold = 0\n[signals.same_error]\nthreshold = 0\n' \
-             '[signals.echo]\nthreshold = 0\n[tools.Bash]\nrole = "exempt"\n[hook]\nfail = "open"\n'
+SWITCH_OFF = (
+    'mode = "off"\nprofile = "attended"\n[signals.repeat]\nthreshold = 0\n[signals.same_error]\nthreshold = 0\n'
+    '[signals.echo]\nthreshold = 0\n[tools.Bash]\nrole = "exempt"\n[hook]\nfail = "open"\n'
+)
 
 
 def test_a_project_file_cannot_switch_the_guard_off(agent):
@@ -149,8 +163,15 @@ def test_the_project_cannot_opt_itself_in(agent):
 
 
 def status(agent: Agent, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loopwatch", "status", *args], env=agent.env(), capture_output=True,
-                          text=True, cwd=agent.cwd, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "loopwatch", "status", *args],
+        env=agent.env(),
+        capture_output=True,
+        text=True,
+        cwd=agent.cwd,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_status_says_which_file_set_the_mode(agent):
@@ -209,10 +230,17 @@ def test_status_on_a_read_only_folder_still_reports(tmp_path):
 
 # -- payloads no text can hold ------------------------------------------------------------------
 
+
 def test_a_lone_surrogate_is_checked_like_any_other_id(agent):
-    body = json.dumps({**agent.base("PostToolUse"), "tool_name": "Bash", "tool_input": {"command": "ls \udcff"},
-                       "tool_response": "x\ud800", "tool_use_id": "t\udfff"}).replace(json.dumps(agent.session),
-                                                                                      '"s\\ud800"')
+    body = json.dumps(
+        {
+            **agent.base("PostToolUse"),
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls \udcff"},
+            "tool_response": "x\ud800",
+            "tool_use_id": "t\udfff",
+        }
+    ).replace(json.dumps(agent.session), '"s\\ud800"')
     assert "\\ud800" in body
     result = agent.send(body.encode())
     assert (result.code, result.err) == (0, "")
@@ -221,10 +249,13 @@ def test_a_lone_surrogate_is_checked_like_any_other_id(agent):
     assert log_text(agent) == ""
 
 
-@pytest.mark.parametrize("data", [
-    b'{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash\xff\xfe", "tool_input": {}}',
-    b'{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "\\ud800',
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash\xff\xfe", "tool_input": {}}',
+        b'{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "\\ud800',
+    ],
+)
 def test_an_undecodable_pre_tool_use_fails_closed_when_asked(agent, data):
     user_config(agent, '[hook]\nfail = "closed"\n')
     result = agent.send(data)
@@ -238,9 +269,15 @@ def test_an_undecodable_pre_tool_use_fails_closed_when_asked(agent, data):
 
 # -- a folder that cannot be written --------------------------------------------------------------
 
+
 def _mount_tmpfs(path: Path, options: str) -> bool:
     path.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, check=False).returncode == 0
+    return (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, check=False
+        ).returncode
+        == 0
+    )
 
 
 @pytest.mark.parametrize("fault", ["read-only", "full"])

@@ -45,11 +45,14 @@ def test_a_bash_success_has_stdout_and_stderr_and_no_exit_code():
 
 
 @needs_captures
-@pytest.mark.parametrize("name,failed", [
-    ("PostToolBatch.after-failure", True),
-    ("PostToolBatch.after-success", False),
-    ("PostToolBatch.after-loopwatch-deny", False),  # the denial text: not a failed run, it never ran
-])
+@pytest.mark.parametrize(
+    "name,failed",
+    [
+        ("PostToolBatch.after-failure", True),
+        ("PostToolBatch.after-success", False),
+        ("PostToolBatch.after-loopwatch-deny", False),  # the denial text: not a failed run, it never ran
+    ],
+)
 def test_post_tool_batch_items(name, failed):
     (call,) = payload(name).calls
     assert call.error is failed and call.call_id
@@ -124,8 +127,13 @@ def test_a_session_file_skips_loopwatchs_denials_too():
 
 
 def test_a_hook_stop_reason_from_include_hook_events():
-    line = {"type": "system", "subtype": "hook_response", "hook_event": "PostToolBatch",
-            "stdout": json.dumps({"continue": False, "stopReason": "loopwatch stopped the run: x"}), "exit_code": 0}
+    line = {
+        "type": "system",
+        "subtype": "hook_response",
+        "hook_event": "PostToolBatch",
+        "stdout": json.dumps({"continue": False, "stopReason": "loopwatch stopped the run: x"}),
+        "exit_code": 0,
+    }
     assert host.hook_stop_reason(line) == "loopwatch stopped the run: x"
     assert host.hook_stop_reason({**line, "stdout": "{}"}) is None
     result = {"type": "result", "terminal_reason": "hook_stopped"}
@@ -138,11 +146,14 @@ def test_the_hook_path_does_not_import_click_rich_or_orjson():
     import subprocess
     import sys
 
-    code = ("import sys, loopwatch.hosts.claude_code, loopwatch.hook.payload, loopwatch.hook.guard;"
-            "print(sorted(m for m in ('click', 'rich', 'orjson') if m in sys.modules))")
+    code = (
+        "import sys, loopwatch.hosts.claude_code, loopwatch.hook.payload, loopwatch.hook.guard;"
+        "print(sorted(m for m in ('click', 'rich', 'orjson') if m in sys.modules))"
+    )
     src = str(Path(__file__).resolve().parents[1] / "src")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": src}).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}
+    ).stdout
     assert out.strip() == "[]"
 
 

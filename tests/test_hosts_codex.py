@@ -72,7 +72,7 @@ def test_a_first_line_of_any_length_is_still_a_rollout(tmp_path, size):
     first["payload"]["base_instructions"]["text"] += "x" * size
     path = tmp_path / "rollout-long.jsonl"
     path.write_text("\n".join([json.dumps(first, separators=(",", ":"))] + lines[1:]) + "\n")
-    assert detect(str(path), path.read_bytes()[:64 * 1024]) == "codex"
+    assert detect(str(path), path.read_bytes()[: 64 * 1024]) == "codex"
     _session, events = events_of(str(path))
     assert len(calls(events)) == 12
 
@@ -125,8 +125,13 @@ def test_real_healthy_payloads_read_as_successes(tmp_path):
 
 
 def test_rollout_lookup_reads_only_rollouts(tmp_path):
-    line = {"type": "event_msg", "payload": {"type": "item_completed", "item": {
-        "type": "CommandExecution", "id": "call_1", "exit_code": 3, "status": "failed"}}}
+    line = {
+        "type": "event_msg",
+        "payload": {
+            "type": "item_completed",
+            "item": {"type": "CommandExecution", "id": "call_1", "exit_code": 3, "status": "failed"},
+        },
+    }
     for name in ("rollout-x.jsonl", "notes.jsonl"):
         (tmp_path / name).write_text(json.dumps(line) + "\n")
     assert codex.rollout_exit_code(str(tmp_path / "rollout-x.jsonl"), "call_1") == 3
@@ -138,13 +143,16 @@ def test_rollout_lookup_reads_only_rollouts(tmp_path):
 # -- one rule, one tool ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, code", [
-    ("Chunk ID: e1eabb\nWall time: 0.0000 seconds\nProcess exited with code 2\nOutput:\nx", 2),
-    ("Exit code: 0\nWall time: 1 seconds\nOutput:\nok", 0),
-    ("Exit code 1\n", 1),
-    ("ls: cannot access 'x'\n", None),
-    ("Output:\n" + "line\n" * 20 + "Process exited with code 2\n", None),  # not in the header: output text
-])
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("Chunk ID: e1eabb\nWall time: 0.0000 seconds\nProcess exited with code 2\nOutput:\nx", 2),
+        ("Exit code: 0\nWall time: 1 seconds\nOutput:\nok", 0),
+        ("Exit code 1\n", 1),
+        ("ls: cannot access 'x'\n", None),
+        ("Output:\n" + "line\n" * 20 + "Process exited with code 2\n", None),  # not in the header: output text
+    ],
+)
 def test_output_exit_code(text, code):
     assert codex.output_exit_code(text) == code
 
@@ -153,7 +161,8 @@ def test_the_three_names_of_the_shell_tool_share_per_tool_rules(tmp_path):
     config = Config.make({"tools": {"Bash": {"role": "exempt"}}})
     tools = codex.shared_tool_rules(config.tools)
     assert {name: tools[name].role for name in ("exec_command", "command_execution", "Bash")} == dict.fromkeys(
-        ("exec_command", "command_execution", "Bash"), "exempt")
+        ("exec_command", "command_execution", "Bash"), "exempt"
+    )
     mine = Config.make({"tools": {"Bash": {"role": "exempt"}, "exec_command": {"role": "poller"}}})
     assert codex.shared_tool_rules(mine.tools)["exec_command"].role == "poller"  # the user's own rule wins
 
@@ -172,15 +181,21 @@ def test_trusted_hash_follows_codex_normalization():
     assert a == codex.trusted_hash("PreToolUse", {**handler, "async": False})  # the default, written out
     assert a != codex.trusted_hash("PostToolUse", handler)
     assert a != codex.trusted_hash("PreToolUse", {**handler, "timeout": 31})
-    assert codex.trusted_hash("PreToolUse", {"command": "x"}) == codex.trusted_hash("PreToolUse", {"command": "x", "timeout": 600})
+    assert codex.trusted_hash("PreToolUse", {"command": "x"}) == codex.trusted_hash(
+        "PreToolUse", {"command": "x", "timeout": 600}
+    )
     assert codex.trusted_hash("Stop", {"command": "x"}, "Bash") == codex.trusted_hash("Stop", {"command": "x"})
-    assert codex.hook_key("/h/.codex/hooks.json", "UserPromptSubmit", 2, 0) == "/h/.codex/hooks.json:user_prompt_submit:2:0"
+    assert (
+        codex.hook_key("/h/.codex/hooks.json", "UserPromptSubmit", 2, 0)
+        == "/h/.codex/hooks.json:user_prompt_submit:2:0"
+    )
 
 
 # -- masking -----------------------------------------------------------------------------
 
 _hex = st.text(alphabet="0123456789abcdef", min_size=6, max_size=6).filter(
-    lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s))
+    lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+)
 
 
 @given(_hex, _hex)
@@ -194,26 +209,28 @@ def test_hex_masking_keeps_words():
     assert normalize("id 01a2303a-294e-7363-9b2e-56f628c7dd1d") == "id #-#-#-#-#"
 
 
-
 # -- one rule for a Codex output, for the hook and the reader ------------------------------
 
 
-@pytest.mark.parametrize("output, text, failed", [
-    ({"content": "boom", "success": False}, "boom", True),  # the rollout's failure form
-    ({"content": "fine", "success": True}, "fine", False),
-    ({"exit_code": 2, "output": "x"}, "x", True),  # a structured hook result
-    ({"exitCode": 0, "output": "x"}, "x", False),
-    ({"is_error": True, "content": "no"}, "no", True),
-    ({"exit_code": 0, "success": False, "output": "x"}, "x", True),  # a failure said anywhere wins
-    ({"exit_code": True, "output": "x"}, "x", None),  # a bool is no exit code
-    ('{"output": "done", "metadata": {"exit_code": 0}}', "done", False),  # older rollouts
-    ('{"output": "oops", "metadata": {"exit_code": 1}}', "oops", True),
-    ('{"output": "?", "metadata": {}}', "?", None),
-    ("Chunk ID: e1\nWall time: 0 seconds\nProcess exited with code 2\nOutput:\nx", None, True),
-    ("Exit code: 0\nOutput:\nok", None, False),
-    ("ls: cannot access 'x'\n", None, None),
-    ({"content": [{"type": "input_text", "text": "hi"}]}, [{"type": "input_text", "text": "hi"}], None),
-])
+@pytest.mark.parametrize(
+    "output, text, failed",
+    [
+        ({"content": "boom", "success": False}, "boom", True),  # the rollout's failure form
+        ({"content": "fine", "success": True}, "fine", False),
+        ({"exit_code": 2, "output": "x"}, "x", True),  # a structured hook result
+        ({"exitCode": 0, "output": "x"}, "x", False),
+        ({"is_error": True, "content": "no"}, "no", True),
+        ({"exit_code": 0, "success": False, "output": "x"}, "x", True),  # a failure said anywhere wins
+        ({"exit_code": True, "output": "x"}, "x", None),  # a bool is no exit code
+        ('{"output": "done", "metadata": {"exit_code": 0}}', "done", False),  # older rollouts
+        ('{"output": "oops", "metadata": {"exit_code": 1}}', "oops", True),
+        ('{"output": "?", "metadata": {}}', "?", None),
+        ("Chunk ID: e1\nWall time: 0 seconds\nProcess exited with code 2\nOutput:\nx", None, True),
+        ("Exit code: 0\nOutput:\nok", None, False),
+        ("ls: cannot access 'x'\n", None, None),
+        ({"content": [{"type": "input_text", "text": "hi"}]}, [{"type": "input_text", "text": "hi"}], None),
+    ],
+)
 def test_output_status(output, text, failed):
     got_text, got_failed = codex.output_status(output)
     assert got_failed is failed
@@ -223,12 +240,24 @@ def test_output_status(output, text, failed):
 _OUTPUTS = st.recursive(
     st.one_of(
         st.text(max_size=30),
-        st.sampled_from(["Exit code: 0\nOutput:\n", "Process exited with code 3\n", "Exit code 1\n",
-                         '{"output": "o", "metadata": {"exit_code": 2}}', '{"output": "o", "metadata": {"exit_code": 0}}']),
-        st.integers(-2, 3), st.booleans(), st.none(),
+        st.sampled_from(
+            [
+                "Exit code: 0\nOutput:\n",
+                "Process exited with code 3\n",
+                "Exit code 1\n",
+                '{"output": "o", "metadata": {"exit_code": 2}}',
+                '{"output": "o", "metadata": {"exit_code": 0}}',
+            ]
+        ),
+        st.integers(-2, 3),
+        st.booleans(),
+        st.none(),
     ),
     lambda inner: st.dictionaries(
-        st.sampled_from(["exit_code", "exitCode", "success", "is_error", "content", "output", "other"]), inner, max_size=4),
+        st.sampled_from(["exit_code", "exitCode", "success", "is_error", "content", "output", "other"]),
+        inner,
+        max_size=4,
+    ),
     max_leaves=6,
 )
 

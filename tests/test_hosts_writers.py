@@ -24,10 +24,15 @@ def _atif(tmp_path, name, arguments, error=False):
         "agent": {"name": "demo", "version": "1"},
         "steps": [
             {"step_id": 1, "timestamp": "2025-01-01T00:00:00Z", "source": "user", "message": "fix it"},
-            {"step_id": 2, "timestamp": "2025-01-01T00:00:05Z", "source": "agent", "message": "",
-             "tool_calls": [{"tool_call_id": "t1", "function_name": name, "arguments": arguments}],
-             "observation": {"results": [{"source_call_id": "t1", "content": "done"}]},
-             "extra": {"tool_result_is_error": error}},
+            {
+                "step_id": 2,
+                "timestamp": "2025-01-01T00:00:05Z",
+                "source": "agent",
+                "message": "",
+                "tool_calls": [{"tool_call_id": "t1", "function_name": name, "arguments": arguments}],
+                "observation": {"results": [{"source_call_id": "t1", "content": "done"}]},
+                "extra": {"tool_result_is_error": error},
+            },
         ],
     }
     path = tmp_path / "trajectory.json"

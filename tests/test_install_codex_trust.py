@@ -11,14 +11,16 @@ import pytest
 from loopwatch.cli import codex_trust
 from loopwatch.cli.codex_trust import Entry, TrustError
 
-OURS = [Entry("PreToolUse", "/h/.codex/hooks.json:pre_tool_use:1:0", "sha256:" + "a" * 64),
-        Entry("Stop", "/h/.codex/hooks.json:stop:0:0", "sha256:" + "b" * 64)]
-USER = '''# my settings
+OURS = [
+    Entry("PreToolUse", "/h/.codex/hooks.json:pre_tool_use:1:0", "sha256:" + "a" * 64),
+    Entry("Stop", "/h/.codex/hooks.json:stop:0:0", "sha256:" + "b" * 64),
+]
+USER = """# my settings
 model = "gpt-5"   # the one I like
 
 [projects."/src/app"]
 trust_level = "trusted"
-'''
+"""
 
 
 def _state(text: str) -> dict:
@@ -52,10 +54,13 @@ def test_untrust_leaves_a_table_that_no_longer_holds_our_hash(tmp_path):
     assert codex_trust.untrust(config, OURS) is None
 
 
-@pytest.mark.parametrize("extra, why", [
-    ('[hooks]\nstate = { "k" = { enabled = true } }\n', "yourself"),  # an inline table cannot be extended
-    ('model = \n', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "extra, why",
+    [
+        ('[hooks]\nstate = { "k" = { enabled = true } }\n', "yourself"),  # an inline table cannot be extended
+        ("model = \n", "not valid TOML"),
+    ],
+)
 def test_refused_when_it_cannot_be_done_safely(tmp_path, extra, why):
     config = tmp_path / "config.toml"
     config.write_text(USER + extra)

@@ -110,8 +110,14 @@ def test_the_core_reads_no_environment_and_no_clock() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                if (node.value.id, node.attr) in {("os", "environ"), ("os", "getenv"), ("os", "environb"),
-                                                    ("time", "time"), ("time", "monotonic"), ("time", "perf_counter")}:
+                if (node.value.id, node.attr) in {
+                    ("os", "environ"),
+                    ("os", "getenv"),
+                    ("os", "environb"),
+                    ("time", "time"),
+                    ("time", "monotonic"),
+                    ("time", "perf_counter"),
+                }:
                     problems.append(f"{path.relative_to(SRC)}:{node.lineno} {node.value.id}.{node.attr}")
             if isinstance(node, ast.ImportFrom) and node.module in ("os", "time"):
                 names = {a.name for a in node.names}
@@ -148,7 +154,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for target in sorted(edges(node)):
             if state.get(target) == 1:
-                return stack[stack.index(target):] + [target]
+                return stack[stack.index(target) :] + [target]
             if target not in state and (found := visit(target)):
                 return found
         stack.pop()

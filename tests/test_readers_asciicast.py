@@ -19,7 +19,10 @@ from loopwatch.core.console import Console
 from loopwatch.core.events import Output, UserMessage
 from loopwatch.readers import ReadError, detect, read
 
-CASTS = Path(os.environ.get("LOOPWATCH_CONSOLES") or Path(__file__).resolve().parents[1].parent / "shared" / "consoles") / "openhands-tb"
+CASTS = (
+    Path(os.environ.get("LOOPWATCH_CONSOLES") or Path(__file__).resolve().parents[1].parent / "shared" / "consoles")
+    / "openhands-tb"
+)
 needs_casts = pytest.mark.skipif(not (CASTS / "MANIFEST.tsv").exists(), reason="needs ../shared/consoles")
 HEADER = {"version": 2, "width": 80, "height": 24, "timestamp": 1752266531}
 
@@ -37,13 +40,16 @@ def events_of(path: str) -> tuple:
 
 
 def test_output_is_output_at_its_time_and_a_typed_line_is_user_input(tmp_path):
-    path = write_cast(tmp_path, [
-        [0.002, "o", "\u001b[?2004hroot@host:/app# "],
-        [0.12, "i", "openhands --task 'fix it'"],
-        [0.13, "i", "\r"],
-        [1.5, "o", "Starting\r\n"],
-        [2.0, "m", "a marker"],
-    ])
+    path = write_cast(
+        tmp_path,
+        [
+            [0.002, "o", "\u001b[?2004hroot@host:/app# "],
+            [0.12, "i", "openhands --task 'fix it'"],
+            [0.13, "i", "\r"],
+            [1.5, "o", "Starting\r\n"],
+            [2.0, "m", "a marker"],
+        ],
+    )
     session, events = events_of(path)
     assert session.format == "asciicast" and session.session == "run"
     assert session.meta == {"width": 80, "height": 24}
@@ -74,8 +80,12 @@ def test_bad_event_lines_are_skipped_and_counted(tmp_path):
     path = write_cast(tmp_path, ["not json", '[1.0, "o"]', '["x", "o", "t"]', '[NaN, "o", "t"]', [2.0, "o", "ok\n"]])
     session, events = events_of(path)
     assert events == [Output("ok\n", "stdout", 2.0, "line 6")]
-    assert session.skipped == ["line 2: not JSON", "line 3: not an [seconds, kind, text] event",
-                               "line 4: not an [seconds, kind, text] event", "line 5: not JSON"]
+    assert session.skipped == [
+        "line 2: not JSON",
+        "line 3: not an [seconds, kind, text] event",
+        "line 4: not an [seconds, kind, text] event",
+        "line 5: not JSON",
+    ]
 
 
 def test_version_1_and_headerless_files_are_refused_with_a_reason(tmp_path):
@@ -90,10 +100,17 @@ def test_version_1_and_headerless_files_are_refused_with_a_reason(tmp_path):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(
-    st.binary(max_size=40),
-    st.tuples(st.floats(allow_nan=True), st.sampled_from(["o", "i", "r", 3]), st.text(max_size=20)).map(lambda t: json.dumps(list(t)).encode()),
-), max_size=12))
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=40),
+            st.tuples(st.floats(allow_nan=True), st.sampled_from(["o", "i", "r", 3]), st.text(max_size=20)).map(
+                lambda t: json.dumps(list(t)).encode()
+            ),
+        ),
+        max_size=12,
+    )
+)
 def test_fuzz_the_reader_never_raises_anything_but_read_error(lines):
     data = json.dumps(HEADER).encode() + b"\n" + b"\n".join(lines)
     try:
@@ -150,9 +167,12 @@ def test_a_real_cast_played_through_run_passes_byte_for_byte_and_is_not_ended(tm
 
 # -- calibrate: a profile that lets an agent's masked repeats end its runs -------------
 
+
 def _access_log_cast(tmp_path: Path, name: str, copies: int) -> str:
-    events = [[i * 10.0, "o", f"19:30:{i:02d} - agent:INFO: POST /execute_action from 127.0.0.1:{46000 + i} 200 OK\r\n"]
-              for i in range(copies)]
+    events = [
+        [i * 10.0, "o", f"19:30:{i:02d} - agent:INFO: POST /execute_action from 127.0.0.1:{46000 + i} 200 OK\r\n"]
+        for i in range(copies)
+    ]
     return write_cast(tmp_path, events, name=name)
 
 
@@ -162,8 +182,9 @@ def _cli(*args: str, cwd: Path):
 
     from _run_helpers import env_for
 
-    return subprocess.run([sys.executable, "-m", "loopwatch", *args], cwd=cwd, env=env_for(cwd),
-                          capture_output=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "loopwatch", *args], cwd=cwd, env=env_for(cwd), capture_output=True, check=False
+    )
 
 
 def test_calibrate_writes_a_private_profile_from_the_solved_runs_only(tmp_path):
@@ -174,8 +195,16 @@ def test_calibrate_writes_a_private_profile_from_the_solved_runs_only(tmp_path):
     _access_log_cast(runs, "failed.cast", 40)  # not resolved: not a measure of healthy
     (runs / "MANIFEST.tsv").write_text("file\tresolved\na.cast\tyes\nb.cast\tyes\nfailed.cast\tno\n")
     profile = tmp_path / "agent-profile.toml"  # not loopwatch.toml: scan would find it by itself
-    done = _cli("calibrate", str(runs), "--outcomes", str(runs / "MANIFEST.tsv"), "--write-profile", str(profile),
-                "--no-progress", cwd=tmp_path)
+    done = _cli(
+        "calibrate",
+        str(runs),
+        "--outcomes",
+        str(runs / "MANIFEST.tsv"),
+        "--write-profile",
+        str(profile),
+        "--no-progress",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert oct(profile.stat().st_mode & 0o777) == "0o600"
     from loopwatch import load_config

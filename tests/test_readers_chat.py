@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from readers_support import (
-    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, shape,
+    EVENTS_JSONL,
+    calls,
+    claims,
+    corpus_samples,
+    events_of,
+    fixture,
+    foreign_fixtures,
+    one_session,
+    shape,
     stop_of,
 )
 
@@ -51,13 +59,23 @@ def test_openai_tool_messages_join_by_tool_call_id():
     assert found["call_a3"].result.startswith("CC=gcc")
     assert found["call_a4"].result is None
     legacy = calls(events)[3]
-    assert (legacy.call_id, legacy.input, legacy.result.endswith("gcc -o app main.o")) == (None, {"cmd": "./configure && make build"}, True)
+    assert (legacy.call_id, legacy.input, legacy.result.endswith("gcc -o app main.o")) == (
+        None,
+        {"cmd": "./configure && make build"},
+        True,
+    )
 
 
 def test_openai_usage_gives_tokens():
     session, events = events_of(OPENAI)
     assert [e.tokens for e in events if isinstance(e, Turn)] == [833, 1038, None, 1230, None]
-    assert {c.call_id: c.tokens for c in calls(events)} == {"call_a1": 833, "call_a3": 0, "call_a2": 1038, None: None, "call_a4": None}
+    assert {c.call_id: c.tokens for c in calls(events)} == {
+        "call_a1": 833,
+        "call_a3": 0,
+        "call_a2": 1038,
+        None: None,
+        "call_a4": None,
+    }
     assert session.tokens == 833 + 1038 + 1230
 
 
@@ -117,14 +135,20 @@ def test_sniff_claims_its_own_files(name):
 
 
 def test_sniff_a_messages_object_cut_by_the_head():
-    data = json.dumps({"model": "gpt-4o", "metadata": {"a": {"b": 1}}, "messages": [
-        {"role": "user", "content": "x" * 70000}]}).encode()
+    data = json.dumps(
+        {"model": "gpt-4o", "metadata": {"a": {"b": 1}}, "messages": [{"role": "user", "content": "x" * 70000}]}
+    ).encode()
     assert claims("chat", "c.json", data[:65536])
 
 
 def test_sniff_refuses_a_mini_swe_agent_trajectory_whose_format_key_is_past_the_head():
-    data = json.dumps({"info": {"exit_status": "Submitted", "submission": "x" * 70000}, "messages": [
-        {"role": "system", "content": "You are a helpful assistant"}], "trajectory_format": "mini-swe-agent-1"}).encode()
+    data = json.dumps(
+        {
+            "info": {"exit_status": "Submitted", "submission": "x" * 70000},
+            "messages": [{"role": "system", "content": "You are a helpful assistant"}],
+            "trajectory_format": "mini-swe-agent-1",
+        }
+    ).encode()
     assert not claims("chat", "run.json", data[:65536])
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import orjson
 import pytest
 from readers_support import (
-    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, shape,
+    EVENTS_JSONL,
+    calls,
+    claims,
+    corpus_samples,
+    events_of,
+    fixture,
+    foreign_fixtures,
+    one_session,
+    shape,
     stop_of,
 )
 
@@ -102,13 +110,40 @@ def test_tokens_counted_once_per_message_and_ridden_by_its_first_call():
 def test_a_sub_agents_own_file_reports_it_as_the_main_agent(tmp_path):
     base = {"isSidechain": True, "agentId": "a3f9c2e1", "sessionId": "s-1", "userType": "external", "version": "2.0.61"}
     lines = [
-        {**base, "parentUuid": None, "uuid": "u1", "type": "user", "timestamp": "2025-11-02T10:00:00Z",
-         "message": {"role": "user", "content": "Count the TODOs."}},
-        {**base, "parentUuid": "u1", "uuid": "u2", "type": "assistant", "timestamp": "2025-11-02T10:00:02Z",
-         "message": {"id": "msg_x", "role": "assistant", "content": [{"type": "text", "text": "Searching."},
-                     {"type": "tool_use", "id": "toolu_x", "name": "Grep", "input": {"pattern": "TODO"}}]}},
-        {**base, "parentUuid": "u2", "uuid": "u3", "type": "user", "timestamp": "2025-11-02T10:00:03Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "12 matches"}]}},
+        {
+            **base,
+            "parentUuid": None,
+            "uuid": "u1",
+            "type": "user",
+            "timestamp": "2025-11-02T10:00:00Z",
+            "message": {"role": "user", "content": "Count the TODOs."},
+        },
+        {
+            **base,
+            "parentUuid": "u1",
+            "uuid": "u2",
+            "type": "assistant",
+            "timestamp": "2025-11-02T10:00:02Z",
+            "message": {
+                "id": "msg_x",
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Searching."},
+                    {"type": "tool_use", "id": "toolu_x", "name": "Grep", "input": {"pattern": "TODO"}},
+                ],
+            },
+        },
+        {
+            **base,
+            "parentUuid": "u2",
+            "uuid": "u3",
+            "type": "user",
+            "timestamp": "2025-11-02T10:00:03Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "12 matches"}],
+            },
+        },
     ]
     path = tmp_path / "agent-a3f9c2e1.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
@@ -179,8 +214,14 @@ def test_sniff_claims_its_own_files(name):
 
 
 def test_sniff_reads_a_first_line_longer_than_the_head():
-    big = {"parentUuid": None, "isSidechain": False, "sessionId": "s", "uuid": "u", "type": "user",
-           "message": {"role": "user", "content": "x" * 100_000}}
+    big = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": "s",
+        "uuid": "u",
+        "type": "user",
+        "message": {"role": "user", "content": "x" * 100_000},
+    }
     assert claims("claude-code", "s.jsonl", orjson.dumps(big)[:65536])
     assert not claims("claude-code", "s.jsonl", b'{"note": "' + b"x" * 65536)
 
@@ -231,9 +272,19 @@ def test_stream_parser_attempts_come_before_their_calls():
 def test_stream_parser_finish_returns_unanswered_calls_and_the_open_turn():
     parser = claude_code.StreamParser()
     assert parser.feed({"type": "system", "subtype": "init", "session_id": "s"}) == []
-    opened = parser.feed({"type": "assistant", "session_id": "s", "message": {
-        "id": "m1", "role": "assistant", "usage": {"input_tokens": 10, "output_tokens": 5},
-        "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sleep 600"}}]}}, "line 2")
+    opened = parser.feed(
+        {
+            "type": "assistant",
+            "session_id": "s",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "usage": {"input_tokens": 10, "output_tokens": 5},
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sleep 600"}}],
+            },
+        },
+        "line 2",
+    )
     assert opened == []
     rest = parser.finish()
     assert [type(e) for e in rest] == [Turn, ToolCall]
@@ -243,8 +294,17 @@ def test_stream_parser_finish_returns_unanswered_calls_and_the_open_turn():
 
 def test_api_errors_are_retries():
     parser = claude_code.StreamParser()
-    out = parser.feed({"type": "system", "subtype": "api_error", "uuid": "u", "sessionId": "s",
-                       "error": {"message": "Overloaded"}, "retryAttempt": 2}, "line 9")
+    out = parser.feed(
+        {
+            "type": "system",
+            "subtype": "api_error",
+            "uuid": "u",
+            "sessionId": "s",
+            "error": {"message": "Overloaded"},
+            "retryAttempt": 2,
+        },
+        "line 9",
+    )
     assert out == [Retry(reason="Overloaded", source_ref="line 9")]
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import orjson
 import pytest
 from readers_support import (
-    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, shape,
+    EVENTS_JSONL,
+    calls,
+    claims,
+    corpus_samples,
+    events_of,
+    fixture,
+    foreign_fixtures,
+    one_session,
+    shape,
     stop_of,
 )
 
@@ -45,7 +53,11 @@ def test_calls_join_outputs_by_call_id_and_read_exit_codes():
     _, events = events_of(ROLLOUT)
     found = {c.call_id: c for c in calls(events)}
     a1 = found["call_A1"]
-    assert a1.input == {"command": ["bash", "-lc", "rg -n health src"], "workdir": "/home/dev/api", "timeout_ms": 120000}
+    assert a1.input == {
+        "command": ["bash", "-lc", "rg -n health src"],
+        "workdir": "/home/dev/api",
+        "timeout_ms": 120000,
+    }
     assert a1.result.startswith("src/routes.py:12:")  # the older JSON output, unwrapped
     assert a1.error is False
     assert found["call_A2"].error is True  # "Exit code: 1"
@@ -71,8 +83,14 @@ def test_tokens_from_token_count_events():
 
 def test_repeated_token_counts_are_not_new_turns():
     parser = codex.StreamParser()
-    line = {"timestamp": "2025-10-02T14:00:00Z", "type": "event_msg", "payload": {"type": "token_count", "info": {
-        "total_token_usage": {"total_tokens": 900}, "last_token_usage": {"total_tokens": 900}}}}
+    line = {
+        "timestamp": "2025-10-02T14:00:00Z",
+        "type": "event_msg",
+        "payload": {
+            "type": "token_count",
+            "info": {"total_token_usage": {"total_tokens": 900}, "last_token_usage": {"total_tokens": 900}},
+        },
+    }
     assert len(parser.feed(line)) == 1
     assert parser.feed(line) == []  # the same totals again (a rate-limit update)
     assert parser.feed({**line, "payload": {"type": "token_count", "info": None}}) == []
@@ -85,18 +103,23 @@ def test_exec_command_end_supplies_a_missing_exit_code():
     wrap = lambda kind, payload: {"timestamp": "2025-10-02T14:00:00Z", "type": kind, "payload": payload}
     parser.feed(wrap("response_item", item), "line 1")
     parser.feed(wrap("event_msg", {"type": "exec_command_end", "call_id": "c1", "exit_code": 2}))
-    [call] = parser.feed(wrap("response_item", {"type": "function_call_output", "call_id": "c1", "output": "make: *** No targets."}))
+    [call] = parser.feed(
+        wrap("response_item", {"type": "function_call_output", "call_id": "c1", "output": "make: *** No targets."})
+    )
     assert (call.error, call.input, call.source_ref) == (True, {"command": ["make"]}, "line 1")
 
 
-@pytest.mark.parametrize("output, error", [
-    ('{"output": "ok", "metadata": {"exit_code": 0, "duration_seconds": 0.2}}', False),
-    ('{"output": "boom", "metadata": {"exit_code": 127, "duration_seconds": 0.0}}', True),
-    ("Exit code: 0\nWall time: 3 seconds\nOutput:\nExit code: 1 printed by the program", False),
-    ("Chunk ID: 7a1f\nWall time: 0.5 seconds\nProcess exited with code 1\nOutput:\nnope", True),
-    ({"content": "sandbox denied", "success": False}, True),
-    ([{"type": "input_text", "text": "from an MCP tool"}], False),
-])
+@pytest.mark.parametrize(
+    "output, error",
+    [
+        ('{"output": "ok", "metadata": {"exit_code": 0, "duration_seconds": 0.2}}', False),
+        ('{"output": "boom", "metadata": {"exit_code": 127, "duration_seconds": 0.0}}', True),
+        ("Exit code: 0\nWall time: 3 seconds\nOutput:\nExit code: 1 printed by the program", False),
+        ("Chunk ID: 7a1f\nWall time: 0.5 seconds\nProcess exited with code 1\nOutput:\nnope", True),
+        ({"content": "sandbox denied", "success": False}, True),
+        ([{"type": "input_text", "text": "from an MCP tool"}], False),
+    ],
+)
 def test_output_forms(output, error):
     parser = codex.StreamParser()
     parser.feed({"type": "function_call", "name": "t", "arguments": "{}", "call_id": "c"})
@@ -122,7 +145,11 @@ def test_exec_json():
 def test_older_rollout_of_bare_items():
     session, events = events_of(fixture("codex", "legacy.jsonl"))
     assert session.session == "4c0b8d3e-1f2a-4b5c-9d6e-7f8091a2b3c4"
-    assert shape(events) == [("UserMessage", None, "line 2"), ("ToolCall", "shell", "line 4"), ("ModelText", None, "line 6")]
+    assert shape(events) == [
+        ("UserMessage", None, "line 2"),
+        ("ToolCall", "shell", "line 4"),
+        ("ModelText", None, "line 6"),
+    ]
     assert calls(events)[0].result == "README.md\nsrc\n"
 
 
@@ -168,7 +195,13 @@ def test_sniff_claims_its_own_files(name):
 
 
 def test_sniff_reads_a_first_line_longer_than_the_head():
-    line = orjson.dumps({"timestamp": "2025-10-02T14:00:00Z", "type": "session_meta", "payload": {"id": "x", "instructions": "y" * 70000}})
+    line = orjson.dumps(
+        {
+            "timestamp": "2025-10-02T14:00:00Z",
+            "type": "session_meta",
+            "payload": {"id": "x", "instructions": "y" * 70000},
+        }
+    )
     assert claims("codex", "rollout.jsonl", line[:65536])
 
 
@@ -211,7 +244,9 @@ def test_stream_parser_attempts_come_before_their_calls():
         events.extend(parser.feed(orjson.loads(raw), f"line {number}"))
     kinds = [type(e) for e in events if isinstance(e, (Attempt, ToolCall))]
     assert kinds == [Attempt, ToolCall] * 6
-    assert events[0] == Attempt("command_execution", {"command": "bash -lc 'npm test'"}, call_id="item_0", source_ref="line 3")
+    assert events[0] == Attempt(
+        "command_execution", {"command": "bash -lc 'npm test'"}, call_id="item_0", source_ref="line 3"
+    )
 
 
 def test_stream_errors_are_retries():

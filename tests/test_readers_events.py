@@ -27,17 +27,31 @@ def events_of(path):
 
 
 def test_every_type_maps_to_its_core_event(tmp_path):
-    path = write(tmp_path, [
-        {"type": "tool", "name": "Bash", "input": {"command": "ls"}, "result": "a.py", "error": True,
-         "changed": ["a.py"], "at": 12.5, "id": "c1", "agent": "fixer", "tokens": 900, "cost": 0.01},
-        {"type": "attempt", "name": "Bash", "input": {"command": "ls"}, "call_id": "c2"},
-        {"type": "text", "text": "Let me look.", "chunk": True},
-        {"type": "output", "data": "Compiling...\r\n", "stream": "stderr"},
-        {"type": "retry", "reason": "429"},
-        {"type": "turn", "tokens": 1200, "cost": 0.02},
-        {"type": "correction", "message": "no such tool: Bsh"},
-        {"type": "user"},
-    ])
+    path = write(
+        tmp_path,
+        [
+            {
+                "type": "tool",
+                "name": "Bash",
+                "input": {"command": "ls"},
+                "result": "a.py",
+                "error": True,
+                "changed": ["a.py"],
+                "at": 12.5,
+                "id": "c1",
+                "agent": "fixer",
+                "tokens": 900,
+                "cost": 0.01,
+            },
+            {"type": "attempt", "name": "Bash", "input": {"command": "ls"}, "call_id": "c2"},
+            {"type": "text", "text": "Let me look.", "chunk": True},
+            {"type": "output", "data": "Compiling...\r\n", "stream": "stderr"},
+            {"type": "retry", "reason": "429"},
+            {"type": "turn", "tokens": 1200, "cost": 0.02},
+            {"type": "correction", "message": "no such tool: Bsh"},
+            {"type": "user"},
+        ],
+    )
     _, got = events_of(path)
     assert got == [
         ToolCall("Bash", {"command": "ls"}, "a.py", True, ("a.py",), 12.5, "c1", "fixer", "line 1", 900, 0.01),
@@ -58,19 +72,22 @@ def test_source_refs_count_every_line_from_one_blank_ones_included(tmp_path):
 
 
 def test_bad_lines_are_skipped_counted_and_named_by_line_number(tmp_path):
-    path = write(tmp_path, [
-        {"type": "tool", "name": "Bash"},
-        '{"type": "tool", "name": "Ba',  # cut off
-        {"type": "frobnicate"},
-        {"type": "tool", "input": {}},
-        {"type": "tool", "name": ""},
-        [1, 2],
-        {"type": "text", "text": 5},
-        {"type": "tool", "name": "Bash", "at": "noon"},
-        {"type": "tool", "name": "Bash", "changed": "a.py"},
-        {"name": "Bash"},
-        {"type": "user"},
-    ])
+    path = write(
+        tmp_path,
+        [
+            {"type": "tool", "name": "Bash"},
+            '{"type": "tool", "name": "Ba',  # cut off
+            {"type": "frobnicate"},
+            {"type": "tool", "input": {}},
+            {"type": "tool", "name": ""},
+            [1, 2],
+            {"type": "text", "text": 5},
+            {"type": "tool", "name": "Bash", "at": "noon"},
+            {"type": "tool", "name": "Bash", "changed": "a.py"},
+            {"name": "Bash"},
+            {"type": "user"},
+        ],
+    )
     session, got = events_of(path)
     assert [e.source_ref for e in got] == ["line 1", "line 11"]
     assert [m.split(":")[0] for m in session.skipped] == [f"line {n}" for n in range(2, 11)]
@@ -92,7 +109,9 @@ def test_a_broken_last_line_without_newline_says_it_may_be_cut_off(tmp_path):
 
 
 def test_session_id_is_the_first_events_session_field_else_the_file_stem(tmp_path):
-    with_id = write(tmp_path, [{"type": "user", "session": "run-7"}, {"type": "tool", "name": "x", "session": "other"}], "a.jsonl")
+    with_id = write(
+        tmp_path, [{"type": "user", "session": "run-7"}, {"type": "tool", "name": "x", "session": "other"}], "a.jsonl"
+    )
     without = write(tmp_path, [{"type": "user"}], "nightly-42.jsonl")
     assert events_of(with_id)[0].session == "run-7"
     assert events_of(without)[0].session == "nightly-42"
@@ -130,17 +149,20 @@ def test_the_reader_streams_instead_of_loading_the_file(tmp_path):
     assert Counting.consumed < 50
 
 
-@pytest.mark.parametrize("head, expected", [
-    (b'{"type": "tool", "name": "Bash"}\n', True),
-    (b'\n\n  {"type":"user"}\n{"type": "tool"', True),
-    (b'{"type": "tool", "name": "Bash", "result": "' + b"x" * 70_000, True),  # first line cut by the head
-    (b'{"type": "user", "message": {"role": "user", "content": "hi"}, "uuid": "u1"}\n', False),  # Claude Code
-    (b'{"type": "session_meta", "payload": {}}\n', False),  # Codex rollout
-    (b'{"type": "result", "subtype": "success"}\n', False),
-    (b'[{"type": "tool"}]\n', False),
-    (b"hello world\n", False),
-    (b'{"trajectory": []}', False),
-])
+@pytest.mark.parametrize(
+    "head, expected",
+    [
+        (b'{"type": "tool", "name": "Bash"}\n', True),
+        (b'\n\n  {"type":"user"}\n{"type": "tool"', True),
+        (b'{"type": "tool", "name": "Bash", "result": "' + b"x" * 70_000, True),  # first line cut by the head
+        (b'{"type": "user", "message": {"role": "user", "content": "hi"}, "uuid": "u1"}\n', False),  # Claude Code
+        (b'{"type": "session_meta", "payload": {}}\n', False),  # Codex rollout
+        (b'{"type": "result", "subtype": "success"}\n', False),
+        (b'[{"type": "tool"}]\n', False),
+        (b"hello world\n", False),
+        (b'{"trajectory": []}', False),
+    ],
+)
 def test_sniff(head, expected):
     assert reader.sniff("x.jsonl", head[: 64 * 1024]) is expected
 
@@ -156,7 +178,9 @@ _json = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=6,
 )
-_event = st.fixed_dictionaries({"type": st.just("tool"), "name": st.text(min_size=1, max_size=6), "input": _json, "result": _json})
+_event = st.fixed_dictionaries(
+    {"type": st.just("tool"), "name": st.text(min_size=1, max_size=6), "input": _json, "result": _json}
+)
 _garbage = st.one_of(st.text(max_size=20).filter(lambda s: "\n" not in s and "\r" not in s), _json.map(json.dumps))
 
 

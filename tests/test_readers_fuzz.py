@@ -30,10 +30,16 @@ from loopwatch.readers import FORMATS
 
 from conftest import jsonl, looping_events
 
-settings.register_profile("ci", derandomize=True, max_examples=20, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("dev", max_examples=20, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "dev", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 HERE = Path(__file__).resolve().parent
@@ -44,21 +50,53 @@ SECONDS_FLOOR = 5.0  # start-up, imports, a busy machine
 
 
 def _written() -> dict[str, list[tuple[str, bytes]]]:
-    loop = [{"action": "pytest -x", "observation": "E   ImportError: cannot import name 'x'", "response": "try", "thought": "t"}]
-    swe = {"environment": "swe_main", "trajectory": loop * 5, "info": {"exit_status": "submitted", "model_stats": {"tokens_sent": 5}}}
+    loop = [
+        {
+            "action": "pytest -x",
+            "observation": "E   ImportError: cannot import name 'x'",
+            "response": "try",
+            "thought": "t",
+        }
+    ]
+    swe = {
+        "environment": "swe_main",
+        "trajectory": loop * 5,
+        "info": {"exit_status": "submitted", "model_stats": {"tokens_sent": 5}},
+    }
     messages = [{"role": "system", "content": "You are a helper."}, {"role": "user", "content": "fix it"}]
     for i in range(5):
-        messages.append({"role": "assistant", "content": "THOUGHT: again\n```bash\npytest -x\n```",
-                         "extra": {"response": {"created": 1700000000 + i, "usage": {"prompt_tokens": 10, "completion_tokens": 2}}}})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "THOUGHT: again\n```bash\npytest -x\n```",
+                "extra": {
+                    "response": {"created": 1700000000 + i, "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+                },
+            }
+        )
         messages.append({"role": "user", "content": "<returncode>1</returncode>\n<output>E fail</output>"})
-    mini = {"info": {"mini_version": "1.0", "model_stats": {"instance_cost": 0.1}}, "messages": messages,
-            "trajectory_format": "mini-swe-agent-1"}
-    steps = [{"step_id": i + 1, "source": "agent", "message": "again", "metrics": {"prompt_tokens": 5},
-              "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "bash", "arguments": {"command": "pytest -x"}}],
-              "observation": {"results": [{"source_call_id": f"c{i}", "content": "E fail"}]}} for i in range(5)]
+    mini = {
+        "info": {"mini_version": "1.0", "model_stats": {"instance_cost": 0.1}},
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1",
+    }
+    steps = [
+        {
+            "step_id": i + 1,
+            "source": "agent",
+            "message": "again",
+            "metrics": {"prompt_tokens": 5},
+            "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "bash", "arguments": {"command": "pytest -x"}}],
+            "observation": {"results": [{"source_call_id": f"c{i}", "content": "E fail"}]},
+        }
+        for i in range(5)
+    ]
     atif = {"schema_version": "ATIF-v1.2", "session_id": "s", "agent": {"name": "a"}, "steps": steps}
-    console = "".join(f"mini-swe-agent (step {i}, $0.0{i}):\nTHOUGHT: again\n```bash\npytest -x\n```\n"
-                      "<returncode>1</returncode>\n<output>E fail</output>\n" for i in range(1, 6))
+    console = "".join(
+        f"mini-swe-agent (step {i}, $0.0{i}):\nTHOUGHT: again\n```bash\npytest -x\n```\n"
+        "<returncode>1</returncode>\n<output>E fail</output>\n"
+        for i in range(1, 6)
+    )
     cast = [json.dumps({"version": 2, "width": 80, "height": 24})]
     cast += [json.dumps([0.5 * i, "o", "E   ImportError: cannot import name 'x'\r\n"]) for i in range(12)]
     cast.insert(1, json.dumps([0.0, "i", "pytest -x\r"]))
@@ -73,8 +111,12 @@ def _written() -> dict[str, list[tuple[str, bytes]]]:
 
 
 def _corpus(fmt: str) -> list[tuple[str, bytes]]:
-    pattern = {"swe-agent": "swe-agent-traj/**/*.traj", "mini-swe-agent": "mini-swe-agent-traj-json/**/*.traj.json",
-               "atif": "atif/**/trajectory.json", "tb-console": "tb1-console-log/**/agent.log"}.get(fmt)
+    pattern = {
+        "swe-agent": "swe-agent-traj/**/*.traj",
+        "mini-swe-agent": "mini-swe-agent-traj-json/**/*.traj.json",
+        "atif": "atif/**/trajectory.json",
+        "tb-console": "tb1-console-log/**/agent.log",
+    }.get(fmt)
     if pattern is None or not CORPUS.is_dir():
         return []
     # the smallest, so a mutant stays quick to scan
@@ -128,7 +170,9 @@ def mutant(draw, fmt: str) -> tuple[str, bytes]:
     kind = draw(st.sampled_from(["value", "bom", "truncate", "flip", "value", "deep", "junk", "several"]))
     rounds = draw(st.integers(2, 4)) if kind == "several" else 1
     for _ in range(rounds):
-        step = draw(st.sampled_from(["value", "bom", "truncate", "flip", "deep", "junk"])) if kind == "several" else kind
+        step = (
+            draw(st.sampled_from(["value", "bom", "truncate", "flip", "deep", "junk"])) if kind == "several" else kind
+        )
         data = _mutate(draw, step, data)
     return name, data
 
@@ -145,7 +189,9 @@ def _mutate(draw, kind: str, data: bytes) -> bytes:
     if kind == "bom":
         return b"\xef\xbb\xbf" + data
     if kind == "junk":
-        junk = draw(st.sampled_from([b"not json\n", b"{\"type\": \n", b"[1, 2\n", b"\x00\x01\x02\n", b"{}\n", b"\"\\ud800\"\n"]))
+        junk = draw(
+            st.sampled_from([b"not json\n", b'{"type": \n', b"[1, 2\n", b"\x00\x01\x02\n", b"{}\n", b'"\\ud800"\n'])
+        )
         lines = data.split(b"\n")
         lines.insert(draw(st.integers(0, len(lines))), junk.rstrip(b"\n"))
         return b"\n".join(lines)
@@ -196,7 +242,9 @@ def _scan(path: str, *options: str):
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_fuzzed_transcripts_never_break_a_scan(fmt):
-    @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+    @settings(
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
+    )
     @given(mutant(fmt))
     def check(case):
         name, data = case

@@ -25,24 +25,36 @@ _CHARS = st.sampled_from(["a", "b", "\\", '"', "\n", "\x01", "é", "\u2028", "\u
 
 def _head_and_tail(got: str, whole: str, keep: int) -> bool:
     """`got` is a head of `whole` and a tail of it, each at most `keep` characters."""
-    return any(whole.startswith(got[:i]) and whole.endswith(got[i:]) and i <= keep and len(got) - i <= keep
-               for i in range(len(got) + 1))
+    return any(
+        whole.startswith(got[:i]) and whole.endswith(got[i:]) and i <= keep and len(got) - i <= keep
+        for i in range(len(got) + 1)
+    )
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=st.lists(_CHARS, min_size=0, max_size=1200).map("".join), other=st.integers(0, 1200),
-       keep=st.sampled_from([5, 13, 40, 200]), chunk=st.sampled_from([1, 2, 3, 7, 64, 1 << 20]),
-       ascii_only=st.booleans(), cap=st.sampled_from([400, 2000]))
-def test_a_long_line_is_the_same_json_with_its_long_strings_as_head_and_tail(text, other, keep, chunk, ascii_only,
-                                                                          cap):
-    obj = {"type": "tool", "name": "Bash", "input": {"command": "make"}, "result": text, "other": [text[:other], 1, None]}
+@given(
+    text=st.lists(_CHARS, min_size=0, max_size=1200).map("".join),
+    other=st.integers(0, 1200),
+    keep=st.sampled_from([5, 13, 40, 200]),
+    chunk=st.sampled_from([1, 2, 3, 7, 64, 1 << 20]),
+    ascii_only=st.booleans(),
+    cap=st.sampled_from([400, 2000]),
+)
+def test_a_long_line_is_the_same_json_with_its_long_strings_as_head_and_tail(text, other, keep, chunk, ascii_only, cap):
+    obj = {
+        "type": "tool",
+        "name": "Bash",
+        "input": {"command": "make"},
+        "result": text,
+        "other": [text[:other], 1, None],
+    }
     raw = (json.dumps(obj).encode() if ascii_only else orjson.dumps(obj)) + b"\n"
     _check(obj, raw, cap, keep, chunk, text, text[:other])
 
 
 def test_every_cut_position_falls_between_characters():
     # every kind of character at every offset from the cut, both encodings
-    text = "a😀\\\"é\n\x01\u2028" * 40
+    text = 'a😀\\"é\n\x01\u2028' * 40
     for ascii_only in (False, True):
         for shift in range(16):
             obj = {"type": "tool", "result": "b" * shift + text, "other": ["", 1, None]}
@@ -64,7 +76,9 @@ def _check(obj, raw, cap, keep, chunk, text, other):
         return "skipped"
     assert len(shrunk) <= cap and note.startswith("line 1: read in part")
     value = orjson.loads(shrunk)  # always valid JSON: no cut inside an escape or a character
-    assert {k: v for k, v in value.items() if k not in ("result", "other")} == {k: v for k, v in obj.items() if k not in ("result", "other")}
+    assert {k: v for k, v in value.items() if k not in ("result", "other")} == {
+        k: v for k, v in obj.items() if k not in ("result", "other")
+    }
     for part, whole in ((value["result"], text), (value["other"][0], other)):
         assert part == whole or _head_and_tail(part, whole, keep)
         if max(len(json.dumps(whole)), len(orjson.dumps(whole))) - 2 <= 2 * keep:
@@ -75,10 +89,10 @@ def _check(obj, raw, cap, keep, chunk, text, other):
 def test_a_result_cut_to_its_head_and_tail_gives_the_digests_of_the_whole():
     # 6 MiB of JSON in one string, with escapes, multibyte characters and surrogate
     # pairs right where the cuts fall; read with the real `_KEEP` (1 MiB), a 4 MiB cap
-    unit = "step 12% [##   ] é😀\t\"quoted\" \\path\\ " * 7
-    result = (unit * (6 * 2**20 // len(unit) + 1))
+    unit = 'step 12% [##   ] é😀\t"quoted" \\path\\ ' * 7
+    result = unit * (6 * 2**20 // len(unit) + 1)
     line = json.dumps({"type": "tool", "name": "Bash", "input": {"command": "make"}, "result": result}).encode() + b"\n"
-    (_, shrunk, note), = lines(io.BytesIO(line), cap=4 * 2**20)
+    ((_, shrunk, note),) = lines(io.BytesIO(line), cap=4 * 2**20)
     assert note and "read in part" in note and len(shrunk) < 2.1 * 2**20
     whole, cut = (events_reader.parse_line(raw) for raw in (line, shrunk))
     assert len(cut.result) < len(whole.result)
@@ -95,10 +109,12 @@ def test_a_200_mib_line_is_scanned_without_holding_it(tmp_path):
             fh.write(chunk)
         fh.write(b'"}\n{"type": "tool", "name": "Bash", "input": {"command": "ls"}, "result": "a.py"}\n')
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking process
-    code = ("import re, sys; from loopwatch.readers import read\n"
-            "(s,) = read(sys.argv[1]); n = sum(1 for _ in s.events)\n"
-            "peak = re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1)\n"
-            "print(n, int(peak) // 1024, s.skipped)")
+    code = (
+        "import re, sys; from loopwatch.readers import read\n"
+        "(s,) = read(sys.argv[1]); n = sum(1 for _ in s.events)\n"
+        "peak = re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print(n, int(peak) // 1024, s.skipped)"
+    )
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-500:]

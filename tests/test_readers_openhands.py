@@ -7,7 +7,15 @@ import json
 
 import pytest
 from readers_support import (
-    EVENTS_JSONL, calls, claims, corpus_samples, events_of, fixture, foreign_fixtures, one_session, shape,
+    EVENTS_JSONL,
+    calls,
+    claims,
+    corpus_samples,
+    events_of,
+    fixture,
+    foreign_fixtures,
+    one_session,
+    shape,
     stop_of,
 )
 
@@ -41,7 +49,10 @@ def test_event_list_in_order_with_index_refs():
 def test_observations_join_their_action_by_cause():
     _, events = events_of(TRAJECTORY)
     first = calls(events)[0]
-    assert first.input == {"command": "python -m pytest tests/test_json.py -q", "is_input": False}  # no thought, no bookkeeping
+    assert first.input == {
+        "command": "python -m pytest tests/test_json.py -q",
+        "is_input": False,
+    }  # no thought, no bookkeeping
     assert first.result.startswith("F\nE   TypeError")
     assert (first.error, first.call_id) == (True, "4")  # exit code 1
     assert first.at == iso_seconds("2025-03-11T16:00:08.063352")  # the observation's time
@@ -76,7 +87,11 @@ def test_older_pairs_in_an_evaluation_record():
         ("ToolCall", "write", "[3]"),
         ("ModelText", None, "[4]"),
     ]
-    assert [(c.error, c.changed) for c in calls(events)] == [(False, ()), (True, ()), (False, ("/workspace/requests/utils.py",))]
+    assert [(c.error, c.changed) for c in calls(events)] == [
+        (False, ()),
+        (True, ()),
+        (False, ("/workspace/requests/utils.py",)),
+    ]
     assert calls(events)[0].input == {"command": "grep -rn 'def parse' requests/"}
     assert session.cost == pytest.approx(0.0731)  # from the record's metrics
 

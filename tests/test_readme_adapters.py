@@ -17,24 +17,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Guard an agent framework"
 
-LOOPING_LANGCHAIN = '''
+LOOPING_LANGCHAIN = """
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 class _Fake(GenericFakeChatModel):
     def bind_tools(self, tools, **kwargs):
         return self
 model = _Fake(messages=iter([AIMessage(content="", tool_calls=[{"name": "read_file", "args": {"path": "README.md"}, "id": f"c{i}"}]) for i in range(10)]))
-'''
-LOOPING_AGENTS = '''
+"""
+LOOPING_AGENTS = """
 from agents.testing import ScriptedModel, function_call
 model = ScriptedModel([[function_call("read_file", {"path": "README.md"}, call_id=f"c{i}")] for i in range(10)])
-'''
-LOOPING_PYDANTIC_AI = '''
+"""
+LOOPING_PYDANTIC_AI = """
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 model = FunctionModel(lambda messages, info: ModelResponse(parts=[ToolCallPart("read_file", {"path": "README.md"})]))
-'''
-FIVE_THEN_ANSWER = '''
+"""
+FIVE_THEN_ANSWER = """
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 def _respond(messages, info):
@@ -42,7 +42,7 @@ def _respond(messages, info):
         return ModelResponse(parts=[TextPart("It is a notebook.")])
     return ModelResponse(parts=[ToolCallPart("read_file", {"path": "README.md"})])
 model = FunctionModel(_respond)
-'''
+"""
 STOP = "the same read_file call returned the same result 3 times in a row"
 
 CASES = {
@@ -83,8 +83,9 @@ def test_readme_example_runs(framework, tmp_path):
     (tmp_path / "README.md").write_text("# notes\n\nA notebook of ideas.\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENAI_AGENTS_DISABLE_TRACING": "1"}
     env.pop("LOOPWATCH_MODE", None)
-    done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     for want in expected:

@@ -38,8 +38,12 @@ def claude() -> str:
 
 @pytest.fixture
 def scripts(tmp_path):
-    return {"loop": loop_script(12), "healthy": healthy_script(tmp_path / "work"), "subagent": subagent_script(),
-            "sameerror": same_error_script(12)}
+    return {
+        "loop": loop_script(12),
+        "healthy": healthy_script(tmp_path / "work"),
+        "subagent": subagent_script(),
+        "sameerror": same_error_script(12),
+    }
 
 
 def _machine(tmp_path, server, claude, profile=None) -> ClaudeRun:
@@ -66,13 +70,22 @@ def test_the_installed_events_are_exactly_these(tmp_path, claude):
         machine = ClaudeRun(tmp_path, server, claude)
         said = machine.install()
         hooks = machine.settings()["hooks"]
-    assert list(hooks) == ["PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
-                           "UserPromptSubmit", "Stop", "SubagentStop"]
+    assert list(hooks) == [
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStop",
+    ]
     for event, groups in hooks.items():
         assert len(groups) == 1 and len(groups[0]["hooks"]) == 1
         command = groups[0]["hooks"][0]["command"]
         assert command == f"{sys.executable} -m loopwatch hook claude-code"
-        assert ("matcher" in groups[0]) == (event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch"))
+        assert ("matcher" in groups[0]) == (
+            event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch")
+        )
     assert "PostToolBatch" in said
 
 
@@ -94,7 +107,9 @@ def test_unattended_loop_ends_right_after_the_fourth_call(tmp_path, claude, scri
     # Calls 1-3 ran and failed; the nudge reached the model with the third result.
     assert all(r["error"] and r["text"].startswith("Exit code 2") for t in turns[1:4] for r in t.results)
     assert not any(_mentions_loopwatch(t) for t in turns[:3])
-    assert any("loopwatch: you appear to be going in circles" in text and LOOP_COMMAND in text for text in turns[3].reminders)
+    assert any(
+        "loopwatch: you appear to be going in circles" in text and LOOP_COMMAND in text for text in turns[3].reminders
+    )
     # The fourth was denied before it ran, and the run ended there.
     calls = tool_uses(run.lines)
     results = tool_results(run.lines)
@@ -137,8 +152,10 @@ def test_a_healthy_session_runs_untouched_under_run_and_the_hook(tmp_path, claud
     with ScriptedAnthropic(scripts) as server:
         machine = _machine(tmp_path, server, claude)
         record = tmp_path / "run.json"
-        run = machine.claude("SCENARIO:healthy fix the test",
-                             wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *argv])
+        run = machine.claude(
+            "SCENARIO:healthy fix the test",
+            wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *argv],
+        )
         turns = server.of("healthy")
     assert [t.answered for t in turns][-1] == "text" and len(turns) == 14
     assert not any(_mentions_loopwatch(t) for t in turns)
@@ -160,8 +177,10 @@ def test_run_reports_a_hook_stop_as_a_loop_stop(tmp_path, claude, scripts):
     with ScriptedAnthropic(scripts) as server:
         machine = _machine(tmp_path, server, claude)
         record = tmp_path / "run.json"
-        run = machine.claude("SCENARIO:loop do the task",
-                             wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *argv])
+        run = machine.claude(
+            "SCENARIO:loop do the task",
+            wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *argv],
+        )
         turns = server.of("loop")
     assert len(turns) == 4
     assert run.code == 86, run.stderr
@@ -206,7 +225,7 @@ def test_a_looping_subagent_is_blocked_when_attended(tmp_path, claude, scripts):
     assert rows[""]["stops"] == 0 and not rows[""]["stopped"]
 
 
-HONOURED_PROBE = '''
+HONOURED_PROBE = """
 import json, os, sys
 payload = json.load(sys.stdin)
 event = payload["hook_event_name"]
@@ -216,7 +235,7 @@ open(count, "w").write(str(n))
 stop_at = {"PreToolUse": 1, "PostToolUseFailure": 1, "PostToolBatch": 3}[event]
 if n == stop_at:
     print(json.dumps({"continue": False, "stopReason": "probe: " + event}))
-'''
+"""
 
 
 def test_claude_code_honours_continue_false_only_at_post_tool_batch(tmp_path, claude, scripts):
@@ -229,8 +248,10 @@ def test_claude_code_honours_continue_false_only_at_post_tool_batch(tmp_path, cl
         machine = ClaudeRun(tmp_path, server, claude)
         machine.extra_env["PROBE_DIR"] = str(tmp_path)
         (machine.home / ".claude").mkdir(parents=True)
-        hooks = {event: [{"matcher": "*", "hooks": [{"type": "command", "command": f"{sys.executable} {probe}"}]}]
-                 for event in ("PreToolUse", "PostToolUseFailure", "PostToolBatch")}
+        hooks = {
+            event: [{"matcher": "*", "hooks": [{"type": "command", "command": f"{sys.executable} {probe}"}]}]
+            for event in ("PreToolUse", "PostToolUseFailure", "PostToolBatch")
+        }
         (machine.home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
         run = machine.claude("SCENARIO:loop do the task")
         turns = server.of("loop")
@@ -241,7 +262,9 @@ def test_claude_code_honours_continue_false_only_at_post_tool_batch(tmp_path, cl
 def test_an_interactive_session_is_attended_and_blocks_every_repeat(tmp_path, claude, scripts):
     with ScriptedAnthropic(scripts) as server:
         machine = _machine(tmp_path, server, claude)  # no profile forced: found from the process
-        machine.interactive("SCENARIO:loop do the task", done=lambda: any(t.answered == "text" for t in server.of("loop")))
+        machine.interactive(
+            "SCENARIO:loop do the task", done=lambda: any(t.answered == "text" for t in server.of("loop"))
+        )
         turns = server.of("loop")
     assert len(turns) == 13 and turns[-1].answered == "text"  # the model gave up by itself
     texts = [r["text"] for t in turns[1:] for r in t.results]
@@ -282,8 +305,21 @@ def test_run_reports_a_hook_stop_the_stream_does_not_show(tmp_path, claude, scri
         machine = _machine(tmp_path, server, claude)
         _corroborate(machine)
         record = tmp_path / "run.json"
-        run = machine.claude("SCENARIO:sameerror list the folders", wrap=lambda argv: [
-            sys.executable, "-m", "loopwatch", "run", "--mode", "warn", "--record", str(record), "--", *argv])
+        run = machine.claude(
+            "SCENARIO:sameerror list the folders",
+            wrap=lambda argv: [
+                sys.executable,
+                "-m",
+                "loopwatch",
+                "run",
+                "--mode",
+                "warn",
+                "--record",
+                str(record),
+                "--",
+                *argv,
+            ],
+        )
     assert not any("loopwatch" in r["text"] for r in tool_results(run.lines).values())
     assert run.result["terminal_reason"] == "hook_stopped"
     assert run.code == 86, run.stderr

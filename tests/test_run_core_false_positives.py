@@ -31,7 +31,9 @@ CASES = {
     # different files, same shape: digits inside names are masked too
     "compiler per file": [f"gcc -c -o obj/file{i}.o src/file{i}.c\n".encode() for i in range(1, 40)],
     # `docker pull`: one line per layer, the layer ids are the first 12 hex digits of a hash
-    "docker layers": [f"{hashlib.sha256(bytes([i])).hexdigest()[:12]}: Pulling fs layer\n".encode() for i in range(1, 20)],
+    "docker layers": [
+        f"{hashlib.sha256(bytes([i])).hexdigest()[:12]}: Pulling fs layer\n".encode() for i in range(1, 20)
+    ],
     # a waiting-for-the-model timer redrawn in place once a second (no %, no bar)
     "elapsed timer redraw": [f"\rThinking... ({i}s)".encode() for i in range(1, 40)],
     # the classic 4-glyph ASCII spinner, redrawn in place

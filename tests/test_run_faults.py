@@ -57,8 +57,13 @@ def test_no_run_exits_as_ended_by_itself_with_a_record_saying_stop(tmp_path):
 @pytest.mark.parametrize("option", ["--grace", "--idle", "--max-runtime"])
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "0"])
 def test_nan_infinite_and_negative_limits_are_refused(tmp_path, option, value):
-    ran = subprocess.run([sys.executable, "-m", "loopwatch", "run", option, value, "--", "true"], cwd=tmp_path,
-                         env=env_for(tmp_path), capture_output=True, timeout=30)
+    ran = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "run", option, value, "--", "true"],
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        capture_output=True,
+        timeout=30,
+    )
     assert ran.returncode == 2
     assert b"must be a number of seconds above 0, and finite" in ran.stderr and b"Traceback" not in ran.stderr
 
@@ -71,13 +76,21 @@ def test_the_library_refuses_a_nan_limit_too():
             Limits(**{field: float("nan")})
 
 
-
 # -- the command line in the record -----------------------------------------------------
 
 
 def test_the_record_masks_option_values_and_arguments(tmp_path):
     secret = "sk-live-0123456789abcdef"
-    command = [sys.executable, "-c", "print('hi')", "--api-key", secret, f"--token={secret}", "-k" + secret, "fix the tests"]
+    command = [
+        sys.executable,
+        "-c",
+        "print('hi')",
+        "--api-key",
+        secret,
+        f"--token={secret}",
+        "-k" + secret,
+        "fix the tests",
+    ]
     ran = loopwatch(tmp_path, command)
     assert ran.status == 0
     recorded = ran.record["command"]

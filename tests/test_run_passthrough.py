@@ -45,7 +45,11 @@ def test_a_child_killed_by_a_signal_gives_128_plus_the_signal(tmp_path):
 def test_stdin_is_passed_through(tmp_path):
     proc = subprocess.run(
         [*"python -m loopwatch run --".split(), "sh", "-c", "read x; echo got:$x"],
-        cwd=tmp_path, env=env_for(tmp_path), input=b"hello\n", capture_output=True, timeout=30,
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        input=b"hello\n",
+        capture_output=True,
+        timeout=30,
     )
     assert proc.returncode == 0
     assert proc.stdout == b"got:hello\n"
@@ -75,8 +79,13 @@ def test_the_supervisor_as_a_library(tmp_path):
     from loopwatch.supervise import Limits, Supervisor
 
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        supervisor = Supervisor(["sh", "-c", "echo hello; echo oops >&2; exit 5"], Config.make(mode="enforce"),
-                                Limits(idle=5), stdout=out.fileno(), stderr=err.fileno())
+        supervisor = Supervisor(
+            ["sh", "-c", "echo hello; echo oops >&2; exit 5"],
+            Config.make(mode="enforce"),
+            Limits(idle=5),
+            stdout=out.fileno(),
+            stderr=err.fileno(),
+        )
         outcome = supervisor.run()
     assert outcome.status == 5 and outcome.ended_by == "exit" and outcome.exit_code == 5
     assert (tmp_path / "out").read_bytes() == b"hello\n"

@@ -39,8 +39,15 @@ class AtTerminal:
         self.modes = termios.tcgetattr(self.slave)  # a fresh terminal: cooked, echoing
         self.record = tmp_path / "record.json"
         argv = [sys.executable, "-m", "loopwatch", "run", "--pty", "--record", str(self.record), "--", *command]
-        self.proc = subprocess.Popen(argv, cwd=tmp_path, env=env_for(tmp_path), stdin=self.slave,
-                                     stdout=self.slave, stderr=self.slave, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=tmp_path,
+            env=env_for(tmp_path),
+            stdin=self.slave,
+            stdout=self.slave,
+            stderr=self.slave,
+            start_new_session=True,
+        )
         self.seen = b""
 
     def wait_for(self, text: bytes, timeout: float = 15) -> None:
@@ -109,6 +116,7 @@ def test_a_loop_on_a_terminal_is_stopped_and_the_terminal_restored(tmp_path):
     assert ours and all(line.endswith(b"\r") for line in ours), ours
     pids = [int(x) for x in (tmp_path / "pids").read_text().split()]
     from _run_helpers import alive
+
     assert pids and not any(alive(p) for p in pids)
 
 
@@ -133,7 +141,9 @@ def test_output_passes_byte_for_byte(tmp_path):
 
 
 def test_lines_come_as_a_terminal_shows_them(tmp_path):
-    ran = loopwatch(tmp_path, [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"], "--pty")
+    ran = loopwatch(
+        tmp_path, [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"], "--pty"
+    )
     assert ran.stdout == b"out\r\nerr\r\n"  # one stream, the terminal's own newlines
     assert ran.stderr.startswith(b"") and ran.status == 0
 
@@ -150,9 +160,23 @@ def test_without_a_terminal_the_size_is_columns_and_lines_or_80x24(tmp_path):
 
 def test_piped_stdin_reaches_the_agent_and_its_end_is_an_end_of_file(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "loopwatch", "run", "--pty", "--", sys.executable, "-c",
-         "import sys; data = sys.stdin.read(); print('read', len(data.splitlines()), 'lines')"],
-        cwd=tmp_path, env=env_for(tmp_path), input=b"one\ntwo\nthree\n", capture_output=True, timeout=30, check=False,
+        [
+            sys.executable,
+            "-m",
+            "loopwatch",
+            "run",
+            "--pty",
+            "--",
+            sys.executable,
+            "-c",
+            "import sys; data = sys.stdin.read(); print('read', len(data.splitlines()), 'lines')",
+        ],
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        input=b"one\ntwo\nthree\n",
+        capture_output=True,
+        timeout=30,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.endswith(b"read 3 lines\r\n")
@@ -166,11 +190,16 @@ def test_a_loop_under_pty_is_stopped_with_86_and_nothing_left(tmp_path):
 
 
 def test_a_stopped_agent_that_ignores_sigterm_and_sighup_is_killed(tmp_path):
-    stubborn = [sys.executable, "-c", (
-        "import os, signal, time\n"
-        "open(os.environ['AGENT_PIDFILE'], 'a').write(f'{os.getpid()}\\n')\n"
-        "for s in (signal.SIGTERM, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)\n"
-        "while True: print('connection refused; retrying', flush=True); time.sleep(0.01)")]
+    stubborn = [
+        sys.executable,
+        "-c",
+        (
+            "import os, signal, time\n"
+            "open(os.environ['AGENT_PIDFILE'], 'a').write(f'{os.getpid()}\\n')\n"
+            "for s in (signal.SIGTERM, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)\n"
+            "while True: print('connection refused; retrying', flush=True); time.sleep(0.01)"
+        ),
+    ]
     ran = loopwatch(tmp_path, stubborn, "--pty", "--grace", "0.5")
     assert ran.status == 86
     assert ran.record["signals_sent"] == ["SIGTERM", "SIGKILL"]

@@ -22,8 +22,25 @@ def jl(*objs) -> bytes:
 def claude_call(n: int, command: str = "ls", result: str = "a.py", error: bool = False) -> bytes:
     tid = f"toolu_{n}"
     return jl(
-        {"type": "assistant", **SESSION, "message": {"content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]}},
-        {"type": "user", **SESSION, "message": {"content": [{"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": result}], "is_error": error}]}},
+        {
+            "type": "assistant",
+            **SESSION,
+            "message": {"content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]},
+        },
+        {
+            "type": "user",
+            **SESSION,
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": tid,
+                        "content": [{"type": "text", "text": result}],
+                        "is_error": error,
+                    }
+                ]
+            },
+        },
     )
 
 
@@ -31,7 +48,7 @@ def feed_all(source: EventSource, data: bytes, piece: int = 7) -> list:
     """Feed in small pieces, so lines and even UTF-8 characters are split across reads."""
     events = []
     for i in range(0, len(data), piece):
-        events += source.feed(data[i:i + piece], "stdout", at=float(i))
+        events += source.feed(data[i : i + piece], "stdout", at=float(i))
     return events + source.finish(at=float(len(data)))
 
 
@@ -39,7 +56,15 @@ def test_claude_stream_tool_use_and_result_joined_by_id():
     data = jl({"type": "system", "subtype": "init", **SESSION, "tools": ["Bash"]})
     data += jl({"type": "assistant", **SESSION, "message": {"content": [{"type": "text", "text": "Let me look."}]}})
     data += claude_call(1, "ls", "a.py") + claude_call(2, "pytest", "1 failed", error=True)
-    data += jl({"type": "result", "subtype": "success", **SESSION, "total_cost_usd": 0.25, "usage": {"input_tokens": 10, "output_tokens": 5}})
+    data += jl(
+        {
+            "type": "result",
+            "subtype": "success",
+            **SESSION,
+            "total_cost_usd": 0.25,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+    )
     source = EventSource("auto")
     events = feed_all(source, data)
     assert source.format == "claude-stream"
@@ -54,19 +79,46 @@ def test_claude_stream_tool_use_and_result_joined_by_id():
 
 
 def test_claude_result_without_its_call_is_skipped_not_invented():
-    data = jl({"type": "user", **SESSION, "message": {"content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}})
+    data = jl(
+        {
+            "type": "user",
+            **SESSION,
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]},
+        }
+    )
     assert feed_all(EventSource("claude-stream"), data) == []
 
 
 def test_codex_items_become_tool_calls():
-    item = {"id": "item_1", "type": "command_execution", "command": "bash -lc ls", "aggregated_output": "", "exit_code": None, "status": "in_progress"}
+    item = {
+        "id": "item_1",
+        "type": "command_execution",
+        "command": "bash -lc ls",
+        "aggregated_output": "",
+        "exit_code": None,
+        "status": "in_progress",
+    }
     data = jl(
         {"type": "thread.started", "thread_id": "t"},
         {"type": "turn.started"},
         {"type": "item.started", "item": item},
-        {"type": "item.completed", "item": {**item, "aggregated_output": "a.py\n", "exit_code": 0, "status": "completed"}},
-        {"type": "item.completed", "item": {**item, "id": "item_2", "aggregated_output": "boom", "exit_code": 2, "status": "failed"}},
-        {"type": "item.completed", "item": {"id": "item_3", "type": "file_change", "changes": [{"path": "src/a.py", "kind": "update"}], "status": "completed"}},
+        {
+            "type": "item.completed",
+            "item": {**item, "aggregated_output": "a.py\n", "exit_code": 0, "status": "completed"},
+        },
+        {
+            "type": "item.completed",
+            "item": {**item, "id": "item_2", "aggregated_output": "boom", "exit_code": 2, "status": "failed"},
+        },
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_3",
+                "type": "file_change",
+                "changes": [{"path": "src/a.py", "kind": "update"}],
+                "status": "completed",
+            },
+        },
         {"type": "item.completed", "item": {"id": "item_4", "type": "agent_message", "text": "Done."}},
         {"type": "turn.completed", "usage": {"input_tokens": 100, "cached_input_tokens": 0, "output_tokens": 20}},
     )
@@ -75,7 +127,9 @@ def test_codex_items_become_tool_calls():
     assert source.format == "codex-json"
     calls = [e for e in events if isinstance(e, ToolCall)]
     assert [(c.name, c.error, c.changed) for c in calls] == [
-        ("command_execution", False, ()), ("command_execution", True, ()), ("file_change", False, ("src/a.py",)),
+        ("command_execution", False, ()),
+        ("command_execution", True, ()),
+        ("file_change", False, ("src/a.py",)),
     ]
     assert calls[0].input == {"command": "bash -lc ls"} and calls[0].result == "a.py\n"
     assert [e.text for e in events if isinstance(e, ModelText)] == ["Done."]
@@ -84,10 +138,25 @@ def test_codex_items_become_tool_calls():
 
 def test_codex_function_call_and_output_joined_by_call_id():
     data = jl(
-        {"type": "response_item", "timestamp": "2025-10-01T12:00:00.000Z", "payload": {"type": "function_call", "name": "shell", "call_id": "c1",
-                                              "arguments": json.dumps({"command": ["bash", "-lc", "make"]})}},
-        {"type": "response_item", "timestamp": "2025-10-01T12:00:01.000Z", "payload": {"type": "function_call_output", "call_id": "c1",
-                                              "output": json.dumps({"output": "make: *** Error 2", "metadata": {"exit_code": 2}})}},
+        {
+            "type": "response_item",
+            "timestamp": "2025-10-01T12:00:00.000Z",
+            "payload": {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": "c1",
+                "arguments": json.dumps({"command": ["bash", "-lc", "make"]}),
+            },
+        },
+        {
+            "type": "response_item",
+            "timestamp": "2025-10-01T12:00:01.000Z",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": json.dumps({"output": "make: *** Error 2", "metadata": {"exit_code": 2}}),
+            },
+        },
     )
     source = EventSource("auto")
     calls = [e for e in feed_all(source, data) if isinstance(e, ToolCall)]
@@ -98,7 +167,7 @@ def test_codex_function_call_and_output_joined_by_call_id():
 
 
 def test_plain_output_is_not_mistaken_for_a_stream():
-    data = b"Hello\n{\"not\": \"an agent event\"}\nline 3\nline 4\nline 5\nmore\n"
+    data = b'Hello\n{"not": "an agent event"}\nline 3\nline 4\nline 5\nmore\n'
     source = EventSource("auto")
     events = feed_all(source, data)
     assert source.format == "lines"

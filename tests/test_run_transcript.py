@@ -28,7 +28,9 @@ CODEX = SHARED / "codex" / "rollouts"
 needs_shared = pytest.mark.skipif(not CLAUDE.is_dir() or not CODEX.is_dir(), reason="../shared/clients is absent")
 
 
-def stand_in(tmp_path: Path, name: str, format: str, recorded: Path, delay: float = 0.02, console: str = "quiet") -> list[str]:
+def stand_in(
+    tmp_path: Path, name: str, format: str, recorded: Path, delay: float = 0.02, console: str = "quiet"
+) -> list[str]:
     """An executable called `name` (as the real CLI is) running the writer agent."""
     return [named(tmp_path, name, "writes_transcript"), format, str(recorded), str(delay), console]
 
@@ -38,7 +40,7 @@ def named(tmp_path: Path, name: str, script: str) -> str:
     folder = tmp_path / "bin"
     folder.mkdir(exist_ok=True)
     exe = folder / name
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {AGENTS / (script + '.py')} \"$@\"\n")
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} {AGENTS / (script + ".py")} "$@"\n')
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return str(exe)
 
@@ -67,10 +69,13 @@ def stops_when_scanned(path: Path) -> bool:
 
 
 @needs_shared
-@pytest.mark.parametrize("name, format, recorded", [
-    ("claude", "claude-code", CLAUDE / "loop1.session.jsonl"),
-    ("codex", "codex", CODEX / "a-plain-loop-rollout.jsonl"),
-])
+@pytest.mark.parametrize(
+    "name, format, recorded",
+    [
+        ("claude", "claude-code", CLAUDE / "loop1.session.jsonl"),
+        ("codex", "codex", CODEX / "a-plain-loop-rollout.jsonl"),
+    ],
+)
 def test_a_loop_in_the_transcript_stops_the_run(home, name, format, recorded):
     assert stops_when_scanned(recorded)
     ran = loopwatch(home, stand_in(home, name, format, recorded))
@@ -85,10 +90,13 @@ def test_a_loop_in_the_transcript_stops_the_run(home, name, format, recorded):
 
 
 @needs_shared
-@pytest.mark.parametrize("name, format, recorded", [
-    ("claude", "claude-code", CLAUDE / "healthy1.session.jsonl"),
-    ("codex", "codex", CODEX / "h-run-healthy-rollout.jsonl"),
-])
+@pytest.mark.parametrize(
+    "name, format, recorded",
+    [
+        ("claude", "claude-code", CLAUDE / "healthy1.session.jsonl"),
+        ("codex", "codex", CODEX / "h-run-healthy-rollout.jsonl"),
+    ],
+)
 def test_a_healthy_transcript_runs_untouched_though_the_console_repeats(home, name, format, recorded):
     assert not stops_when_scanned(recorded)
     ran = loopwatch(home, stand_in(home, name, format, recorded, console="same"))
@@ -112,8 +120,13 @@ def test_without_the_transcript_the_same_console_would_have_stopped_it(home):
 
 
 @needs_shared
-@pytest.mark.parametrize("recorded", sorted(CLAUDE.glob("*.session.jsonl")) + sorted(CODEX.glob("*.jsonl")) if CLAUDE.is_dir() and CODEX.is_dir() else [],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "recorded",
+    sorted(CLAUDE.glob("*.session.jsonl")) + sorted(CODEX.glob("*.jsonl"))
+    if CLAUDE.is_dir() and CODEX.is_dir()
+    else [],
+    ids=lambda p: p.name,
+)
 def test_followed_live_it_ends_as_scan_says(home, recorded):
     """Followed live or scanned afterwards, one file gets one verdict."""
     format = "claude-code" if recorded.parent == CLAUDE else "codex"
@@ -153,12 +166,18 @@ def test_a_transcript_given_by_path_may_appear_later(home):
     plain = loopwatch(home, stand_in(home, "my-harness", "claude-code", recorded))
     assert plain.record["evidence"] == {"source": "console"} and plain.status == 0
     # ... unless named, before it exists
-    command = [sys.executable, "-c", (
-        "import sys, time; time.sleep(0.4)\n"
-        f"lines = open({str(recorded)!r}, 'rb').read().splitlines(True)\n"
-        "out = open(sys.argv[1], 'wb')\n"
-        "for line in lines: out.write(line); out.flush(); time.sleep(0.02)\n"
-        "time.sleep(1)"), str(home / "later.jsonl")]
+    command = [
+        sys.executable,
+        "-c",
+        (
+            "import sys, time; time.sleep(0.4)\n"
+            f"lines = open({str(recorded)!r}, 'rb').read().splitlines(True)\n"
+            "out = open(sys.argv[1], 'wb')\n"
+            "for line in lines: out.write(line); out.flush(); time.sleep(0.02)\n"
+            "time.sleep(1)"
+        ),
+        str(home / "later.jsonl"),
+    ]
     ran = loopwatch(home, command, "--transcript", "later.jsonl")  # relative to the cwd
     assert ran.status == 86, ran.stderr
     assert ran.record["evidence"]["transcript"]["format"] == "claude-code"
@@ -207,8 +226,8 @@ def test_tail_returns_what_was_appended_and_waits_for_a_file(tmp_path):
     assert tail.read() == b'{"a": 1}\n{"b"'
     assert tail.read() == b""
     with open(path, "ab") as fh:
-        fh.write(b': 2}\n')
-    assert tail.read() == b': 2}\n'
+        fh.write(b": 2}\n")
+    assert tail.read() == b": 2}\n"
     tail.close()
 
 
@@ -227,13 +246,14 @@ def test_follower_gives_the_readers_events_however_the_file_is_cut(tmp_path, pie
     meta["payload"]["cwd"] = str(cwd)
     data = json.dumps(meta).encode() + b"\n" + rest
     from datetime import datetime
+
     day = datetime.now()
     folder = Path(env["CODEX_HOME"], "sessions", day.strftime("%Y"), day.strftime("%m"), day.strftime("%d"))
     folder.mkdir(parents=True)
     events = []
     with open(folder / "rollout-mine.jsonl", "wb") as out:
         for i in range(0, len(data), piece):
-            out.write(data[i:i + piece])
+            out.write(data[i : i + piece])
             out.flush()
             if i == 0:  # another session's rollout, begun later, elsewhere: never taken
                 (folder / "rollout-other.jsonl").write_bytes(first + b"\n" + rest)
@@ -241,9 +261,15 @@ def test_follower_gives_the_readers_events_however_the_file_is_cut(tmp_path, pie
     events += follower.finish()
     assert follower.path is not None and follower.path.name == "rollout-mine.jsonl"
     wanted = [e for e in next(read(str(recorded))).events]
-    assert [(type(e).__name__, getattr(e, "name", None), e.source_ref) for e in events] == \
-        [(type(e).__name__, getattr(e, "name", None), e.source_ref) for e in wanted]
-    assert follower.record() == {"format": "codex", "file": "rollout-mine.jsonl", "lines": len(data.splitlines()), "events": len(wanted)}
+    assert [(type(e).__name__, getattr(e, "name", None), e.source_ref) for e in events] == [
+        (type(e).__name__, getattr(e, "name", None), e.source_ref) for e in wanted
+    ]
+    assert follower.record() == {
+        "format": "codex",
+        "file": "rollout-mine.jsonl",
+        "lines": len(data.splitlines()),
+        "events": len(wanted),
+    }
 
 
 def test_follower_takes_only_a_file_begun_after_the_start_or_grown(tmp_path):
@@ -303,7 +329,9 @@ def test_any_cutting_and_a_broken_line_give_the_readers_events(tmp_path, cuts, n
     folder.mkdir()
     path = folder / "t.jsonl"
     path.write_bytes(data)
-    wanted = [(type(e).__name__, e.source_ref, getattr(e, "name", None)) for e in next(read(str(path), "claude-code")).events]
+    wanted = [
+        (type(e).__name__, e.source_ref, getattr(e, "name", None)) for e in next(read(str(path), "claude-code")).events
+    ]
     path.write_bytes(b"")
     follower = Follower(str(path), ["my-harness"], cwd=str(folder), env={})
     follower.start()

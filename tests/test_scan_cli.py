@@ -12,8 +12,19 @@ from loopwatch.cli import cli
 
 from conftest import healthy_events, jsonl, looping_events
 
-JSON_KEYS = {"path", "format", "session", "actions", "verdict", "interventions", "findings", "calibration",
-             "saved", "skipped", "error"}
+JSON_KEYS = {
+    "path",
+    "format",
+    "session",
+    "actions",
+    "verdict",
+    "interventions",
+    "findings",
+    "calibration",
+    "saved",
+    "skipped",
+    "error",
+}
 
 
 def scan(*args, input=None):
@@ -85,8 +96,12 @@ def test_json_gives_one_object_per_session_with_the_documented_keys(loop_file, h
     assert loop["verdict"]["source_ref"] == f"line {loop['verdict']['at_action'] + 1}"  # line 1 is the user event
     assert [i["action"] for i in loop["interventions"]][-1] == "stop"
     assert loop["interventions"][0]["action"] == "nudge"
-    assert loop["saved"] == {"actions": 6 - loop["verdict"]["at_action"], "tokens": 1000 * (6 - loop["verdict"]["at_action"]),
-                             "cost": pytest.approx(0.01 * (6 - loop["verdict"]["at_action"])), "estimated": False}
+    assert loop["saved"] == {
+        "actions": 6 - loop["verdict"]["at_action"],
+        "tokens": 1000 * (6 - loop["verdict"]["at_action"]),
+        "cost": pytest.approx(0.01 * (6 - loop["verdict"]["at_action"])),
+        "estimated": False,
+    }
     assert healthy["verdict"] is None and healthy["actions"] == 8
 
 
@@ -132,8 +147,10 @@ def test_the_attended_profile_nudges_and_blocks_but_does_not_stop(loop_file):
 
 def test_config_file_thresholds_apply(loop_file, tmp_path):
     config = tmp_path / "loopwatch.toml"
-    config.write_text("[signals.repeat]\nthreshold = 0\n[signals.echo]\nturns = 0\n"
-                      "[signals.same_error]\nthreshold = 0\n[signals.stagnation]\nreplays = 0\n")
+    config.write_text(
+        "[signals.repeat]\nthreshold = 0\n[signals.echo]\nturns = 0\n"
+        "[signals.same_error]\nthreshold = 0\n[signals.stagnation]\nreplays = 0\n"
+    )
     (record,) = records(scan(loop_file, "--json", "--config", config))
     assert all(f["signal"] != "repeat" for f in record["findings"])
 

@@ -26,8 +26,14 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def scan(*args, cwd=None, timeout=60, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loopwatch", "scan", "--no-progress", *map(str, args)],
-                          capture_output=True, env=kwargs.pop("env", env()), cwd=cwd, timeout=timeout, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "loopwatch", "scan", "--no-progress", *map(str, args)],
+        capture_output=True,
+        env=kwargs.pop("env", env()),
+        cwd=cwd,
+        timeout=timeout,
+        **kwargs,
+    )
 
 
 def records(ran) -> list[dict]:
@@ -87,7 +93,7 @@ def _children(pid: int) -> list[int]:
                 stat = Path(f"/proc/{entry}/stat").read_bytes()
             except OSError:
                 continue
-            if int(stat[stat.rfind(b")") + 2:].split()[1]) == pid:
+            if int(stat[stat.rfind(b")") + 2 :].split()[1]) == pid:
                 found.append(int(entry))
     return found
 
@@ -95,12 +101,21 @@ def _children(pid: int) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 def test_a_killed_worker_is_reported_and_the_scan_finishes_with_2(tmp_path):
     # Files big enough that the workers are busy when one is killed.
-    body = jsonl(healthy_events() + [{"type": "tool", "name": "Bash", "input": {"command": f"cat f{i}"},
-                                      "result": "x" * 200} for i in range(3000)])
+    body = jsonl(
+        healthy_events()
+        + [
+            {"type": "tool", "name": "Bash", "input": {"command": f"cat f{i}"}, "result": "x" * 200}
+            for i in range(3000)
+        ]
+    )
     for i in range(24):
         (tmp_path / f"s{i:02}.jsonl").write_text(body)
-    proc = subprocess.Popen([sys.executable, "-m", "loopwatch", "scan", "--no-progress", "--json", "--jobs", "4", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loopwatch", "scan", "--no-progress", "--json", "--jobs", "4", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    )
     deadline = time.monotonic() + 30
     workers: list[int] = []
     while time.monotonic() < deadline and len(workers) < 4 and proc.poll() is None:
@@ -142,7 +157,9 @@ def test_token_totals_past_64_bits_do_not_end_the_scan(tmp_path):
 
 
 def test_stdin_closed_is_one_line_and_2():
-    ran = subprocess.run(f"{sys.executable} -m loopwatch scan - 0<&-", shell=True, capture_output=True, env=env(), timeout=30)
+    ran = subprocess.run(
+        f"{sys.executable} -m loopwatch scan - 0<&-", shell=True, capture_output=True, env=env(), timeout=30
+    )
     assert ran.returncode == 2
     assert b"standard input is closed" in ran.stderr and b"Traceback" not in ran.stderr
 
@@ -182,16 +199,24 @@ def test_stdin_with_many_files_and_jobs_keeps_the_order(tmp_path):
 # -- input that lost a session ---------------------------------------------------------
 
 
-BOM_CASES = [FIXTURES / "chat" / "openai.json", FIXTURES / "claude-code" / "session.jsonl",
-             FIXTURES / "codex" / "rollout.jsonl", FIXTURES / "openhands" / "trajectory.json",
-             FIXTURES / "openhands" / "output.jsonl"]
+BOM_CASES = [
+    FIXTURES / "chat" / "openai.json",
+    FIXTURES / "claude-code" / "session.jsonl",
+    FIXTURES / "codex" / "rollout.jsonl",
+    FIXTURES / "openhands" / "trajectory.json",
+    FIXTURES / "openhands" / "output.jsonl",
+]
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
 def _corpus_samples() -> list[Path]:
     found = []
-    for pattern in ("swe-agent-traj/**/*.traj", "mini-swe-agent-traj-json/**/*.traj.json", "atif/**/trajectory.json",
-                    "tb1-console-log/**/agent.log"):
+    for pattern in (
+        "swe-agent-traj/**/*.traj",
+        "mini-swe-agent-traj-json/**/*.traj.json",
+        "atif/**/trajectory.json",
+        "tb1-console-log/**/agent.log",
+    ):
         found += sorted(CORPUS.glob(pattern))[:1]
     return found
 
@@ -205,6 +230,7 @@ def test_a_byte_order_mark_changes_nothing(tmp_path, path):
     for target in (marked, marked.parent):  # named, and found in a folder
         with_bom = scan(target, "--json")
         assert with_bom.returncode == plain.returncode, with_bom.stderr
+
         def key(r):
             return r["format"], r["session"], r["actions"], r["verdict"], r["error"]
 
@@ -221,25 +247,49 @@ def test_a_byte_order_mark_on_the_core_events(tmp_path):
 def _mini_swe_agent(usage: dict) -> dict:
     messages = [{"role": "system", "content": "You are a helper."}, {"role": "user", "content": "fix it"}]
     for i in range(6):
-        messages.append({"role": "assistant", "content": "THOUGHT: again\n```bash\npytest -x\n```",
-                         "extra": {"response": {"created": 1700000000 + i, "usage": usage}}})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "THOUGHT: again\n```bash\npytest -x\n```",
+                "extra": {"response": {"created": 1700000000 + i, "usage": usage}},
+            }
+        )
         messages.append({"role": "user", "content": "<returncode>1</returncode>\n<output>E fail</output>"})
-    return {"info": {"mini_version": "1.0", "model_stats": {"instance_cost": "lots"}}, "messages": messages,
-            "trajectory_format": "mini-swe-agent-1"}
+    return {
+        "info": {"mini_version": "1.0", "model_stats": {"instance_cost": "lots"}},
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1",
+    }
 
 
 def _atif(metrics: dict) -> dict:
-    steps = [{"step_id": i + 1, "source": "agent", "message": "again", "metrics": metrics,
-              "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "bash", "arguments": {"command": "pytest -x"}}],
-              "observation": {"results": [{"source_call_id": f"c{i}", "content": "E fail"}]}} for i in range(6)]
-    return {"schema_version": "ATIF-v1.2", "session_id": "s", "agent": {"name": "a"}, "steps": steps,
-            "final_metrics": {"total_prompt_tokens": "5"}}
+    steps = [
+        {
+            "step_id": i + 1,
+            "source": "agent",
+            "message": "again",
+            "metrics": metrics,
+            "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "bash", "arguments": {"command": "pytest -x"}}],
+            "observation": {"results": [{"source_call_id": f"c{i}", "content": "E fail"}]},
+        }
+        for i in range(6)
+    ]
+    return {
+        "schema_version": "ATIF-v1.2",
+        "session_id": "s",
+        "agent": {"name": "a"},
+        "steps": steps,
+        "final_metrics": {"total_prompt_tokens": "5"},
+    }
 
 
-@pytest.mark.parametrize("name,document", [
-    ("run.traj.json", _mini_swe_agent({"prompt_tokens": "5", "completion_tokens": 3})),
-    ("trajectory.json", _atif({"prompt_tokens": "5", "completion_tokens": 3})),
-])
+@pytest.mark.parametrize(
+    "name,document",
+    [
+        ("run.traj.json", _mini_swe_agent({"prompt_tokens": "5", "completion_tokens": 3})),
+        ("trajectory.json", _atif({"prompt_tokens": "5", "completion_tokens": 3})),
+    ],
+)
 def test_one_wrong_typed_field_drops_that_field_not_the_session(tmp_path, name, document):
     path = tmp_path / name
     path.write_text(json.dumps(document))

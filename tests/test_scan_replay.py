@@ -26,8 +26,14 @@ if not CORPUS.is_dir():
 
 def run(*args, input=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "loopwatch", *map(str, args)], input=input,
-                          capture_output=True, env=env, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "loopwatch", *map(str, args)],
+        input=input,
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 # -- replay ---------------------------------------------------------------------------
@@ -54,13 +60,23 @@ def test_saved_tokens_are_summed_after_the_stop_or_prorated_from_totals():
     loop = [ToolCall("Bash", {"c": "make"}, "Error 2", error=True, tokens=100, cost=0.1) for _ in range(10)]
     exact = replay(Session("events", "s", list(loop)), Config.make())
     after = 10 - exact.verdict["at_action"]
-    assert exact.saved == {"actions": after, "tokens": 100 * after, "cost": pytest.approx(0.1 * after), "estimated": False}
+    assert exact.saved == {
+        "actions": after,
+        "tokens": 100 * after,
+        "cost": pytest.approx(0.1 * after),
+        "estimated": False,
+    }
 
     bare = [ToolCall("Bash", {"c": "make"}, "Error 2", error=True) for _ in range(10)]
     prorated = replay(Session("swe-agent", "s", bare, tokens=10_000, cost=2.0), Config.make())
     after = 10 - prorated.verdict["at_action"]  # swe-agent has its own calibration (repeat 4)
     assert after == 5
-    assert prorated.saved == {"actions": after, "tokens": 1000 * after, "cost": pytest.approx(0.2 * after), "estimated": True}
+    assert prorated.saved == {
+        "actions": after,
+        "tokens": 1000 * after,
+        "cost": pytest.approx(0.2 * after),
+        "estimated": True,
+    }
 
     nothing = replay(Session("x", "s", list(bare)), Config.make())
     after = 10 - nothing.verdict["at_action"]
@@ -97,19 +113,22 @@ def test_a_reader_failing_half_way_keeps_what_was_replayed():
 # -- paths ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, siblings, kept", [
-    ("session.jsonl", [], True),
-    ("x.traj", [], True),
-    ("x.traj.json", [], True),
-    ("trajectory.json", [], True),
-    ("agent.log", [], True),
-    ("build.log", [], False),
-    ("results.json", [], False),
-    ("result.json", [], False),
-    ("steps.json", ["agent.log"], False),
-    ("steps.json", [], True),
-    ("README.md", [], False),
-])
+@pytest.mark.parametrize(
+    "name, siblings, kept",
+    [
+        ("session.jsonl", [], True),
+        ("x.traj", [], True),
+        ("x.traj.json", [], True),
+        ("trajectory.json", [], True),
+        ("agent.log", [], True),
+        ("build.log", [], False),
+        ("results.json", [], False),
+        ("result.json", [], False),
+        ("steps.json", ["agent.log"], False),
+        ("steps.json", [], True),
+        ("README.md", [], False),
+    ],
+)
 def test_which_names_a_folder_walk_keeps(name, siblings, kept):
     assert is_transcript_name(name, siblings) is kept
 
@@ -130,7 +149,10 @@ def test_expand_recursive_globs_and_problems(tmp_path):
     (tmp_path / "a" / "b" / "run.traj").write_text("{}")
     targets = expand([str(tmp_path / "**" / "*.traj"), str(tmp_path / "nope"), "-"])
     assert [(os.path.basename(t.path), t.problem) for t in targets] == [
-        ("run.traj", None), ("nope", "no such file or folder"), ("-", None)]
+        ("run.traj", None),
+        ("nope", "no such file or folder"),
+        ("-", None),
+    ]
 
 
 # -- parallel = single process --------------------------------------------------------
@@ -156,12 +178,16 @@ def test_parallel_and_single_process_results_are_identical(tmp_path, examples):
 
 def test_results_do_not_depend_on_the_hash_seed():
     # Masked arguments were picked from a set: another process, another result.
-    code = ("from loopwatch.core.fingerprint import arguments_of;"
-            "print(arguments_of({'command': ' '.join(f'tok{i:02d}' for i in range(40))}))")
+    code = (
+        "from loopwatch.core.fingerprint import arguments_of;"
+        "print(arguments_of({'command': ' '.join(f'tok{i:02d}' for i in range(40))}))"
+    )
     outputs = set()
     for seed in ("1", "2", "3", "4"):
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONHASHSEED=seed)
-        outputs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+        outputs.add(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
     assert len(outputs) == 1
 
 
@@ -205,7 +231,10 @@ def test_terminal_bench_side_files_are_not_scanned():
 
 @pytest.mark.skipif(not (CORPUS / "swe-agent-traj").is_dir(), reason="corpus not available")
 def test_a_few_real_trajectories_scan_without_errors():
-    files = sorted((CORPUS / "swe-agent-traj").rglob("*.traj"))[:5] + sorted((CORPUS / "mini-swe-agent-traj-json").rglob("*.traj.json"))[:3]
+    files = (
+        sorted((CORPUS / "swe-agent-traj").rglob("*.traj"))[:5]
+        + sorted((CORPUS / "mini-swe-agent-traj-json").rglob("*.traj.json"))[:3]
+    )
     items = [(str(p), str(p)) for p in files]
     results = [r for rs in replay_files(items, Config.make(), jobs=1) for r in rs]
     assert len(results) == len(files)
@@ -221,8 +250,10 @@ def test_a_few_real_trajectories_scan_without_errors():
 
 def test_a_poll_whose_progress_moves_is_waiting_but_a_stuck_one_is_a_loop():
     def poll(percents):
-        return [ToolCall("Bash", {"command": "tail -n 1 build.log"}, f"Downloading: {p}% ({p * 12 // 10} MB of 120 MB)")
-                for p in percents]
+        return [
+            ToolCall("Bash", {"command": "tail -n 1 build.log"}, f"Downloading: {p}% ({p * 12 // 10} MB of 120 MB)")
+            for p in percents
+        ]
 
     moving = replay(Session("events", "s", poll(range(10, 100, 10))), Config.make())
     assert moving.verdict is None and moving.interventions == []
@@ -232,8 +263,13 @@ def test_a_poll_whose_progress_moves_is_waiting_but_a_stuck_one_is_a_loop():
 
 def test_a_long_session_keeps_no_ref_per_action_and_still_names_where_the_loop_began():
     """10,000 distinct calls, then a loop: the started ref comes from the bounded window."""
-    events = [ToolCall("Bash", {"command": f"cat f{i}"}, result=f"r{i}", source_ref=f"line {i + 1}") for i in range(10_000)]
-    events += [ToolCall("Bash", {"command": "pytest"}, result="E fail", error=True, source_ref=f"line {10_001 + i}") for i in range(6)]
+    events = [
+        ToolCall("Bash", {"command": f"cat f{i}"}, result=f"r{i}", source_ref=f"line {i + 1}") for i in range(10_000)
+    ]
+    events += [
+        ToolCall("Bash", {"command": "pytest"}, result="E fail", error=True, source_ref=f"line {10_001 + i}")
+        for i in range(6)
+    ]
     result = replay(Session("events", "s", events), Config.make())
     assert result.refs == []  # not kept unless asked for
     verdict = result.verdict

@@ -148,7 +148,9 @@ class Guard:
 
     # -- tool calls -------------------------------------------------------------------------
 
-    def before_call(self, name: str, input: Any = None, *, call_id: str | None = None, at: float | None = None) -> Decision:
+    def before_call(
+        self, name: str, input: Any = None, *, call_id: str | None = None, at: float | None = None
+    ) -> Decision:
         """Should this call run? ALLOW, BLOCK or STOP; for the last two, do not run it
         and give the model `decision.tool_result` as its result."""
         key = self._key(name, input)
@@ -252,7 +254,7 @@ class Guard:
         message = verdict.message or verdict.description or "loopwatch: you appear to be going in circles"
         if action is Action.BLOCK and ran:
             if message.startswith(_BLOCK_HEAD):
-                message = _RAN_HEAD + message[len(_BLOCK_HEAD):]
+                message = _RAN_HEAD + message[len(_BLOCK_HEAD) :]
             return Decision(Action.NUDGE, message, verdict.description, verdict)
         if action is Action.STOP and self.stopped is None:
             self.stopped = verdict.description or "the run kept going in circles"

@@ -16,10 +16,25 @@ emit({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a
 emit({"type": "turn.started"})
 n = 0
 while True:
-    item = {"id": f"item_{n}", "type": "command_execution", "command": "bash -lc 'cargo test parser'",
-            "aggregated_output": "", "exit_code": None, "status": "in_progress"}
+    item = {
+        "id": f"item_{n}",
+        "type": "command_execution",
+        "command": "bash -lc 'cargo test parser'",
+        "aggregated_output": "",
+        "exit_code": None,
+        "status": "in_progress",
+    }
     emit({"type": "item.started", "item": item})
-    emit({"type": "item.completed", "item": {**item, "aggregated_output": f"error[E0308]: mismatched types\n --> src/parser.rs:{40 + n % 3}:9\n",
-                                             "exit_code": 101, "status": "failed"}})
+    emit(
+        {
+            "type": "item.completed",
+            "item": {
+                **item,
+                "aggregated_output": f"error[E0308]: mismatched types\n --> src/parser.rs:{40 + n % 3}:9\n",
+                "exit_code": 101,
+                "status": "failed",
+            },
+        }
+    )
     n += 1
     time.sleep(0.005)

@@ -11,7 +11,6 @@ import time
 from _agent import note_pid, say
 
 
-
 def _word(n: int) -> str:
     """A different word for every n, in letters (digits would be masked as counters)."""
     return "".join(chr(97 + int(d)) for d in str(n * 7919 % 1000003))

@@ -12,8 +12,6 @@ note_pid()
 rng = random.Random(7)
 size = int(sys.argv[1]) if sys.argv[1:] else 1 << 20
 for fd in (2, 1, 2, 1):
-    chunk = "".join(
-        "".join(rng.choices(string.ascii_lowercase, k=60)) + "\n" for _ in range(size // 61 // 4)
-    ).encode()
+    chunk = "".join("".join(rng.choices(string.ascii_lowercase, k=60)) + "\n" for _ in range(size // 61 // 4)).encode()
     os.write(fd, chunk)
 sys.exit(3)

@@ -10,9 +10,11 @@ note_pid()
 if sys.argv[1:] == ["ignore"]:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 else:
+
     def stop(signum, frame):
         say("interrupted, cleaning up\n")
         sys.exit(130)
+
     signal.signal(signal.SIGINT, stop)
 say("ready\n")
 for i in range(600):

@@ -1,11 +1,11 @@
 """An interactive agent that looks at its terminal.
 
-    tty_probe.py report   print what it sees (isatty of 0/1/2, window size, a
-                          controlling terminal, foreground group), then `size R C`
-                          on every SIGWINCH, `got: LINE` for each line typed, and
-                          exits 0 on `bye`, 130 on Ctrl-C (SIGINT)
-    tty_probe.py bytes    put its terminal in raw mode and write every byte value, then 64 KiB of
-                          seeded random bytes
+tty_probe.py report   print what it sees (isatty of 0/1/2, window size, a
+                      controlling terminal, foreground group), then `size R C`
+                      on every SIGWINCH, `got: LINE` for each line typed, and
+                      exits 0 on `bye`, 130 on Ctrl-C (SIGINT)
+tty_probe.py bytes    put its terminal in raw mode and write every byte value, then 64 KiB of
+                      seeded random bytes
 """
 
 import json

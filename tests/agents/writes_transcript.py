@@ -31,8 +31,13 @@ if agent == "claude-code":
     name = f"{uuid.uuid4()}.jsonl"
 else:
     now = datetime.now()
-    folder = os.path.join(os.environ.get("CODEX_HOME") or os.path.join(os.environ["HOME"], ".codex"),
-                          "sessions", now.strftime("%Y"), now.strftime("%m"), now.strftime("%d"))
+    folder = os.path.join(
+        os.environ.get("CODEX_HOME") or os.path.join(os.environ["HOME"], ".codex"),
+        "sessions",
+        now.strftime("%Y"),
+        now.strftime("%m"),
+        now.strftime("%d"),
+    )
     name = f"rollout-{now.strftime('%Y-%m-%dT%H-%M-%S')}-{uuid.uuid4()}.jsonl"
 os.makedirs(folder, exist_ok=True)
 time.sleep(0.3)  # the agent starts up before it writes anything

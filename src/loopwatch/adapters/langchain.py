@@ -172,12 +172,18 @@ class LoopwatchMiddleware(AgentMiddleware):
         decision = self.guard.before_call(call["name"], call.get("args"), call_id=call.get("id"))
         if not decision.blocks:
             return None
-        return ToolMessage(content=decision.tool_result or "", tool_call_id=call["id"], name=call["name"], status="error")
+        return ToolMessage(
+            content=decision.tool_result or "", tool_call_id=call["id"], name=call["name"], status="error"
+        )
 
     def _after(self, call: dict[str, Any], result: Any) -> Any:
         if isinstance(result, ToolMessage):
             decision = self.guard.after_call(
-                call["name"], call.get("args"), _text(result.content), error=result.status == "error", call_id=call.get("id")
+                call["name"],
+                call.get("args"),
+                _text(result.content),
+                error=result.status == "error",
+                call_id=call.get("id"),
             )
             if decision.message and decision.action in (Action.NUDGE, Action.STOP):
                 return _with_nudge(result, decision.message)
@@ -195,7 +201,9 @@ class LoopwatchCallbackHandler(BaseCallbackHandler):
 
     raise_error = False
 
-    def __init__(self, guard: Guard | None = None, *, on_finding: Callable[[Decision], object] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, guard: Guard | None = None, *, on_finding: Callable[[Decision], object] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__()
         self.guard = _guard(guard, kwargs)
         self.on_finding = on_finding
@@ -207,8 +215,16 @@ class LoopwatchCallbackHandler(BaseCallbackHandler):
     def stopped(self) -> str | None:
         return self.guard.stopped
 
-    def on_tool_start(self, serialized: dict[str, Any], input_str: str, *, run_id: Any, inputs: dict[str, Any] | None = None,
-                      tool_call_id: str | None = None, **kwargs: Any) -> None:
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: Any,
+        inputs: dict[str, Any] | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         self._running[run_id] = (str(name), inputs if inputs is not None else input_str, tool_call_id)
         if len(self._running) > _MAX_RUNNING:  # a tool that never reported its end

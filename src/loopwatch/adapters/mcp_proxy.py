@@ -49,10 +49,14 @@ def _text(result: types.CallToolResult) -> Any:
 
 
 def _refusal(decision: Decision) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=decision.tool_result or "")], is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=decision.tool_result or "")], is_error=True
+    )
 
 
-def make_server(upstream: ClientSession, init: types.InitializeResult, guard: Guard, log: TextIO | None = None) -> Server:
+def make_server(
+    upstream: ClientSession, init: types.InitializeResult, guard: Guard, log: TextIO | None = None
+) -> Server:
     """The proxy's MCP server, forwarding to `upstream` (an initialized session)."""
     say = (lambda line: print(f"loopwatch: {line}", file=log, flush=True)) if log is not None else (lambda line: None)
 
@@ -83,18 +87,23 @@ def make_server(upstream: ClientSession, init: types.InitializeResult, guard: Gu
     handlers: dict[str, Any] = {"on_list_tools": list_tools, "on_call_tool": call_tool}
     capabilities = init.capabilities
     if capabilities.resources is not None:
+
         async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
             return await upstream.list_resources(params=params)
 
-        async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+        async def list_templates(
+            ctx: Any, params: types.PaginatedRequestParams | None
+        ) -> types.ListResourceTemplatesResult:
             return await upstream.list_resource_templates(params=params)
 
         async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
             return await upstream.read_resource(params.uri)
 
-        handlers.update(on_list_resources=list_resources, on_list_resource_templates=list_templates,
-                        on_read_resource=read_resource)
+        handlers.update(
+            on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource
+        )
     if capabilities.prompts is not None:
+
         async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
             return await upstream.list_prompts(params=params)
 

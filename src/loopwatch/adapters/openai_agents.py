@@ -51,7 +51,9 @@ try:
         ToolOutputGuardrailData,
     )
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("loopwatch.adapters.openai_agents needs the OpenAI Agents SDK: pip install 'loopwatch[openai-agents]'") from exc
+    raise ImportError(
+        "loopwatch.adapters.openai_agents needs the OpenAI Agents SDK: pip install 'loopwatch[openai-agents]'"
+    ) from exc
 
 from ..core.verdict import Action
 from ..guard import Decision, Guard
@@ -98,11 +100,15 @@ class _Guardrails:
 
     def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
-        decision = self.guard.after_call(ctx.tool_name, _arguments(ctx.tool_arguments), data.output, call_id=ctx.tool_call_id)
+        decision = self.guard.after_call(
+            ctx.tool_name, _arguments(ctx.tool_arguments), data.output, call_id=ctx.tool_call_id
+        )
         if decision.action is Action.STOP:
             return ToolGuardrailFunctionOutput.raise_exception(output_info=_info(decision))
         if decision.action is Action.NUDGE and decision.message:
-            return ToolGuardrailFunctionOutput.reject_content(f"{data.output}\n\n{decision.message}", output_info=_info(decision))
+            return ToolGuardrailFunctionOutput.reject_content(
+                f"{data.output}\n\n{decision.message}", output_info=_info(decision)
+            )
         return ToolGuardrailFunctionOutput.allow()
 
 
@@ -181,4 +187,8 @@ class LoopwatchHooks(RunHooks[Any]):
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
         if self._wrapped(tool) or not hasattr(context, "tool_name"):
             return  # the output guardrail counted it (or it is no function call)
-        self._note(self.guard.after_call(context.tool_name, _arguments(context.tool_arguments), result, call_id=context.tool_call_id))
+        self._note(
+            self.guard.after_call(
+                context.tool_name, _arguments(context.tool_arguments), result, call_id=context.tool_call_id
+            )
+        )

@@ -100,8 +100,13 @@ class LoopwatchSpanProcessor(SpanProcessor):
     """See the module docstring. `guard` builds each trace's guard (default:
     `Guard(**kwargs)`, with span times as its clock)."""
 
-    def __init__(self, guard: Callable[[], Guard] | None = None, *,
-                 on_finding: Callable[[SpanFinding], object] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        guard: Callable[[], Guard] | None = None,
+        *,
+        on_finding: Callable[[SpanFinding], object] | None = None,
+        **kwargs: Any,
+    ) -> None:
         if guard is not None and kwargs:
             raise TypeError("pass a guard factory or a guard configuration, not both")
         self._make = guard if guard is not None else (lambda: Guard(clock=None, **kwargs))
@@ -175,8 +180,9 @@ class LoopwatchSpanProcessor(SpanProcessor):
             result = f"unrecorded result {unique}"
         call_id = attributes.get("gen_ai.tool.call.id")
         guard = self._guard(context.trace_id)
-        decision = guard.after_call(name, value, result, error=error, call_id=str(call_id) if call_id else None,
-                                    at=(span.end_time or 0) / 1e9)
+        decision = guard.after_call(
+            name, value, result, error=error, call_id=str(call_id) if call_id else None, at=(span.end_time or 0) / 1e9
+        )
         self._found(span, name, decision)
 
     def _guard(self, trace_id: int) -> Guard:
@@ -213,7 +219,9 @@ class LoopwatchSpanProcessor(SpanProcessor):
                 target.add_event("loopwatch.core.finding", event)
                 if rank > self._strongest.get(parent.span_id, 0):  # the first of the strongest: where it began
                     self._strongest[parent.span_id] = rank
-                    target.set_attributes({k: event[k] for k in ("loopwatch.action", "loopwatch.signal", "loopwatch.description")})
+                    target.set_attributes(
+                        {k: event[k] for k in ("loopwatch.action", "loopwatch.signal", "loopwatch.description")}
+                    )
                 break
             parent = getattr(target, "parent", None) if target is not None else None
         if self.on_finding is not None:

@@ -121,7 +121,15 @@ class _Row:
 
     def item(self, c: int) -> tuple:
         """The record `figures` and `harm` take, under candidate `c`."""
-        return (self.case, self.steps, self.stops[c], self.nudges[c], self.session_stops[c], self.agents[c], self.last_write)
+        return (
+            self.case,
+            self.steps,
+            self.stops[c],
+            self.nudges[c],
+            self.session_stops[c],
+            self.agents[c],
+            self.last_write,
+        )
 
 
 def _harmful(row: _Row, c: int) -> bool:
@@ -159,7 +167,13 @@ def _merit(rows: Sequence[_Row], c: int) -> tuple:
     for row in rows:
         case, stop = row.case, row.stops[c]
         label = case.label
-        if label is not None and label.label == "yes" and stop is not None and label.onset is not None and stop >= label.onset:
+        if (
+            label is not None
+            and label.label == "yes"
+            and stop is not None
+            and label.onset is not None
+            and stop >= label.onset
+        ):
             caught += 1
             delays.append(stop - label.onset)
         if case.resolved is True and (stop is not None or row.nudges[c] is not None):
@@ -183,8 +197,9 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
             continue
         if margin:
             neighbours = [
-                where.get(cand.position[:a] + (cand.position[a] + step,) + cand.position[a + 1:])
-                for a in range(len(cand.position)) for step in range(1, margin + 1)
+                where.get(cand.position[:a] + (cand.position[a] + step,) + cand.position[a + 1 :])
+                for a in range(len(cand.position))
+                for step in range(1, margin + 1)
             ]
             if any(n is not None and harmful[n] > floor for n in neighbours):
                 continue
@@ -198,7 +213,9 @@ def figures(items: Iterable[tuple]) -> dict[str, Any]:
     """Label and outcome figures for (case, steps, stop, nudge, ...) records (`harm`'s)."""
     items = list(items)
     labelled = [(item[0].label, item[2]) for item in items if item[0].label is not None]
-    nudged = [(item[0].label, item[3] if item[3] is not None else item[2]) for item in items if item[0].label is not None]
+    nudged = [
+        (item[0].label, item[3] if item[3] is not None else item[2]) for item in items if item[0].label is not None
+    ]
     stops: Score = score(labelled)
     return {"stop": stops.as_dict(), "nudge": score(nudged).as_dict(), "outcomes": harm(items).as_dict()}
 
@@ -236,8 +253,14 @@ def bootstrap(items: list[tuple], n: int = 1000, seed: int = 0) -> dict[str, lis
     return out
 
 
-def cross_validate(replayed: Sequence[Replayed], cands: Sequence[Candidate], k: int = 5, seed: int = 0,
-                   margin: int = 1, resamples: int = 1000) -> dict[str, Any]:
+def cross_validate(
+    replayed: Sequence[Replayed],
+    cands: Sequence[Candidate],
+    k: int = 5,
+    seed: int = 0,
+    margin: int = 1,
+    resamples: int = 1000,
+) -> dict[str, Any]:
     """Choose on K-1 folds, score on the one left out; figures out of fold with
     bootstrap intervals, each fold's choice, and the choice on every session."""
     rows = [_Row(r) for r in replayed if r.error is None]

@@ -42,8 +42,23 @@ from ..core.monitor import Monitor
 from ..core.verdict import Action
 
 __all__ = [
-    "Case", "Harm", "Label", "Outcome", "Replayed", "Score", "first_interventions", "harm", "last_write",
-    "load_labels", "load_session", "make_cases", "only", "replay_cases", "replay_labelled", "score", "with_param",
+    "Case",
+    "Harm",
+    "Label",
+    "Outcome",
+    "Replayed",
+    "Score",
+    "first_interventions",
+    "harm",
+    "last_write",
+    "load_labels",
+    "load_session",
+    "make_cases",
+    "only",
+    "replay_cases",
+    "replay_labelled",
+    "score",
+    "with_param",
 ]
 
 
@@ -95,7 +110,15 @@ class Replayed:
     def item(self, k: int) -> tuple:
         """The record `harm` takes, under configuration `k`."""
         r = self.results[k]
-        return (self.case, self.steps, r[0], r[2], r[4] if len(r) > 4 else r[0], r[5] if len(r) > 5 else None, self.last_write)
+        return (
+            self.case,
+            self.steps,
+            r[0],
+            r[2],
+            r[4] if len(r) > 4 else r[0],
+            r[5] if len(r) > 5 else None,
+            self.last_write,
+        )
 
 
 def make_cases(labels: list[Label] | None, outcomes: Any, corpus: str, paths: Iterable[str] = ()) -> list[Case]:
@@ -184,7 +207,9 @@ def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool =
         return outcome
     config = config.for_source(source)
     outcome.steps = len(step_of)
-    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(events, config, step_of)[:4]
+    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(
+        events, config, step_of
+    )[:4]
     if by_signal:
         for name in config.signals:
             step = first_interventions(events, only(config, name), step_of)[0]
@@ -195,9 +220,17 @@ def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool =
 
 #: The parameter that switches each signal off when set to 0.
 SWITCH = {
-    "repeat": "threshold", "cycle": "repeats", "stagnation": "replays", "churn": "window",
-    "echo": "turns", "same_error": "threshold", "correction": "threshold", "apology": "threshold",
-    "repeated_lines": "repeats", "retry_storm": "retries", "chanting": "repeats",
+    "repeat": "threshold",
+    "cycle": "repeats",
+    "stagnation": "replays",
+    "churn": "window",
+    "echo": "turns",
+    "same_error": "threshold",
+    "correction": "threshold",
+    "apology": "threshold",
+    "repeated_lines": "repeats",
+    "retry_storm": "retries",
+    "chanting": "repeats",
 }
 
 
@@ -235,8 +268,9 @@ class _Replayer(Monitor):
         return step
 
 
-def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str, int],
-                        cache: dict[int, Any] | None = None) -> tuple[Any, ...]:
+def first_interventions(
+    events: Iterable[Any], config: Config, step_of: dict[str, int], cache: dict[int, Any] | None = None
+) -> tuple[Any, ...]:
     """Replay: (step, signal) of the first stop, then of the first nudge or stronger,
     then the step of the first stop of the session's own agent and the sub-agent whose
     stop came first (None when it was the session's own agent).
@@ -288,8 +322,14 @@ def first_interventions(events: Iterable[Any], config: Config, step_of: dict[str
 
     if nudge is None:
         nudge = stop
-    return (step(stop), stop.signal if stop else None, step(nudge), nudge.signal if nudge else None,
-            step(session_stop), stop_agent)
+    return (
+        step(stop),
+        stop.signal if stop else None,
+        step(nudge),
+        nudge.signal if nudge else None,
+        step(session_stop),
+        stop_agent,
+    )
 
 
 def last_write(events: Iterable[Any], step_of: dict[str, int]) -> int | None:
@@ -396,7 +436,9 @@ def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
     return Replayed(case, None, len(step_of), source, results, last_write(events, step_of))
 
 
-def replay_cases(cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None) -> list[Replayed]:
+def replay_cases(
+    cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
+) -> list[Replayed]:
     """Replay every case under every configuration, in parallel (`jobs` processes,
     default one per core), in the order given. `progress(n)` is called as sessions
     finish."""
@@ -422,7 +464,9 @@ def replay_cases(cases: list[Case], corpus: str, configs: list[Config], jobs: in
         return results
 
 
-def replay_many(labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None) -> list[tuple[Label, str | None, list[tuple]]]:
+def replay_many(
+    labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
+) -> list[tuple[Label, str | None, list[tuple]]]:
     """`replay_cases` for labelled sessions: per label, (label, read error or None,
     one `first_interventions` tuple per configuration)."""
     done = replay_cases([Case(label.path, label) for label in labels], corpus, configs, jobs, progress)

@@ -148,7 +148,9 @@ def _load_file(path: str) -> Outcomes:
     else:
         _from_tsv(text, folder, result, path)
     if not len(result):
-        raise OutcomeError(f"{path}: no session outcome found (expected a resolved column, resolved lists or is_resolved)")
+        raise OutcomeError(
+            f"{path}: no session outcome found (expected a resolved column, resolved lists or is_resolved)"
+        )
     return result
 
 

@@ -173,8 +173,9 @@ def replay(session: Session, config: Config, path: str = "", *, keep_refs: bool 
     return result
 
 
-def replay_file(path: str, config: Config, format: str | None = None, *, label: str | None = None,
-                keep_refs: bool = False) -> list[SessionResult]:
+def replay_file(
+    path: str, config: Config, format: str | None = None, *, label: str | None = None, keep_refs: bool = False
+) -> list[SessionResult]:
     """Every session in one file, replayed; `-` is standard input, read as it comes.
     `label` is the path reported in results (default: `path`). Never raises for bad
     input: an unreadable file is one result with `error` set."""
@@ -186,7 +187,9 @@ def replay_file(path: str, config: Config, format: str | None = None, *, label: 
             results.append(replay(session, config, label, keep_refs=keep_refs))
     except ReadError as exc:
         message = str(exc)
-        results.append(SessionResult(path=label, format=format, error=message, not_transcript=message.startswith("unknown format")))
+        results.append(
+            SessionResult(path=label, format=format, error=message, not_transcript=message.startswith("unknown format"))
+        )
     except OSError as exc:
         results.append(SessionResult(path=label, format=format, error=f"cannot read: {exc.strerror or exc}"))
     except Exception as exc:  # noqa: BLE001 - see replay(): never end a scan on one bad file
@@ -225,7 +228,7 @@ def replay_files(
     # given, each as soon as it and all before it are done.
     order = sorted((i for i in range(len(items)) if items[i][0] != "-"), key=lambda i: _size(items[i][0]), reverse=True)
     chunksize = max(1, min(8, len(items) // (jobs * 16)))
-    chunks = deque(order[k:k + chunksize] for k in range(0, len(order), chunksize))
+    chunks = deque(order[k : k + chunksize] for k in range(0, len(order), chunksize))
     workers = min(jobs, len(order)) or 1
     done: dict[int, list[SessionResult]] = {}
     following = 0
@@ -278,7 +281,9 @@ def replay_files(
 _LOST = "a worker process died while reading it (killed by a signal, or out of memory?)"
 
 
-def _lost(chunk: list[int], items: Sequence[tuple[str, str]], format: str | None, done: dict[int, list[SessionResult]]) -> None:
+def _lost(
+    chunk: list[int], items: Sequence[tuple[str, str]], format: str | None, done: dict[int, list[SessionResult]]
+) -> None:
     for index in chunk:
         done[index] = [SessionResult(path=items[index][1], format=format, error=_LOST)]
 

@@ -18,8 +18,17 @@ __all__ = ["config_options", "make_config", "progress_bar"]
 
 def config_options(func: Any) -> Any:
     func = click.option("--mode", type=click.Choice(["off", "warn", "enforce"]), help="Override the mode.")(func)
-    func = click.option("--profile", type=click.Choice(["unattended", "attended"]), help="Override the profile (default: unattended for recorded sessions).")(func)
-    func = click.option("--config", "config_path", type=click.Path(dir_okay=False), help="A loopwatch.toml (default: ./loopwatch.toml or [tool.loopwatch] in pyproject.toml).")(func)
+    func = click.option(
+        "--profile",
+        type=click.Choice(["unattended", "attended"]),
+        help="Override the profile (default: unattended for recorded sessions).",
+    )(func)
+    func = click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        help="A loopwatch.toml (default: ./loopwatch.toml or [tool.loopwatch] in pyproject.toml).",
+    )(func)
     return func
 
 

@@ -22,35 +22,78 @@ __all__ = ["calibrate"]
 
 #: Figures shown per session in the table (all are in --json).
 _COLUMNS = (
-    ("repeat_most", "repeat"), ("cycle_most", "cycle"), ("cycle_period", "period"),
-    ("stagnation_actions", "stagn."), ("same_error_most", "same err"), ("correction_most_in_row", "corr."),
-    ("lines_most", "lines"), ("retry_longest", "retries"),
+    ("repeat_most", "repeat"),
+    ("cycle_most", "cycle"),
+    ("cycle_period", "period"),
+    ("stagnation_actions", "stagn."),
+    ("same_error_most", "same err"),
+    ("correction_most_in_row", "corr."),
+    ("lines_most", "lines"),
+    ("retry_longest", "retries"),
 )
 
 
 @click.command()
 @click.argument("paths", nargs=-1)
-@click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False),
-              help="Labels (as for `evaluate`): adds, per signal and threshold, the recall and false stops it gives.")
-@click.option("--corpus", type=click.Path(exists=True, file_okay=False),
-              help="Folder the label paths are relative to (default: the labels file's folder).")
-@click.option("--outcomes", "outcome_paths", multiple=True, type=click.Path(exists=True),
-              help="Which sessions solved their task (as for `evaluate`); with --folds, harm is part of the choice.")
-@click.option("--write-profile", "profile_out", type=click.Path(dir_okay=False), metavar="PATH",
-              help="Write a loopwatch.toml for this agent: console repeats alike once numbers are masked may end "
-                   "its runs, above the most its healthy sessions showed.")
-@click.option("--windows", default="12,20,30", show_default=True, help="Churn windows (calls) for the distinct-calls table.")
+@click.option(
+    "--labels",
+    "labels_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labels (as for `evaluate`): adds, per signal and threshold, the recall and false stops it gives.",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False),
+    help="Folder the label paths are relative to (default: the labels file's folder).",
+)
+@click.option(
+    "--outcomes",
+    "outcome_paths",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Which sessions solved their task (as for `evaluate`); with --folds, harm is part of the choice.",
+)
+@click.option(
+    "--write-profile",
+    "profile_out",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="Write a loopwatch.toml for this agent: console repeats alike once numbers are masked may end "
+    "its runs, above the most its healthy sessions showed.",
+)
+@click.option(
+    "--windows", default="12,20,30", show_default=True, help="Churn windows (calls) for the distinct-calls table."
+)
 @fold_options
-@click.option("--write", "write_path", type=click.Path(dir_okay=False),
-              help="With --folds: write the setting chosen on all sessions as a TOML calibration (load it with --config).")
+@click.option(
+    "--write",
+    "write_path",
+    type=click.Path(dir_okay=False),
+    help="With --folds: write the setting chosen on all sessions as a TOML calibration (load it with --config).",
+)
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def calibrate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None,
-              profile_out: str | None, windows: str, folds: int, seed: int, margin: int, resamples: int,
-              write_path: str | None, config_path: str | None, profile: str | None, mode: str | None,
-              as_json: bool, jobs: int, no_progress: bool) -> None:
+def calibrate(
+    paths: tuple[str, ...],
+    labels_path: str | None,
+    outcome_paths: tuple[str, ...],
+    corpus: str | None,
+    profile_out: str | None,
+    windows: str,
+    folds: int,
+    seed: int,
+    margin: int,
+    resamples: int,
+    write_path: str | None,
+    config_path: str | None,
+    profile: str | None,
+    mode: str | None,
+    as_json: bool,
+    jobs: int,
+    no_progress: bool,
+) -> None:
     """Show the figures a person needs to choose thresholds.
 
     For each session (files, folders, globs; or the labelled files when only --labels
@@ -134,37 +177,51 @@ def calibrate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tu
         _print(report, sizes)
         if "profile" in report:
             written = report["profile"]
-            click.echo(f"wrote {written['path']}: masked console repeats may end a run from {written['repeats']} copies "
-                       f"in a row ({written['healthy_sessions']} healthy sessions, at most {written['lines_most']})")
+            click.echo(
+                f"wrote {written['path']}: masked console repeats may end a run from {written['repeats']} copies "
+                f"in a row ({written['healthy_sessions']} healthy sessions, at most {written['lines_most']})"
+            )
 
 
 def _sessions(items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool) -> list[dict]:
     quiet = config._replace(mode="off")
-    passes = [quiet] + [
-        with_param(only(quiet, "churn"), "churn", "window", w)._replace(mode="off") for w in sizes
+    passes = [quiet] + [with_param(only(quiet, "churn"), "churn", "window", w)._replace(mode="off") for w in sizes]
+    passes = [
+        p if i == 0 else with_param(p, "churn", "distinct", min(p.signals["churn"].distinct, w - 1))
+        for i, (p, w) in enumerate(zip(passes, [0] + sizes))
     ]
-    passes = [p if i == 0 else with_param(p, "churn", "distinct", min(p.signals["churn"].distinct, w - 1))
-              for i, (p, w) in enumerate(zip(passes, [0] + sizes))]
     rows: dict[str, dict] = {}
     with progress_bar(len(items) * len(passes), "calibrating", not no_progress) as bar:
         for k, cfg in enumerate(passes):
             for results in replay_files(items, cfg, jobs=jobs or None):
                 for result in results:
                     key = f"{result.path}#{result.session}"
-                    row = rows.setdefault(key, {"path": result.path, "session": result.session, "actions": result.actions,
-                                                "error": result.error, "calibration": {}, "churn_fewest_distinct": {}})
+                    row = rows.setdefault(
+                        key,
+                        {
+                            "path": result.path,
+                            "session": result.session,
+                            "actions": result.actions,
+                            "error": result.error,
+                            "calibration": {},
+                            "churn_fewest_distinct": {},
+                        },
+                    )
                     if k == 0:
                         row["calibration"] = result.calibration or {}
                     else:
-                        row["churn_fewest_distinct"][str(sizes[k - 1])] = (result.calibration or {}).get("churn_fewest_distinct")
+                        row["churn_fewest_distinct"][str(sizes[k - 1])] = (result.calibration or {}).get(
+                            "churn_fewest_distinct"
+                        )
                 bar.advance()
     return list(rows.values())
 
 
 def _write_profile(path: str, sessions: list[dict], outcomes: Outcomes | None) -> dict[str, Any]:
     """Write the profile (see the command's help); return what it says, for the report."""
-    healthy = [row for row in sessions if not row["error"]
-               and (outcomes is None or outcomes.lookup(row["path"]) is True)]
+    healthy = [
+        row for row in sessions if not row["error"] and (outcomes is None or outcomes.lookup(row["path"]) is True)
+    ]
     if not healthy:
         raise click.UsageError("--write-profile: no healthy session to measure (none read, or none resolved = yes)")
     most = max(int(row["calibration"].get("lines_most") or 0) for row in healthy)
@@ -198,10 +255,18 @@ def _sweep(labels: list, corpus: str, config: Any, jobs: int, no_progress: bool)
     table: dict[str, Any] = {}
     for k, (name, value) in enumerate(grid):
         s = score((label, r[k][0]) for label, error, r in results if not error)
-        entry = {"value": value, "recall": round(s.recall, 4), "caught": s.caught, "false_stops": s.false_stops,
-                 "median_delay": s.median_delay, "saved": round(s.saved, 4), "stops_on_brief": s.brief_stopped}
-        table.setdefault(name, {"parameter": SWITCH[name], "default": getattr(config.signals[name], SWITCH[name]),
-                                "settings": []})["settings"].append(entry)
+        entry = {
+            "value": value,
+            "recall": round(s.recall, 4),
+            "caught": s.caught,
+            "false_stops": s.false_stops,
+            "median_delay": s.median_delay,
+            "saved": round(s.saved, 4),
+            "stops_on_brief": s.brief_stopped,
+        }
+        table.setdefault(
+            name, {"parameter": SWITCH[name], "default": getattr(config.signals[name], SWITCH[name]), "settings": []}
+        )["settings"].append(entry)
     for name, entry in table.items():
         safe = [s for s in entry["settings"] if s["false_stops"] == 0 and s["caught"] > 0]
         # The most aggressive: the most loops caught, then the lowest threshold.
@@ -215,7 +280,10 @@ def _print(report: dict, sizes: list[int]) -> None:
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 140)
-    table = Table(title="per session (most in a row; churn: fewest distinct calls in a window with no write)", title_justify="left")
+    table = Table(
+        title="per session (most in a row; churn: fewest distinct calls in a window with no write)",
+        title_justify="left",
+    )
     table.add_column("session")
     table.add_column("calls", justify="right")
     for _, title in _COLUMNS:
@@ -230,14 +298,23 @@ def _print(report: dict, sizes: list[int]) -> None:
         table.add_row(name[:40], str(row["actions"]), *cells, *churn)
     console.print(table)
     for name, entry in report.get("thresholds", {}).items():
-        sweep = Table(title=f"{name}.{entry['parameter']} (default {entry['default']}; most aggressive with no false stop: "
-                            f"{entry['most_aggressive_without_false_stops']})", title_justify="left")
+        sweep = Table(
+            title=f"{name}.{entry['parameter']} (default {entry['default']}; most aggressive with no false stop: "
+            f"{entry['most_aggressive_without_false_stops']})",
+            title_justify="left",
+        )
         for column in ("value", "recall", "caught", "false stops", "median delay", "saved", "on brief"):
             sweep.add_column(column, justify="right")
         for s in entry["settings"]:
-            sweep.add_row(str(s["value"]), f"{s['recall']:.0%}", str(s["caught"]), str(s["false_stops"]),
-                          "-" if s["median_delay"] is None else f"{s['median_delay']:g}", f"{s['saved']:.0%}",
-                          str(s["stops_on_brief"]))
+            sweep.add_row(
+                str(s["value"]),
+                f"{s['recall']:.0%}",
+                str(s["caught"]),
+                str(s["false_stops"]),
+                "-" if s["median_delay"] is None else f"{s['median_delay']:g}",
+                f"{s['saved']:.0%}",
+                str(s["stops_on_brief"]),
+            )
         console.print(sweep)
 
 
@@ -253,13 +330,22 @@ def calibration_toml(report: dict, sessions: int, command: str) -> str:
     ]
     if stop["yes"]:
         delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
-        lines.append(f"#   recall {stop['recall']:.0%} ({stop['caught']}/{stop['yes']}), median delay {delay}, "
-                     f"stops before onset {stop['early_stops_on_yes']}, on healthy {stop['false_stops_on_no']}")
+        lines.append(
+            f"#   recall {stop['recall']:.0%} ({stop['caught']}/{stop['yes']}), median delay {delay}, "
+            f"stops before onset {stop['early_stops_on_yes']}, on healthy {stop['false_stops_on_no']}"
+        )
     if out["succeeded"] or out["failed"]:
-        lines.append(f"#   stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, "
-                     f"nudged {out['nudges_on_succeeded']}, stops on failed {out['stops_on_failed']} of {out['failed']}")
-    lines.append("# Per fold: " + "; ".join(
-        ", ".join(f"{k.split('.')[-1]}={_toml(v)}" for k, v in fold["chosen"].items()) for fold in report["per_fold"]))
+        lines.append(
+            f"#   stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, "
+            f"nudged {out['nudges_on_succeeded']}, stops on failed {out['stops_on_failed']} of {out['failed']}"
+        )
+    lines.append(
+        "# Per fold: "
+        + "; ".join(
+            ", ".join(f"{k.split('.')[-1]}={_toml(v)}" for k, v in fold["chosen"].items())
+            for fold in report["per_fold"]
+        )
+    )
     tables: dict[str, dict[str, Any]] = {}
     for key, value in report["chosen"].items():
         head, _, name = key.rpartition(".")

@@ -59,8 +59,13 @@ def entries(hooks_json: Path, settings: dict[str, Any], is_ours: Any) -> list[En
             matcher = group.get("matcher") if isinstance(group.get("matcher"), str) else None
             for h, handler in enumerate(group["hooks"]):
                 if is_ours(handler) and handler.get("type", "command") == "command":
-                    found.append(Entry(event, codex.hook_key(str(hooks_json), event, g, h),
-                                       codex.trusted_hash(event, handler, matcher)))
+                    found.append(
+                        Entry(
+                            event,
+                            codex.hook_key(str(hooks_json), event, g, h),
+                            codex.trusted_hash(event, handler, matcher),
+                        )
+                    )
     return found
 
 
@@ -164,8 +169,8 @@ def _set_hash(text: str, entry: Entry) -> str:
             text += "\n"
         return f"{text}\n# trusted by `loopwatch install codex` ({entry.event})\n{_header(entry.key)}\n{value}"
     start, end = span
-    body = [line for line in lines[start + 1:end] if not re.match(r"\s*trusted_hash\s*=", line)]
-    return "".join(lines[:start + 1] + [value] + body + lines[end:])
+    body = [line for line in lines[start + 1 : end] if not re.match(r"\s*trusted_hash\s*=", line)]
+    return "".join(lines[: start + 1] + [value] + body + lines[end:])
 
 
 def _drop_table(text: str, key: str) -> str:
@@ -203,6 +208,8 @@ def _state(data: dict[str, Any]) -> dict[str, Any]:
 
 def _manual(config: Path, wanted: list[Entry], why: str) -> str:
     tables = "\n".join(f"  {_header(e.key)}\n  trusted_hash = {json.dumps(e.hash)}" for e in wanted)
-    return (f"{config}: {why}, so loopwatch did not record Codex's trust. Codex skips untrusted hooks "
-            f"without a message: add these tables to {config} yourself, or trust the loopwatch hooks "
-            f"in Codex's /hooks:\n{tables}")
+    return (
+        f"{config}: {why}, so loopwatch did not record Codex's trust. Codex skips untrusted hooks "
+        f"without a message: add these tables to {config} yourself, or trust the loopwatch hooks "
+        f"in Codex's /hooks:\n{tables}"
+    )

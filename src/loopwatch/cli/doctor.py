@@ -48,7 +48,9 @@ def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
     """Claude Code: the hook in its settings files (user, project, local), runnable,
     and `claude --version`."""
     lines: list[Line] = []
-    files = [settings_path("claude-code", "user")] + [cwd / p for p in (".claude/settings.json", ".claude/settings.local.json")]
+    files = [settings_path("claude-code", "user")] + [
+        cwd / p for p in (".claude/settings.json", ".claude/settings.local.json")
+    ]
     found: dict[str, list[str]] = {}  # event -> the loopwatch commands hooked on it
     where: list[Path] = []
     for path in files:
@@ -63,7 +65,7 @@ def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
             lines.append(Line("problem", f"{path}: not a JSON object"))
             continue
         if settings.get("disableAllHooks") is True:
-            lines.append(Line("problem", f"{path}: \"disableAllHooks\": true turns every hook off, loopwatch's too"))
+            lines.append(Line("problem", f'{path}: "disableAllHooks": true turns every hook off, loopwatch\'s too'))
         commands = _ours(settings)
         if commands:
             where.append(path)
@@ -74,15 +76,29 @@ def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
     else:
         missing = [e for e in claude_code.HOOK_EVENTS if e not in found]
         if missing:
-            lines.append(Line("problem", f"the hook is not installed for {', '.join(missing)} "
-                                         "(an older install): run `loopwatch install claude-code` again"))
+            lines.append(
+                Line(
+                    "problem",
+                    f"the hook is not installed for {', '.join(missing)} "
+                    "(an older install): run `loopwatch install claude-code` again",
+                )
+            )
         else:
-            lines.append(Line("ok", f"hook installed for {len(claude_code.HOOK_EVENTS)} events in "
-                                    f"{', '.join(str(p) for p in where)}"))
+            lines.append(
+                Line(
+                    "ok",
+                    f"hook installed for {len(claude_code.HOOK_EVENTS)} events in {', '.join(str(p) for p in where)}",
+                )
+            )
         twice = [e for e, cmds in found.items() if len(cmds) > 1]
         if twice:
-            lines.append(Line("info", f"loopwatch is hooked more than once on {', '.join(twice)} "
-                                      "(user and project settings both?): each call is then counted by each"))
+            lines.append(
+                Line(
+                    "info",
+                    f"loopwatch is hooked more than once on {', '.join(twice)} "
+                    "(user and project settings both?): each call is then counted by each",
+                )
+            )
         command = found.get("PostToolUse", next(iter(found.values())))[0]
         lines.append(_dry_run(command, env, cwd))
     if env.get("LOOPWATCH_MODE", "").strip().lower() == "off":
@@ -96,8 +112,7 @@ def check_codex(env: Mapping[str, str], cwd: Path) -> list[Line]:
     checks themselves are in `doctor_codex`."""
     from .doctor_codex import check_codex as run_checks
 
-    return [Line("ok" if ok else "problem", text.removeprefix("codex: "))
-            for ok, text in run_checks(env, cwd=str(cwd))]
+    return [Line("ok" if ok else "problem", text.removeprefix("codex: ")) for ok, text in run_checks(env, cwd=str(cwd))]
 
 
 CHECKS: dict[str, Callable[[Mapping[str, str], Path], list[Line]]] = {
@@ -139,24 +154,45 @@ def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
     stdin) on a harmless PostToolUse, with a throwaway state folder."""
     with tempfile.TemporaryDirectory(prefix="loopwatch-doctor-") as folder:
         payload = {
-            "session_id": "loopwatch-doctor", "transcript_path": os.path.join(folder, "t.jsonl"),
-            "cwd": str(cwd), "hook_event_name": "PostToolUse", "tool_name": "Bash",
-            "tool_input": {"command": "true", "description": "loopwatch doctor"}, "tool_use_id": "toolu_doctor",
-            "tool_response": {"stdout": "", "stderr": "", "interrupted": False, "isImage": False,
-                              "noOutputExpected": True},
+            "session_id": "loopwatch-doctor",
+            "transcript_path": os.path.join(folder, "t.jsonl"),
+            "cwd": str(cwd),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "true", "description": "loopwatch doctor"},
+            "tool_use_id": "toolu_doctor",
+            "tool_response": {
+                "stdout": "",
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+                "noOutputExpected": True,
+            },
         }
         run_env = {**env, "LOOPWATCH_STATE_DIR": folder}
         began = time.perf_counter()
         try:
-            done = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True,
-                                  env=run_env, cwd=cwd, timeout=_DRY_RUN_TIMEOUT, check=False)
+            done = subprocess.run(
+                command,
+                shell=True,
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                env=run_env,
+                cwd=cwd,
+                timeout=_DRY_RUN_TIMEOUT,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             return Line("problem", f"the hook command did not answer within {_DRY_RUN_TIMEOUT:.0f}s: {command}")
         took = (time.perf_counter() - began) * 1000
         why = (done.stderr.strip().splitlines() or [""])[-1][:200]
         if done.returncode != 0:
-            return Line("problem", f"the hook command fails (exit {done.returncode}{': ' + why if why else ''}); "
-                                   f"reinstall with `loopwatch install claude-code`: {command}")
+            return Line(
+                "problem",
+                f"the hook command fails (exit {done.returncode}{': ' + why if why else ''}); "
+                f"reinstall with `loopwatch install claude-code`: {command}",
+            )
         if done.stdout.strip():
             try:
                 json.loads(done.stdout)
@@ -167,7 +203,9 @@ def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
             last = (log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or [""])[-1]
             return Line("problem", f"the hook ran but could not check the call: {last[:200]}")
         if not (Path(folder) / "state.db").exists():
-            return Line("problem", "the hook command ran but loopwatch did nothing (LOOPWATCH_MODE=off in its environment?)")
+            return Line(
+                "problem", "the hook command ran but loopwatch did nothing (LOOPWATCH_MODE=off in its environment?)"
+            )
         return Line("ok", f"hook runs: a dry-run call answered in {took:.0f} ms")
 
 
@@ -176,8 +214,9 @@ def _version(env: Mapping[str, str]) -> Line:
     if binary is None:
         return Line("info", "`claude` is not on PATH: its version is unknown")
     try:
-        done = subprocess.run([binary, "--version"], capture_output=True, text=True, env=dict(env),
-                              timeout=_VERSION_TIMEOUT, check=False)
+        done = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, env=dict(env), timeout=_VERSION_TIMEOUT, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Line("problem", f"`{binary} --version` did not answer: {exc}")
     text = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
@@ -206,8 +245,11 @@ def doctor(hosts: tuple[str, ...], as_json: bool) -> None:
     cwd = Path.cwd()
     problems = 0
     for host in hosts or tuple(CHECKS):
-        lines = CHECKS[host](env, cwd) if hosts or _set_up(host, env) else [
-            Line("info", "not set up here (no CLI on PATH, no settings folder): skipped")]
+        lines = (
+            CHECKS[host](env, cwd)
+            if hosts or _set_up(host, env)
+            else [Line("info", "not set up here (no CLI on PATH, no settings folder): skipped")]
+        )
         for line in lines:
             problems += line.status == "problem"
             if as_json:

@@ -30,7 +30,9 @@ __all__ = ["check_codex"]
 _TIMEOUT = 30  # seconds for each subprocess (codex --version, app-server, the hook)
 
 
-def check_codex(env: Mapping[str, str] | None = None, codex: str = "codex", cwd: str | None = None) -> list[tuple[bool, str]]:
+def check_codex(
+    env: Mapping[str, str] | None = None, codex: str = "codex", cwd: str | None = None
+) -> list[tuple[bool, str]]:
     """The Codex checks, in order: version, installed, trusted, runnable."""
     env = dict(os.environ if env is None else env)
     lines: list[tuple[bool, str]] = [_version(codex, env)]
@@ -44,8 +46,12 @@ def check_codex(env: Mapping[str, str] | None = None, codex: str = "codex", cwd:
         lines.append((False, f"codex: not installed: no loopwatch hook in {hooks_json}; run `loopwatch install codex`"))
         return lines
     if missing:
-        lines.append((False, (f"codex: installed in {hooks_json} but not for {', '.join(missing)}; "
-                              "run `loopwatch install codex`")))
+        lines.append(
+            (
+                False,
+                (f"codex: installed in {hooks_json} but not for {', '.join(missing)}; run `loopwatch install codex`"),
+            )
+        )
     else:
         lines.append((True, f"codex: installed in {hooks_json} ({', '.join(EVENTS['codex'])})"))
     lines.append(_trusted(home / "config.toml", entries, codex, env, cwd))
@@ -58,16 +64,24 @@ def _version(codex: str, env: dict[str, str]) -> tuple[bool, str]:
     if path is None:
         return False, f"codex: `{codex}` not found on PATH (the hook needs Codex itself to run it)"
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=_TIMEOUT, env=env,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"codex: `{path} --version` failed: {exc}"
     text = (done.stdout.strip() or done.stderr.strip()).splitlines()
     return done.returncode == 0, f"codex: {text[0] if text else 'no version printed'} ({path})"
 
 
-def _trusted(config: Path, entries: list[codex_trust.Entry], codex: str, env: dict[str, str],
-             cwd: str | None) -> tuple[bool, str]:
+def _trusted(
+    config: Path, entries: list[codex_trust.Entry], codex: str, env: dict[str, str], cwd: str | None
+) -> tuple[bool, str]:
     """Codex's own word when it can be asked (`codex app-server`, `hooks/list`), else
     the hashes recorded in config.toml compared with the ones Codex would compute."""
     reported = _codex_trust_view(codex, env, cwd)
@@ -76,13 +90,18 @@ def _trusted(config: Path, entries: list[codex_trust.Entry], codex: str, env: di
         if not bad:
             return True, f"codex: trusted (Codex lists all {len(entries)} loopwatch hooks as trusted)"
         states = ", ".join(f"{e.event}: {reported.get(e.key, 'not listed')}" for e in bad)
-        return False, f"codex: NOT trusted ({states}): Codex skips these without a message; run `loopwatch install codex`"
+        return (
+            False,
+            f"codex: NOT trusted ({states}): Codex skips these without a message; run `loopwatch install codex`",
+        )
     state = codex_trust.state_of(config)
     bad = [e for e in entries if not isinstance(state.get(e.key), dict) or state[e.key].get("trusted_hash") != e.hash]
     if not bad:
         return True, f"codex: trusted in {config} (hashes match; Codex itself could not be asked)"
-    return False, (f"codex: NOT trusted for {', '.join(e.event for e in bad)} in {config}: Codex skips these "
-                   "without a message; run `loopwatch install codex`")
+    return False, (
+        f"codex: NOT trusted for {', '.join(e.event for e in bad)} in {config}: Codex skips these "
+        "without a message; run `loopwatch install codex`"
+    )
 
 
 def _codex_trust_view(codex: str, env: dict[str, str], cwd: str | None) -> dict[str, str] | None:
@@ -90,8 +109,15 @@ def _codex_trust_view(codex: str, env: dict[str, str], cwd: str | None) -> dict[
     if path is None:
         return None
     try:
-        proc = subprocess.Popen([path, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd)
+        proc = subprocess.Popen(
+            [path, "app-server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
     except OSError:
         return None
     try:
@@ -125,20 +151,46 @@ def _codex_trust_view(codex: str, env: dict[str, str], cwd: str | None) -> dict[
 
 def _runnable(settings: dict[str, Any], env: dict[str, str], cwd: str | None) -> tuple[bool, str]:
     """Run the installed PreToolUse command on a harmless call, with a throwaway state folder."""
-    command = next((h["command"] for group in settings.get("hooks", {}).get("PreToolUse", []) if isinstance(group, dict)
-                    for h in group.get("hooks", []) if is_ours(h)), None)
+    command = next(
+        (
+            h["command"]
+            for group in settings.get("hooks", {}).get("PreToolUse", [])
+            if isinstance(group, dict)
+            for h in group.get("hooks", [])
+            if is_ours(h)
+        ),
+        None,
+    )
     if command is None:
         return False, "codex: no loopwatch PreToolUse hook to try; run `loopwatch install codex`"
-    payload = {"session_id": "loopwatch-doctor", "turn_id": "doctor", "hook_event_name": "PreToolUse",
-               "cwd": cwd or os.getcwd(), "model": "doctor", "permission_mode": "default", "tool_name": "Bash",
-               "tool_input": {"command": "true"}, "tool_use_id": "doctor-1", "transcript_path": None}
+    payload = {
+        "session_id": "loopwatch-doctor",
+        "turn_id": "doctor",
+        "hook_event_name": "PreToolUse",
+        "cwd": cwd or os.getcwd(),
+        "model": "doctor",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": "true"},
+        "tool_use_id": "doctor-1",
+        "transcript_path": None,
+    }
     with tempfile.TemporaryDirectory(prefix="loopwatch-doctor-") as state:
         run_env = {**env, "LOOPWATCH_STATE_DIR": state}
         run_env.pop("LOOPWATCH_MODE", None)
         started = time.perf_counter()
         try:
-            done = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True,
-                                  check=False, timeout=_TIMEOUT, env=run_env, cwd=cwd)
+            done = subprocess.run(
+                command,
+                shell=True,
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=_TIMEOUT,
+                env=run_env,
+                cwd=cwd,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, f"codex: the hook command did not run ({exc}): {command}"
         took = time.perf_counter() - started

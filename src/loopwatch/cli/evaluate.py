@@ -42,8 +42,9 @@ def outcomes_or_usage(paths: tuple[str, ...]) -> Outcomes | None:
         raise click.UsageError(f"--outcomes: {exc}") from None
 
 
-def load_inputs(labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None,
-                paths: tuple[str, ...]) -> tuple[list[Case], str]:
+def load_inputs(
+    labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None, paths: tuple[str, ...]
+) -> tuple[list[Case], str]:
     """The cases to measure and the folder their paths are relative to; a clear
     usage error for a bad labels or outcomes file."""
     from .paths import expand
@@ -65,30 +66,60 @@ def load_inputs(labels_path: str | None, outcome_paths: tuple[str, ...], corpus:
         raise click.UsageError("no session files found in the paths given")
     cases = make_cases(labels, outcomes, corpus, files)
     if not cases:
-        raise click.UsageError("no sessions to measure: the outcomes list no session file by path; give the session files too")
+        raise click.UsageError(
+            "no sessions to measure: the outcomes list no session file by path; give the session files too"
+        )
     return cases, corpus
 
 
 def _outcome_options(func: Any) -> Any:
-    func = click.option("--outcomes", "outcome_paths", multiple=True, type=click.Path(exists=True),
-                        help="Which sessions solved their task (repeatable): a TSV with a resolved column "
-                        "(the corpus' MANIFEST.tsv), JSON of session -> resolved, SWE-bench results, "
-                        "Terminal-Bench results.json, or a folder of results.json files.")(func)
-    func = click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False),
-                        help="Tab-separated labels: local_path, label (yes|brief|no), onset_step, end_step, ...")(func)
-    func = click.option("--corpus", type=click.Path(exists=True, file_okay=False),
-                        help="Folder the listed paths are relative to (default: the labels' or outcomes' folder).")(func)
+    func = click.option(
+        "--outcomes",
+        "outcome_paths",
+        multiple=True,
+        type=click.Path(exists=True),
+        help="Which sessions solved their task (repeatable): a TSV with a resolved column "
+        "(the corpus' MANIFEST.tsv), JSON of session -> resolved, SWE-bench results, "
+        "Terminal-Bench results.json, or a folder of results.json files.",
+    )(func)
+    func = click.option(
+        "--labels",
+        "labels_path",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Tab-separated labels: local_path, label (yes|brief|no), onset_step, end_step, ...",
+    )(func)
+    func = click.option(
+        "--corpus",
+        type=click.Path(exists=True, file_okay=False),
+        help="Folder the listed paths are relative to (default: the labels' or outcomes' folder).",
+    )(func)
     return func
 
 
 def fold_options(func: Any) -> Any:
-    func = click.option("--resamples", type=click.IntRange(0, 100_000), default=1000, show_default=True,
-                        help="Bootstrap resamples over sessions for the intervals.")(func)
-    func = click.option("--margin", type=click.IntRange(0, 2), default=1, show_default=True,
-                        help="Grid steps between a chosen setting and the nearest unsafe one seen in training.")(func)
-    func = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds and the bootstrap.")(func)
-    func = click.option("--folds", type=click.IntRange(0, 50), default=0,
-                        help="Cross-validate: choose thresholds on K-1 folds, score on the one left out (0: off).")(func)
+    func = click.option(
+        "--resamples",
+        type=click.IntRange(0, 100_000),
+        default=1000,
+        show_default=True,
+        help="Bootstrap resamples over sessions for the intervals.",
+    )(func)
+    func = click.option(
+        "--margin",
+        type=click.IntRange(0, 2),
+        default=1,
+        show_default=True,
+        help="Grid steps between a chosen setting and the nearest unsafe one seen in training.",
+    )(func)
+    func = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds and the bootstrap.")(
+        func
+    )
+    func = click.option(
+        "--folds",
+        type=click.IntRange(0, 50),
+        default=0,
+        help="Cross-validate: choose thresholds on K-1 folds, score on the one left out (0: off).",
+    )(func)
     return func
 
 
@@ -100,9 +131,22 @@ def fold_options(func: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every figure, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tuple[str, ...], corpus: str | None,
-             folds: int, seed: int, margin: int, resamples: int, config_path: str | None, profile: str | None,
-             mode: str | None, as_json: bool, jobs: int, no_progress: bool) -> None:
+def evaluate(
+    paths: tuple[str, ...],
+    labels_path: str | None,
+    outcome_paths: tuple[str, ...],
+    corpus: str | None,
+    folds: int,
+    seed: int,
+    margin: int,
+    resamples: int,
+    config_path: str | None,
+    profile: str | None,
+    mode: str | None,
+    as_json: bool,
+    jobs: int,
+    no_progress: bool,
+) -> None:
     """Measure detection on recorded sessions: against hand labels, and against
     outcomes (which sessions solved their task).
 
@@ -171,8 +215,17 @@ def evaluate(paths: tuple[str, ...], labels_path: str | None, outcome_paths: tup
     sys.exit(2 if errors else 0)
 
 
-def cross_validated(cases: list[Case], corpus: str, config: Any, folds: int, seed: int, margin: int, resamples: int,
-                    jobs: int, no_progress: bool) -> dict[str, Any]:
+def cross_validated(
+    cases: list[Case],
+    corpus: str,
+    config: Any,
+    folds: int,
+    seed: int,
+    margin: int,
+    resamples: int,
+    jobs: int,
+    no_progress: bool,
+) -> dict[str, Any]:
     """Replay every case under every candidate of the grid, then cross-validate."""
     from ..analysis.crossval import GRID, candidates, cross_validate
 
@@ -217,17 +270,41 @@ def print_folds(report: dict) -> None:
         return f"{low:.0%} - {high:.0%}" if percent else f"{low:g} - {high:g}"
 
     rows = [
-        ("recall of loops", lambda f: f"{f['stop']['recall']:.0%} ({f['stop']['caught']}/{f['stop']['yes']})", interval("recall", True)),
-        ("median delay, onset to stop", lambda f: "-" if f["stop"]["median_delay"] is None else f"{f['stop']['median_delay']:g}", interval("median_delay")),
+        (
+            "recall of loops",
+            lambda f: f"{f['stop']['recall']:.0%} ({f['stop']['caught']}/{f['stop']['yes']})",
+            interval("recall", True),
+        ),
+        (
+            "median delay, onset to stop",
+            lambda f: "-" if f["stop"]["median_delay"] is None else f"{f['stop']['median_delay']:g}",
+            interval("median_delay"),
+        ),
         ("stops before onset", lambda f: str(f["stop"]["early_stops_on_yes"]), interval("early_stops_on_yes")),
         ("stops on healthy (no)", lambda f: str(f["stop"]["false_stops_on_no"]), interval("false_stops_on_no")),
         ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), "-"),
         ("looping steps saved", lambda f: f"{f['stop']['saved']:.0%}", "-"),
-        ("stops on succeeded", lambda f: f"{f['outcomes']['stops_on_succeeded']} of {f['outcomes']['succeeded']}", interval("stops_on_succeeded")),
+        (
+            "stops on succeeded",
+            lambda f: f"{f['outcomes']['stops_on_succeeded']} of {f['outcomes']['succeeded']}",
+            interval("stops_on_succeeded"),
+        ),
         ("  of them: session's own agent / sub-agent", _agents, "-"),
-        ("  of them: after the last file change", lambda f: str(f["outcomes"]["stops_on_succeeded_after_last_write"]), "-"),
-        ("nudged, succeeded", lambda f: f"{f['outcomes']['nudges_on_succeeded']} ({f['outcomes']['nudges_on_succeeded_rate']:.1%})", interval("nudges_on_succeeded_rate", True)),
-        ("stops on failed", lambda f: f"{f['outcomes']['stops_on_failed']} of {f['outcomes']['failed']}", interval("stops_on_failed")),
+        (
+            "  of them: after the last file change",
+            lambda f: str(f["outcomes"]["stops_on_succeeded_after_last_write"]),
+            "-",
+        ),
+        (
+            "nudged, succeeded",
+            lambda f: f"{f['outcomes']['nudges_on_succeeded']} ({f['outcomes']['nudges_on_succeeded_rate']:.1%})",
+            interval("nudges_on_succeeded_rate", True),
+        ),
+        (
+            "stops on failed",
+            lambda f: f"{f['outcomes']['stops_on_failed']} of {f['outcomes']['failed']}",
+            interval("stops_on_failed"),
+        ),
     ]
     for title, cell, ci in rows:
         table.add_row(title, cell(oof), ci, cell(given))
@@ -268,29 +345,58 @@ def _print(report: dict) -> None:
         for what in ("stop", "nudge"):
             table = Table(title=f"first {what}", title_justify="left")
             false = "false stops" if what == "stop" else "false nudges"
-            for column in ("detector", "recall", "caught", "median delay", "saved", false, "(on no / early)", "on brief"):
+            for column in (
+                "detector",
+                "recall",
+                "caught",
+                "median delay",
+                "saved",
+                false,
+                "(on no / early)",
+                "on brief",
+            ):
                 table.add_column(column, justify="left" if column == "detector" else "right")
             for name, figures in report["detectors"].items():
                 f = figures[what]
                 delay = "-" if f["median_delay"] is None else f"{f['median_delay']:g}"
                 table.add_row(
-                    name, f"{f['recall']:.0%}", f"{f['caught']}/{f['yes']}", delay, f"{f['saved']:.0%}",
-                    str(f["false_stops"]), f"{f['false_stops_on_no']} / {f['early_stops_on_yes']}", str(f["stops_on_brief"]),
+                    name,
+                    f"{f['recall']:.0%}",
+                    f"{f['caught']}/{f['yes']}",
+                    delay,
+                    f"{f['saved']:.0%}",
+                    str(f["false_stops"]),
+                    f"{f['false_stops_on_no']} / {f['early_stops_on_yes']}",
+                    str(f["stops_on_brief"]),
                 )
             console.print(table)
     out = all_["outcomes"]
     if out["succeeded"] or out["failed"]:
-        console.print(f"{report['with_outcome']} sessions with a known outcome: {out['succeeded']} solved their task, {out['failed']} failed")
+        console.print(
+            f"{report['with_outcome']} sessions with a known outcome: {out['succeeded']} solved their task, {out['failed']} failed"
+        )
         table = Table(title="by outcome", title_justify="left")
-        for column in ("detector", "stops on succeeded", "(own agent / sub-agent)", "(after last write)",
-                       "nudged, succeeded", "stops on failed", "failed steps saved"):
+        for column in (
+            "detector",
+            "stops on succeeded",
+            "(own agent / sub-agent)",
+            "(after last write)",
+            "nudged, succeeded",
+            "stops on failed",
+            "failed steps saved",
+        ):
             table.add_column(column, justify="left" if column == "detector" else "right")
         for name, figures in report["detectors"].items():
             o = figures["outcomes"]
-            table.add_row(name, f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})", _agents(figures),
-                          str(o["stops_on_succeeded_after_last_write"]),
-                          f"{o['nudges_on_succeeded']} ({o['nudges_on_succeeded_rate']:.1%})",
-                          f"{o['stops_on_failed']}/{o['failed']}", f"{o['failed_steps_saved']:.0%}")
+            table.add_row(
+                name,
+                f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})",
+                _agents(figures),
+                str(o["stops_on_succeeded_after_last_write"]),
+                f"{o['nudges_on_succeeded']} ({o['nudges_on_succeeded_rate']:.1%})",
+                f"{o['stops_on_failed']}/{o['failed']}",
+                f"{o['failed_steps_saved']:.0%}",
+            )
         console.print(table)
         if out["stopped_succeeded_paths"]:
             console.print("stopped although they solved their task (whole detector):")

@@ -103,7 +103,7 @@ def merge(settings: dict, agent: str, command: str) -> dict:
     if hooks is None:
         hooks = {}
     elif not isinstance(hooks, dict):
-        raise click.ClickException("the settings file's \"hooks\" is not an object; fix it by hand first")
+        raise click.ClickException('the settings file\'s "hooks" is not an object; fix it by hand first')
     hooks = dict(hooks)
     for event in EVENTS[agent]:
         groups = hooks.get(event, [])
@@ -155,13 +155,24 @@ def _write(path: Path, before: dict, after: dict, dry_run: bool) -> bool:
 
 _AGENT = click.argument("agent", type=click.Choice(["claude-code", "codex"]))
 _SCOPE = click.option(
-    "--user", "scope", flag_value="user", default=True,
+    "--user",
+    "scope",
+    flag_value="user",
+    default=True,
     help="The user's settings: every session on this machine (default).",
 )
-_PROJECT = click.option("--project", "scope", flag_value="project", help="This project's shared settings (.claude/ or .codex/).")
-_LOCAL = click.option("--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed).")
-_FILE = click.option("--settings", "settings_file", type=click.Path(dir_okay=False, path_type=Path),
-                     help="Write this settings file instead.")
+_PROJECT = click.option(
+    "--project", "scope", flag_value="project", help="This project's shared settings (.claude/ or .codex/)."
+)
+_LOCAL = click.option(
+    "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
+)
+_FILE = click.option(
+    "--settings",
+    "settings_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write this settings file instead.",
+)
 _DRY = click.option("--dry-run", is_flag=True, help="Print the new settings instead of writing them.")
 
 
@@ -179,7 +190,9 @@ def _target(agent: str, scope: str, settings_file: Path | None) -> Path:
 @_PROJECT
 @_LOCAL
 @_FILE
-@click.option("--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`).")
+@click.option(
+    "--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`)."
+)
 @_DRY
 def install(agent: str, scope: str, settings_file: Path | None, command: str | None, dry_run: bool) -> None:
     """Install loopwatch's live guard into Claude Code or Codex.
@@ -234,8 +247,11 @@ def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict
     if key_path is None:
         if not dry_run:
             click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
-        click.echo("Codex reads hooks only from $CODEX_HOME/hooks.json and a project's .codex/hooks.json, "
-                   "so no trust was recorded for this file.", err=True)
+        click.echo(
+            "Codex reads hooks only from $CODEX_HOME/hooks.json and a project's .codex/hooks.json, "
+            "so no trust was recorded for this file.",
+            err=True,
+        )
         return
     config = codex_trust.config_path()
     wanted = codex_trust.entries(key_path, after, is_ours)
@@ -248,21 +264,29 @@ def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict
     if dry_run:
         if text is not None:
             click.echo(f"# and in {config}:")
-            click.echo("".join(f'[hooks.state.{json.dumps(e.key)}]\ntrusted_hash = "{e.hash}"\n' for e in wanted), nl=False)
+            click.echo(
+                "".join(f'[hooks.state.{json.dumps(e.key)}]\ntrusted_hash = "{e.hash}"\n' for e in wanted), nl=False
+            )
         return
     if text is not None:
         codex_trust.write(config, text)
     click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
-    click.echo(f"{'trusted' if text is not None else 'already trusted'} in {config} (Codex runs only hooks it trusts; "
-               "these entries, nothing else):")
+    click.echo(
+        f"{'trusted' if text is not None else 'already trusted'} in {config} (Codex runs only hooks it trusts; "
+        "these entries, nothing else):"
+    )
     for entry in wanted:
         click.echo(f"  {entry.key}  {entry.hash}")
-    click.echo("A change to these entries makes Codex skip them until trusted again: run this command again. "
-               "`loopwatch doctor` checks it.")
+    click.echo(
+        "A change to these entries makes Codex skip them until trusted again: run this command again. "
+        "`loopwatch doctor` checks it."
+    )
     if scope == "project":
         click.echo("Codex reads a project's .codex/ only when the project itself is trusted in Codex.")
-    click.echo("Note: in `codex exec` a hook can warn and block repeats but cannot end the run; for unattended "
-               "runs use `loopwatch run -- codex exec --json ...`, which does.")
+    click.echo(
+        "Note: in `codex exec` a hook can warn and block repeats but cannot end the run; for unattended "
+        "runs use `loopwatch run -- codex exec --json ...`, which does."
+    )
 
 
 @click.command()

@@ -28,20 +28,43 @@ Exit status:
 
 
 @click.command(
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_interspersed_args": False,
+        "help_option_names": ["-h", "--help"],
+    },
     epilog=_EPILOG,
 )
-@click.option("--profile", type=click.Choice(["attended", "unattended"]), default="attended", show_default=True,
-              help="attended: a person is at the MCP client, so nudge, then block the repeated call. "
-                   "unattended: nudge, then stop (refuse every later call). Overrides the configuration file's.")
-@click.option("--stop", "allow_stop", is_flag=True,
-              help="attended profile: after a block, stop (refuse every later call) if the loop goes on.")
-@click.option("--mode", type=click.Choice(["off", "warn", "enforce"]),
-              help="enforce (default): nudge, block and stop. warn: forward everything, only log. off: a plain proxy.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="PATH",
-              help="A loopwatch.toml (default: found from the working directory up).")
+@click.option(
+    "--profile",
+    type=click.Choice(["attended", "unattended"]),
+    default="attended",
+    show_default=True,
+    help="attended: a person is at the MCP client, so nudge, then block the repeated call. "
+    "unattended: nudge, then stop (refuse every later call). Overrides the configuration file's.",
+)
+@click.option(
+    "--stop",
+    "allow_stop",
+    is_flag=True,
+    help="attended profile: after a block, stop (refuse every later call) if the loop goes on.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["off", "warn", "enforce"]),
+    help="enforce (default): nudge, block and stop. warn: forward everything, only log. off: a plain proxy.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="A loopwatch.toml (default: found from the working directory up).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def mcp_proxy(profile: str, allow_stop: bool, mode: str | None, config_path: str | None, command: tuple[str, ...]) -> None:
+def mcp_proxy(
+    profile: str, allow_stop: bool, mode: str | None, config_path: str | None, command: tuple[str, ...]
+) -> None:
     """Serve COMMAND's MCP tools on stdio, guarded against loops.
 
     COMMAND is a stdio MCP server. loopwatch starts it, forwards every tool it
@@ -78,11 +101,15 @@ def mcp_proxy(profile: str, allow_stop: bool, mode: str | None, config_path: str
     except BaseExceptionGroup as exc:  # what the SDK's task groups raise
         reason = _first_cause(exc)
         if isinstance(reason, OSError):
-            click.echo(f"loopwatch mcp-proxy: cannot run {shlex.quote(command[0])}: {reason.strerror or reason}", err=True)
+            click.echo(
+                f"loopwatch mcp-proxy: cannot run {shlex.quote(command[0])}: {reason.strerror or reason}", err=True
+            )
             sys.exit(127 if isinstance(reason, FileNotFoundError) else 126)
         if isinstance(reason, (KeyboardInterrupt, SystemExit)):
             raise reason from None
-        click.echo(f"loopwatch mcp-proxy: the server {shlex.quote(command[0])} could not be reached: {reason}", err=True)
+        click.echo(
+            f"loopwatch mcp-proxy: the server {shlex.quote(command[0])} could not be reached: {reason}", err=True
+        )
         sys.exit(1)
 
 

@@ -34,10 +34,17 @@ __all__ = ["Target", "expand", "is_transcript_name"]
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj", ".cast")
 TRANSCRIPT_NAMES = frozenset({"agent.log"})
-SIDE_FILES = frozenset({
-    "results.json", "result.json", "results_summary.json", "config.json",
-    "package.json", "package-lock.json", "tsconfig.json",
-})
+SIDE_FILES = frozenset(
+    {
+        "results.json",
+        "result.json",
+        "results_summary.json",
+        "config.json",
+        "package.json",
+        "package-lock.json",
+        "tsconfig.json",
+    }
+)
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
 _GLOB_CHARS = frozenset("*?[")
 

@@ -141,8 +141,12 @@ def print_table(rows: list[SessionResult], totals: Totals) -> None:
             name = _short(result.path) + (f"\n[{result.session}]" if result.path in totals.multi else "")
             wasted = _saved_text(result) if result.verdict else "(blocked; not stopped)"
             cells = (
-                name, verdict["signal"], _at(verdict.get("started_action"), verdict.get("started_ref")),
-                _at(verdict["at_action"], verdict["source_ref"], after=True), wasted, verdict["description"] or "",
+                name,
+                verdict["signal"],
+                _at(verdict.get("started_action"), verdict.get("started_ref")),
+                _at(verdict["at_action"], verdict["source_ref"], after=True),
+                wasted,
+                verdict["description"] or "",
             )
             table.add_row(*(Text(cell) for cell in cells))  # Text: paths and refs are not markup
         console.print(table)
@@ -154,8 +158,10 @@ def summary(totals: Totals) -> list[str]:
     """The totals, in sentences."""
     unread = f"; {len(totals.failed)} could not be read" if totals.failed else ""
     lines = [
-        (f"Scanned {totals.files} file{'s' if totals.files != 1 else ''}: {totals.sessions} "
-         f"session{'s' if totals.sessions != 1 else ''}, {totals.actions:,} actions{unread}.")
+        (
+            f"Scanned {totals.files} file{'s' if totals.files != 1 else ''}: {totals.sessions} "
+            f"session{'s' if totals.sessions != 1 else ''}, {totals.actions:,} actions{unread}."
+        )
     ]
     if totals.stopped:
         share = f" ({totals.saved_actions / totals.actions:.0%} of all)" if totals.actions else ""
@@ -173,7 +179,9 @@ def summary(totals: Totals) -> list[str]:
         if totals.estimated:
             lines.append("(~: prorated from session totals, where the file has no per-step figures; an underestimate.)")
     else:
-        lines.append("No loop found" + (f" ({totals.nudged_only} sessions were nudged)." if totals.nudged_only else "."))
+        lines.append(
+            "No loop found" + (f" ({totals.nudged_only} sessions were nudged)." if totals.nudged_only else ".")
+        )
     return lines
 
 
@@ -186,6 +194,8 @@ def print_problems(totals: Totals, as_json: bool) -> None:
         console.print(f"[red]error[/red] {escape(result.path)}: {escape(result.error or '')}", soft_wrap=True)
     for result in totals.skipped:
         shown = "; ".join(result.skipped[:3]) + ("; ..." if len(result.skipped) > 3 else "")
-        console.print(f"skipped {len(result.skipped)} unreadable line(s) in {result.path}: {shown}", markup=False, soft_wrap=True)
+        console.print(
+            f"skipped {len(result.skipped)} unreadable line(s) in {result.path}: {shown}", markup=False, soft_wrap=True
+        )
     if totals.failed and as_json:
         console.print(f"{len(totals.failed)} file(s) could not be read: see `error` in their records.", markup=False)

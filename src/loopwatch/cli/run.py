@@ -43,45 +43,101 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 
 
 @click.command(
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_interspersed_args": False,
+        "help_option_names": ["-h", "--help"],
+    },
     epilog=_EPILOG,
 )
-@click.option("--events", type=click.Choice(FORMATS), default="auto", show_default=True,
-              help="How to read the command's stdout: plain lines, or the structured stream of "
-                   "`claude -p --output-format stream-json` / `codex exec --json`. "
-                   "auto: recognized from the first lines.")
-@click.option("--idle", type=float, metavar="SECONDS", callback=_seconds,
-              help="End the run when the command prints nothing (and adds nothing to the "
-                   "transcript followed) for this long.")
-@click.option("--max-runtime", type=float, metavar="SECONDS", callback=_seconds,
-              help="End the run when it has lasted this long.")
-@click.option("--mode", type=click.Choice(["warn", "enforce"]),
-              help="enforce (default): end the run on a loop. warn: only print warnings. "
-                   "--idle and --max-runtime apply in both modes.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="PATH",
-              help="A loopwatch.toml (default: found from the working directory up).")
-@click.option("--grace", type=float, default=5.0, show_default=True, metavar="SECONDS", callback=_seconds,
-              help="When ending the run: time between SIGTERM and SIGKILL to the command's process group.")
-@click.option("--record", "record_path", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
-              help="Write a JSON record of the run here (command, times, how it ended, "
-                   "the loop record and calibration figures). Without it, one summary line on stderr.")
-@click.option("--transcript", default="auto", show_default=True, metavar="auto|off|PATH",
-              help="Follow the transcript the agent writes and judge its tool calls: auto finds "
-                   "the one of `claude` (~/.claude/projects/) or `codex` (~/.codex/sessions/) "
-                   "when the command runs one; PATH names a Claude Code session file or a Codex "
-                   "rollout (what the run adds to it; it may appear later). While it is "
-                   "followed or looked for, a loop seen only in the console's lines is a warning.")
-@click.option("--pty", "use_pty", is_flag=True,
-              help="Run the command on a pseudo-terminal, as in a terminal of its own: for "
-                   "interactive agent CLIs. Its window size follows yours; your keys reach it "
-                   "as typed (Ctrl-C included); its stdout and stderr come as one stream.")
-@click.option("--record-argv", is_flag=True,
-              help="Keep the whole command line in the record. By default the record keeps the program "
-                   "and its option names only: values and arguments (an --api-key, a prompt) are masked.")
+@click.option(
+    "--events",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="How to read the command's stdout: plain lines, or the structured stream of "
+    "`claude -p --output-format stream-json` / `codex exec --json`. "
+    "auto: recognized from the first lines.",
+)
+@click.option(
+    "--idle",
+    type=float,
+    metavar="SECONDS",
+    callback=_seconds,
+    help="End the run when the command prints nothing (and adds nothing to the transcript followed) for this long.",
+)
+@click.option(
+    "--max-runtime", type=float, metavar="SECONDS", callback=_seconds, help="End the run when it has lasted this long."
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["warn", "enforce"]),
+    help="enforce (default): end the run on a loop. warn: only print warnings. "
+    "--idle and --max-runtime apply in both modes.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="A loopwatch.toml (default: found from the working directory up).",
+)
+@click.option(
+    "--grace",
+    type=float,
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    callback=_seconds,
+    help="When ending the run: time between SIGTERM and SIGKILL to the command's process group.",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="PATH",
+    help="Write a JSON record of the run here (command, times, how it ended, "
+    "the loop record and calibration figures). Without it, one summary line on stderr.",
+)
+@click.option(
+    "--transcript",
+    default="auto",
+    show_default=True,
+    metavar="auto|off|PATH",
+    help="Follow the transcript the agent writes and judge its tool calls: auto finds "
+    "the one of `claude` (~/.claude/projects/) or `codex` (~/.codex/sessions/) "
+    "when the command runs one; PATH names a Claude Code session file or a Codex "
+    "rollout (what the run adds to it; it may appear later). While it is "
+    "followed or looked for, a loop seen only in the console's lines is a warning.",
+)
+@click.option(
+    "--pty",
+    "use_pty",
+    is_flag=True,
+    help="Run the command on a pseudo-terminal, as in a terminal of its own: for "
+    "interactive agent CLIs. Its window size follows yours; your keys reach it "
+    "as typed (Ctrl-C included); its stdout and stderr come as one stream.",
+)
+@click.option(
+    "--record-argv",
+    is_flag=True,
+    help="Keep the whole command line in the record. By default the record keeps the program "
+    "and its option names only: values and arguments (an --api-key, a prompt) are masked.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(events: str, idle: float | None, max_runtime: float | None, mode: str | None,
-        config_path: str | None, grace: float, record_path: str | None, transcript: str,
-        use_pty: bool, record_argv: bool, command: tuple[str, ...]) -> None:
+def run(
+    events: str,
+    idle: float | None,
+    max_runtime: float | None,
+    mode: str | None,
+    config_path: str | None,
+    grace: float,
+    record_path: str | None,
+    transcript: str,
+    use_pty: bool,
+    record_argv: bool,
+    command: tuple[str, ...],
+) -> None:
     """Run COMMAND and end it when it goes in circles.
 
     The command runs in a process group of its own, with stdin, stdout and stderr
@@ -112,7 +168,9 @@ def run(events: str, idle: float | None, max_runtime: float | None, mode: str | 
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):
         raise click.BadParameter(f"{transcript} is a folder; name the transcript file", param_hint="--transcript")
-    supervisor = Supervisor(command, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty)
+    supervisor = Supervisor(
+        command, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty
+    )
     try:
         outcome = supervisor.run()
     except OSError as exc:

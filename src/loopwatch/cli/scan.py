@@ -20,11 +20,31 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 @click.argument("paths", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session per line, instead of the table.")
 @config_options
-@click.option("--format", "format_name", type=click.Choice(list(FORMATS)), help="Read every file as this format instead of detecting it.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes to use (default: one per core; 1 scans in this process).")
-@click.option("--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more).")
-def scan(paths: tuple[str, ...], as_json: bool, config_path: str | None, profile: str | None, mode: str | None,
-         format_name: str | None, jobs: int | None, no_progress: bool) -> None:
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(list(FORMATS)),
+    help="Read every file as this format instead of detecting it.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Processes to use (default: one per core; 1 scans in this process).",
+)
+@click.option(
+    "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."
+)
+def scan(
+    paths: tuple[str, ...],
+    as_json: bool,
+    config_path: str | None,
+    profile: str | None,
+    mode: str | None,
+    format_name: str | None,
+    jobs: int | None,
+    no_progress: bool,
+) -> None:
     """Replay recorded agent sessions and report the ones that went in circles.
 
     FILE may be a file, a folder (searched recursively for transcripts), a glob
@@ -87,7 +107,9 @@ def _check_format(name: str) -> None:
     try:
         reader(name)
     except ImportError:
-        raise click.BadParameter(f"the {name!r} reader is not available in this version", param_hint="--format") from None
+        raise click.BadParameter(
+            f"the {name!r} reader is not available in this version", param_hint="--format"
+        ) from None
 
 
 def _json_line(result: SessionResult) -> bytes:

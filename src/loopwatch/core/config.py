@@ -241,7 +241,9 @@ def _validate(data: Mapping[str, Any]) -> Config:
     check_keys("evidence: ", evidence, ["confirm", "second_signal"])
     confirm = evidence.get("confirm", 0)
     if isinstance(confirm, bool) or not isinstance(confirm, int) or confirm < 0:
-        raise ConfigError(f"evidence.confirm: expected rounds >= 0 (0: suspicion never stops by rounds), got {confirm!r}")
+        raise ConfigError(
+            f"evidence.confirm: expected rounds >= 0 (0: suspicion never stops by rounds), got {confirm!r}"
+        )
     second = evidence.get("second_signal", False)
     if not isinstance(second, bool):
         raise ConfigError(f"evidence.second_signal: expected true or false, got {second!r}")
@@ -268,8 +270,18 @@ def _validate(data: Mapping[str, Any]) -> Config:
         if role not in ROLES:
             raise ConfigError(f"tools.{tool}.role: {role!r} is not one of writer, poller, exempt")
         tools[str(tool)] = ToolRule(identity=identity, role=role)
-    return Config(mode=mode, profile=profile, stop=stop, warn_every=float(warn_every), signals=signals, tools=tools,
-                  confirm=confirm, second_signal=second, calibration=calibration, given=frozenset(given))
+    return Config(
+        mode=mode,
+        profile=profile,
+        stop=stop,
+        warn_every=float(warn_every),
+        signals=signals,
+        tools=tools,
+        confirm=confirm,
+        second_signal=second,
+        calibration=calibration,
+        given=frozenset(given),
+    )
 
 
 class _Params(Protocol):

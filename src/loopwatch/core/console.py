@@ -38,7 +38,9 @@ class Console:
     def __init__(self) -> None:
         self._typed = ""
 
-    def output(self, data: bytes | str, at: float | None, stream: str = "stdout", source_ref: str | None = None) -> list[Any]:
+    def output(
+        self, data: bytes | str, at: float | None, stream: str = "stdout", source_ref: str | None = None
+    ) -> list[Any]:
         """What the program wrote to the terminal (as is: escapes, CRs, partial lines)."""
         return [Output(data, stream, at, source_ref)] if data else []
 
@@ -51,5 +53,5 @@ class Console:
         if not ends:
             self._typed = text[-_HELD:]
             return []
-        self._typed = text[max(text.rfind("\r"), text.rfind("\n")) + 1:][-_HELD:]
+        self._typed = text[max(text.rfind("\r"), text.rfind("\n")) + 1 :][-_HELD:]
         return [UserMessage(at, source_ref)]

@@ -65,8 +65,9 @@ _CONTROL = re.compile(r"\r\n|\r|\n|\x1b(?:\[([0-9;?]*)([ABCDGHJKf])|M)")
 # What a retry message says: "retrying in 5s", "attempt 3 of 5", "reconnecting",
 # "backing off", "try again". The harness retrying a request the model could not
 # answer is a stronger sign than a line that merely repeats.
-_RETRY = re.compile(r"\bretr(?:y|ying|ies|ied)\b|\battempt\b|\breconnect|\bback(?:ing)?[ -]?off\b|\btry(?:ing)? again\b",
-                    re.IGNORECASE)
+_RETRY = re.compile(
+    r"\bretr(?:y|ying|ies|ied)\b|\battempt\b|\breconnect|\bback(?:ing)?[ -]?off\b|\btry(?:ing)? again\b", re.IGNORECASE
+)
 # What a failure says: an exception (`AssertionError:`), pytest's `FAILED`, `failed`,
 # `fatal`. The same failing step coming back is what an agent's loop looks like; a log
 # template or a table has none (the OpenHands runtime log is all `INFO ... 200 OK`).
@@ -124,7 +125,7 @@ class LineCutter:
         out: list[Line] = []
         start = 0
         for match in _CONTROL.finditer(text):
-            part = text[start:match.start()]
+            part = text[start : match.start()]
             start = match.end()
             token = match.group()
             if token == "\n" or token == "\r\n":
@@ -195,8 +196,15 @@ def _countable(line: str, redraw: bool) -> Line | None:
         return None
     # Substring checks first: the regexes on every line cost a third of the cutting.
     low = plain.lower()
-    retry = ("retr" in low or "attempt" in low or "reconnect" in low or "back" in low or "again" in low) \
-        and _RETRY.search(plain) is not None
-    failure = ("Error" in plain or "Exception" in plain or "ailed" in plain or "FAILED" in plain or "fatal" in plain
-               or "Traceback" in plain) and _FAILURE.search(plain) is not None
+    retry = (
+        "retr" in low or "attempt" in low or "reconnect" in low or "back" in low or "again" in low
+    ) and _RETRY.search(plain) is not None
+    failure = (
+        "Error" in plain
+        or "Exception" in plain
+        or "ailed" in plain
+        or "FAILED" in plain
+        or "fatal" in plain
+        or "Traceback" in plain
+    ) and _FAILURE.search(plain) is not None
     return Line(digest(text), digest(plain.strip()), retry, failure)

@@ -26,9 +26,24 @@ if TYPE_CHECKING:
     from .finding import Finding
 
 __all__ = [
-    "MESSAGES", "ActionCycle", "Apologies", "Chant", "FewDistinct", "InventedTool", "Message", "MuchTheSame",
-    "NothingNew", "ProviderRetries", "RecurringError", "RepeatedOutput", "SameCorrection", "SameResult",
-    "duration", "for_model", "label", "tools_phrase",
+    "MESSAGES",
+    "ActionCycle",
+    "Apologies",
+    "Chant",
+    "FewDistinct",
+    "InventedTool",
+    "Message",
+    "MuchTheSame",
+    "NothingNew",
+    "ProviderRetries",
+    "RecurringError",
+    "RepeatedOutput",
+    "SameCorrection",
+    "SameResult",
+    "duration",
+    "for_model",
+    "label",
+    "tools_phrase",
 ]
 
 _LABEL_FIELDS = ("command", "cmd", "file_path", "path", "pattern", "query", "url")
@@ -152,7 +167,9 @@ class MuchTheSame(_SameCall):
     """`echo`: (nearly) the same call getting much the same result, in a row."""
 
     template = "{alike} {tool} call got much the same result {count} times in a row{over}"
-    hint_template = "the result is not changing in substance; change what you do, not just its wording, before trying again"
+    hint_template = (
+        "the result is not changing in substance; change what you do, not just its wording, before trying again"
+    )
 
     def __init__(self, tool: str, count: int, identical: bool, span: float = 0.0) -> None:
         self.tool, self.count, self.identical, self.span = tool, count, identical, span
@@ -165,22 +182,29 @@ class ActionCycle(Message):
     """`cycle`: a cycle of `period` actions repeated `count` times."""
 
     template = "the same {period}-step action cycle ({names}) repeated {count} times{again}{over}"
-    hint_template = ("you have been doing these {period} things over and over with the same results; "
-                     "stop, say what you expected to change, and try a different approach")
+    hint_template = (
+        "you have been doing these {period} things over and over with the same results; "
+        "stop, say what you expected to change, and try a different approach"
+    )
 
     def __init__(self, period: int, names: tuple[str, ...], count: int, begun_again: bool, span: float = 0.0) -> None:
         self.period, self.names, self.count, self.begun_again, self.span = period, names, count, begun_again, span
 
     def fields(self) -> dict[str, Any]:
-        return super().fields() | {"names": tools_phrase(self.names), "again": " and begun again" if self.begun_again else ""}
+        return super().fields() | {
+            "names": tools_phrase(self.names),
+            "again": " and begun again" if self.begun_again else "",
+        }
 
 
 class NothingNew(Message):
     """`stagnation`: replayed actions and no new one."""
 
     template = "{count} actions in a row that the run had already done, with no new action{over}"
-    hint_template = ("everything you have done for a while repeats earlier steps with the same results; "
-                     "step back, state what is blocking you, and try something you have not tried")
+    hint_template = (
+        "everything you have done for a while repeats earlier steps with the same results; "
+        "step back, state what is blocking you, and try something you have not tried"
+    )
 
     def __init__(self, count: int, span: float = 0.0) -> None:
         self.count, self.span = count, span
@@ -190,8 +214,10 @@ class FewDistinct(Message):
     """`churn`: few distinct calls in a window, nothing written."""
 
     template = "only {distinct} distinct calls in the last {window}, and no file written"
-    hint_template = ("you keep making the same few calls without changing anything; decide what you need to learn "
-                     "or change, and do that")
+    hint_template = (
+        "you keep making the same few calls without changing anything; decide what you need to learn "
+        "or change, and do that"
+    )
 
     def __init__(self, distinct: int, window: int) -> None:
         self.distinct, self.window = distinct, window
@@ -202,8 +228,10 @@ class RecurringError(Message):
     reached the number remembered, so there may be more)."""
 
     template = "the same {tool} error came back {count} times from {calls}{more} different calls{over}"
-    hint_template = ("variations of the same call keep failing the same way; find the cause of this error "
-                     "(read it, check the environment) before another variation")
+    hint_template = (
+        "variations of the same call keep failing the same way; find the cause of this error "
+        "(read it, check the environment) before another variation"
+    )
 
     def __init__(self, tool: str, count: int, calls: int, capped: bool, span: float = 0.0) -> None:
         self.tool, self.count, self.calls, self.capped, self.span = tool, count, calls, capped, span
@@ -226,8 +254,10 @@ class SameCorrection(Message):
     """`correction`: the same format correction again (`in_row` 0: scattered)."""
 
     template = "the harness gave the same correction {count} times{row}"
-    hint_template = ("the harness keeps rejecting your reply for the same reason; read its message and follow the "
-                     "required format exactly")
+    hint_template = (
+        "the harness keeps rejecting your reply for the same reason; read its message and follow the "
+        "required format exactly"
+    )
 
     def __init__(self, count: int, in_row: int = 0) -> None:
         self.count, self.in_row = count, in_row
@@ -240,8 +270,10 @@ class Apologies(Message):
     """`apology`: apologising messages in a row."""
 
     template = "the model apologised in {count} messages in a row"
-    hint_template = ("apologising and retrying the same way has not worked; explain what is failing and try a "
-                     "different approach, or ask for help")
+    hint_template = (
+        "apologising and retrying the same way has not worked; explain what is failing and try a "
+        "different approach, or ask for help"
+    )
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -302,8 +334,18 @@ class ProviderRetries(Message):
 MESSAGES: dict[str, type[Message]] = {
     cls.__name__: cls
     for cls in (
-        SameResult, MuchTheSame, ActionCycle, NothingNew, FewDistinct, RecurringError,
-        InventedTool, SameCorrection, Apologies, Chant, RepeatedOutput, ProviderRetries,
+        SameResult,
+        MuchTheSame,
+        ActionCycle,
+        NothingNew,
+        FewDistinct,
+        RecurringError,
+        InventedTool,
+        SameCorrection,
+        Apologies,
+        Chant,
+        RepeatedOutput,
+        ProviderRetries,
     )
 }
 

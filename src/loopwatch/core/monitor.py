@@ -198,8 +198,16 @@ class Monitor:
         """The call as a `Step` (a seam: evaluation replays one session under many
         configurations and digests each call once)."""
         return make_step(
-            self.actions, call.name, call.input, call.result, call.error, tuple(call.changed or ()),
-            at, rule.role, rule.identity, call.source_ref,
+            self.actions,
+            call.name,
+            call.input,
+            call.result,
+            call.error,
+            tuple(call.changed or ()),
+            at,
+            rule.role,
+            rule.identity,
+            call.source_ref,
         )
 
     def _new_success(self, step: Step) -> bool:
@@ -250,8 +258,13 @@ class Monitor:
         self._policy.climb((finding.signal, finding.key))
         label = messages.label(attempt.name, attempt.input)
         verdict = Verdict(
-            action, signal=finding.signal, message=messages.for_model(finding, action, label),
-            description=finding.description, finding=finding, at=at, index=self.actions + 1,
+            action,
+            signal=finding.signal,
+            message=messages.for_model(finding, action, label),
+            description=finding.description,
+            finding=finding,
+            at=at,
+            index=self.actions + 1,
             source_ref=attempt.source_ref,
         )
         return self._note(verdict)
@@ -262,7 +275,9 @@ class Monitor:
         # an apology split across two chunks is missed.
         self._apology = self._apology or is_apology(text.text)
         for passage in self._passages.feed(text.text):
-            verdict = _stronger(verdict, self._feed("on_passage", at, (_passage_digest(passage), at, self.actions), text))
+            verdict = _stronger(
+                verdict, self._feed("on_passage", at, (_passage_digest(passage), at, self.actions), text)
+            )
         if not text.chunk:
             verdict = _stronger(verdict, self._end_response(at, text))
         return verdict
@@ -273,7 +288,9 @@ class Monitor:
         if rest is None:
             return verdict
         for passage in rest:
-            verdict = _stronger(verdict, self._feed("on_passage", at, (_passage_digest(passage), at, self.actions), event))
+            verdict = _stronger(
+                verdict, self._feed("on_passage", at, (_passage_digest(passage), at, self.actions), event)
+            )
         apology, self._apology = self._apology, False
         verdict = _stronger(verdict, self._feed("on_text", at, (apology, at, self.actions), event))
         for signal in self._by_hook["on_passage"]:

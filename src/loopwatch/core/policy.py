@@ -82,9 +82,7 @@ class Policy:
             return True
         if self.second_signal:
             since = max(finding.started_index, self._progress_at + 1)
-            return any(
-                signal != finding.signal and index >= since for signal, index in self._conclusive_at.items()
-            )
+            return any(signal != finding.signal and index >= since for signal, index in self._conclusive_at.items())
         return False
 
     def climb(self, streak: tuple[str, int]) -> None:
@@ -147,8 +145,11 @@ class Policy:
                 if action is not None and (best is None or (action.rank, finding.severity) > best[:2]):
                     best = (action.rank, finding.severity, action, finding)
                 continue
-            if (finding.severity >= 0.5 and self._may_warn(finding, streak, at)
-                    and (warn is None or finding.severity > warn.severity)):
+            if (
+                finding.severity >= 0.5
+                and self._may_warn(finding, streak, at)
+                and (warn is None or finding.severity > warn.severity)
+            ):
                 warn = finding
         if best is not None:
             action, finding = best[2], best[3]

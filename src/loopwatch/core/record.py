@@ -21,7 +21,10 @@ __all__ = ["finding_record", "make_record", "message_record", "verdict_record"]
 def message_record(finding: Finding) -> dict[str, Any]:
     """The finding's message as data: `{"message": kind, "args": {...}}`."""
     message = finding.message
-    return {"message": message.kind, "args": {k: list(v) if isinstance(v, tuple) else v for k, v in message.args.items()}}
+    return {
+        "message": message.kind,
+        "args": {k: list(v) if isinstance(v, tuple) else v for k, v in message.args.items()},
+    }
 
 
 def finding_record(finding: Finding, origin: float) -> dict[str, Any]:

@@ -27,6 +27,7 @@ def names_invented_tool(text: str) -> bool:
     Only its first 300 characters are read: the refusal comes first."""
     return _INVENTED_TOOL.search(text[:300]) is not None
 
+
 # "I apologize", "sorry", "my mistake", "please disregard (3)" and the like.
 _APOLOGY = re.compile(
     r"\b(?:i\s+apologi[sz]e|apologies|i'?m\s+(?:so\s+|very\s+|really\s+)?sorry|sorry\b|my\s+(?:mistake|bad)"

@@ -84,7 +84,9 @@ def _run(host: str) -> int:
             return 0
         from . import settings as hook_settings
 
-        config_settings, config, _ = hook_settings.load(payload.cwd, log=lambda line: _log(folder, event, session, line))
+        config_settings, config, _ = hook_settings.load(
+            payload.cwd, log=lambda line: _log(folder, event, session, line)
+        )
         fail_closed = config_settings.fail == "closed"
         from .guard import handle
         from .state import Store
@@ -92,8 +94,14 @@ def _run(host: str) -> int:
         def log(line: str) -> None:
             _log(folder, event, session, line)
 
-        store = Store(folder, config_settings.busy_timeout, config_settings.keep_days, config_settings.keep_sessions,
-                      log=log, origin=config_settings.origin)
+        store = Store(
+            folder,
+            config_settings.busy_timeout,
+            config_settings.keep_days,
+            config_settings.keep_sessions,
+            log=log,
+            origin=config_settings.origin,
+        )
         try:
             answer = handle(payload, config, store, log=log)
         finally:
@@ -105,16 +113,22 @@ def _run(host: str) -> int:
         if fail_closed is None:
             fail_closed = _user_fails_closed()
         refused = fail_closed and event == "PreToolUse"
-        _log(folder, event, session, f"{type(exc).__name__}: {str(exc)[:300]}; "
-             + ("denied (fail = closed)" if refused else "allowed"))
+        _log(
+            folder,
+            event,
+            session,
+            f"{type(exc).__name__}: {str(exc)[:300]}; " + ("denied (fail = closed)" if refused else "allowed"),
+        )
         if refused:
             from .respond import refuse
 
-            return _write(refuse(
-                "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
-                f"loopwatch could not check this call ({type(exc).__name__}) and is set to fail closed; "
-                "see hook.log in the loopwatch state folder",
-            ))
+            return _write(
+                refuse(
+                    "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
+                    f"loopwatch could not check this call ({type(exc).__name__}) and is set to fail closed; "
+                    "see hook.log in the loopwatch state folder",
+                )
+            )
         return 0
 
 
@@ -122,7 +136,7 @@ def _probe_event(data: bytes) -> str:
     """The event name of a payload that could not be parsed, if it can be seen."""
     import re
 
-    match = re.search(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"', data[:1 << 16])
+    match = re.search(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"', data[: 1 << 16])
     return match.group(1).decode() if match else "?"
 
 

@@ -88,8 +88,21 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
     from ..core.text import PassageCutter
     from ..core.verdict import Action, Verdict
 
-    core: list[type] = [Monitor, Policy, Config, ToolRule, Step, Finding, Verdict, Action,
-                        LineCutter, Line, _Screen, PassageCutter, TailCycles]
+    core: list[type] = [
+        Monitor,
+        Policy,
+        Config,
+        ToolRule,
+        Step,
+        Finding,
+        Verdict,
+        Action,
+        LineCutter,
+        Line,
+        _Screen,
+        PassageCutter,
+        TailCycles,
+    ]
     core += MESSAGES.values()  # a finding holds its message (`messages`)
     for signal in SIGNALS.values():
         core += [signal, signal.Params]
@@ -136,7 +149,9 @@ class _Registry:
                 names: set[str] = set()
                 for klass in cls.__mro__[:-1]:
                     for member in vars(klass).values():
-                        code = getattr(member, "__code__", None) or getattr(getattr(member, "fget", None), "__code__", None)
+                        code = getattr(member, "__code__", None) or getattr(
+                            getattr(member, "fget", None), "__code__", None
+                        )
                         if code is not None:
                             names.update(code.co_names)
                 shape = ",".join(sorted(names))
@@ -167,14 +182,16 @@ def layout() -> str:
 
 # -- saving ---------------------------------------------------------------------------------
 
+
 def dumps(value: Any) -> bytes:
     """The envelope for `value`, as ASCII JSON bytes. Raises StateError for anything
     that is not plain data or a registered class."""
     reg = registry()
     memo: dict[int, int] = {}
     body = _Encoder(reg, memo).encode(value)
-    return json.dumps({"loopwatch_state": FORMAT, "layout": reg.layout, "state": body},
-                      separators=(",", ":"), allow_nan=False).encode("ascii")
+    return json.dumps(
+        {"loopwatch_state": FORMAT, "layout": reg.layout, "state": body}, separators=(",", ":"), allow_nan=False
+    ).encode("ascii")
 
 
 class _Encoder:
@@ -223,8 +240,10 @@ class _Encoder:
             return self._shared(value) or ["c", *self._pairs(value)]
         found = self.reg.by_class.get(t)
         if found is None:
-            raise StateError(f"{t.__module__}.{t.__qualname__} is not a class the hook may store "
-                             "(add it to loopwatch.hook.codec._classes if it is plain data)")
+            raise StateError(
+                f"{t.__module__}.{t.__qualname__} is not a class the hook may store "
+                "(add it to loopwatch.hook.codec._classes if it is plain data)"
+            )
         tag, kind = found
         if kind == "n":
             ref = self.memo.get(id(value))
@@ -258,6 +277,7 @@ class _Encoder:
 
 # -- loading --------------------------------------------------------------------------------
 
+
 def loads(blob: bytes | str) -> Any:
     """The value of an envelope written by `dumps` of this same version. Raises
     StateError for anything else: not JSON, another format or layout, an unknown
@@ -270,8 +290,10 @@ def loads(blob: bytes | str) -> Any:
         raise StateError("not a loopwatch state")
     reg = registry()
     if envelope.get("loopwatch_state") != FORMAT or envelope.get("layout") != reg.layout:
-        raise StateError(f"written by another version of loopwatch (format {envelope.get('loopwatch_state')!r}, "
-                         f"layout {str(envelope.get('layout'))[:16]!r}; this one: {FORMAT}, {reg.layout})")
+        raise StateError(
+            f"written by another version of loopwatch (format {envelope.get('loopwatch_state')!r}, "
+            f"layout {str(envelope.get('layout'))[:16]!r}; this one: {FORMAT}, {reg.layout})"
+        )
     try:
         return _Decoder(reg).decode(envelope.get("state"))
     except StateError:
@@ -372,8 +394,10 @@ class _Decoder:
         digests) inline, the rest through `decode` (a digest-keyed map of 1,024 entries
         is most of a state, and a call per item was most of its cost)."""
         dec = self.decode
-        return [v if (kind := type(v)) is int or v is None or (kind is str and v[:1] != "\x7f") else dec(v)
-                for v in item[start:]]
+        return [
+            v if (kind := type(v)) is int or v is None or (kind is str and v[:1] != "\x7f") else dec(v)
+            for v in item[start:]
+        ]
 
     def _pairs(self, out: Any, item: list, start: int) -> Any:
         if (len(item) - start) % 2:

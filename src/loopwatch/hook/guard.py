@@ -91,8 +91,12 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
             log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
 
     store.update(payload.session, payload.agent, make, feed, bad_state)
-    if (payload.event == "PreToolUse" and payload.host == "codex" and os.environ.get(SUPERVISED)
-            and (outcome["stopped"] is not None or outcome["verdict"].action is Action.STOP)):
+    if (
+        payload.event == "PreToolUse"
+        and payload.host == "codex"
+        and os.environ.get(SUPERVISED)
+        and (outcome["stopped"] is not None or outcome["verdict"].action is Action.STOP)
+    ):
         # Under `loopwatch run`, which ends `codex exec` at this very call. A Codex hook
         # can only block it, and a blocked call never reaches `codex exec --json`: `run`
         # would not see the loop go on (observed with 0.171.0: 9 more model turns).
@@ -121,7 +125,9 @@ def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Verdict, st
         call = payload.calls[0]
         if state.stopped is not None:
             return ALLOW, call.name  # refused by `reply`, not counted again
-        return monitor.check(Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=payload.agent or None)), call.name
+        return monitor.check(
+            Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=payload.agent or None)
+        ), call.name
     if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
         strongest, tool = ALLOW, None
         for call in payload.calls:
@@ -131,10 +137,17 @@ def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Verdict, st
                 state.seen.append(call.call_id)
             if call.interrupted:
                 continue  # the user pressed stop: not the agent's doing
-            verdict = monitor.observe(ToolCall(
-                call.name, call.input, call.result, error=call.error, at=at, call_id=call.call_id,
-                agent=payload.agent or None,
-            ))
+            verdict = monitor.observe(
+                ToolCall(
+                    call.name,
+                    call.input,
+                    call.result,
+                    error=call.error,
+                    at=at,
+                    call_id=call.call_id,
+                    agent=payload.agent or None,
+                )
+            )
             if verdict.action.rank > strongest.action.rank:
                 strongest, tool = verdict, call.name
         return strongest, tool

@@ -43,8 +43,13 @@ __all__ = ["EVENTS", "Call", "Payload", "PayloadError", "parse", "read_stdin", "
 
 #: The events `loopwatch hook` understands; any other is allowed untouched.
 EVENTS = (
-    "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
-    "UserPromptSubmit", "Stop", "SubagentStop",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
 )
 
 _STRING_KEEP = 4096  # a long string keeps this many characters of head and of tail
@@ -66,8 +71,16 @@ class Call:
 
     __slots__ = ("call_id", "error", "input", "interrupted", "name", "result", "spawned")
 
-    def __init__(self, name: str, input: Any, call_id: str | None = None, result: Any = None,
-                 error: bool = False, interrupted: bool = False, spawned: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        input: Any,
+        call_id: str | None = None,
+        result: Any = None,
+        error: bool = False,
+        interrupted: bool = False,
+        spawned: str | None = None,
+    ) -> None:
         self.name, self.input, self.call_id = name, input, call_id
         self.result, self.error, self.interrupted = result, error, interrupted
         self.spawned = spawned  # the sub-agent this call ran (Claude Code's Agent tool), when known
@@ -81,8 +94,16 @@ class Payload:
 
     __slots__ = ("agent", "calls", "cwd", "event", "host", "oversize", "session")
 
-    def __init__(self, host: str, event: str, session: str, agent: str, cwd: str | None,
-                 calls: tuple[Call, ...] = (), oversize: bool = False) -> None:
+    def __init__(
+        self,
+        host: str,
+        event: str,
+        session: str,
+        agent: str,
+        cwd: str | None,
+        calls: tuple[Call, ...] = (),
+        oversize: bool = False,
+    ) -> None:
         self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
         self.calls, self.oversize = calls, oversize
 
@@ -219,8 +240,15 @@ def _claude_call(raw: dict, event: str, name: str, call_id: str | None, tool_inp
         if event == "PostToolBatch" and (raw.get("error") or raw.get("error_message")):
             result = raw.get("error", raw.get("error_message"))
     spawned = claude_code.spawned_agent(name, raw.get("tool_response")) if event == "PostToolUse" else None
-    return Call(name, tool_input, call_id, trim(result), claude_code.call_failed(event, raw),
-                claude_code.interrupted(event, raw), spawned)
+    return Call(
+        name,
+        tool_input,
+        call_id,
+        trim(result),
+        claude_code.call_failed(event, raw),
+        claude_code.interrupted(event, raw),
+        spawned,
+    )
 
 
 def _failed(result: Any) -> bool:

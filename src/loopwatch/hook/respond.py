@@ -57,11 +57,20 @@ def reply(host: str, event: str, verdict: Verdict, stopped: str | None = None) -
     action = verdict.action
     if event == "PreToolUse":
         if stopped is not None and action.rank < Action.BLOCK.rank:
-            return refuse(host, f"loopwatch stopped the run: {stopped}. Do not call more tools; "
-                          "say what went wrong and wait for the user.", stop=True, person=stopped)
+            return refuse(
+                host,
+                f"loopwatch stopped the run: {stopped}. Do not call more tools; "
+                "say what went wrong and wait for the user.",
+                stop=True,
+                person=stopped,
+            )
         if action is Action.BLOCK or action is Action.STOP:
-            return refuse(host, verdict.message or verdict.description or "loopwatch blocked this call",
-                          stop=action is Action.STOP, person=verdict.description)
+            return refuse(
+                host,
+                verdict.message or verdict.description or "loopwatch blocked this call",
+                stop=action is Action.STOP,
+                person=verdict.description,
+            )
         return _warn(verdict)
     if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
         if stopped is not None and action.rank < Action.STOP.rank:
@@ -100,12 +109,15 @@ def _after_call(host: str, event: str, verdict: Verdict) -> Reply:
     if action is Action.BLOCK:
         # The call already ran; the core words a block as if it had not.
         if message.startswith(_POST_BLOCK_HEAD):
-            message = _POST_BLOCK_NEW + message[len(_POST_BLOCK_HEAD):]
+            message = _POST_BLOCK_NEW + message[len(_POST_BLOCK_HEAD) :]
         if event == "PostToolUse":
-            return Reply({"decision": "block", "reason": message,
-                          "systemMessage": f"loopwatch: {verdict.description}"})
-        return Reply({"hookSpecificOutput": {"hookEventName": event, "additionalContext": message},
-                      "systemMessage": f"loopwatch: {verdict.description}"})
+            return Reply({"decision": "block", "reason": message, "systemMessage": f"loopwatch: {verdict.description}"})
+        return Reply(
+            {
+                "hookSpecificOutput": {"hookEventName": event, "additionalContext": message},
+                "systemMessage": f"loopwatch: {verdict.description}",
+            }
+        )
     if action is Action.STOP:
         why = f"loopwatch stopped the run: {verdict.description}"
         return Reply({"continue": False, "stopReason": why, "systemMessage": why})

@@ -48,8 +48,14 @@ class HookSettings:
 
     NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions", "trust_project")
 
-    def __init__(self, fail: str = "open", busy_timeout: float = 10.0, keep_days: float = 7.0,
-                 keep_sessions: int = 500, trust_project: bool = False) -> None:
+    def __init__(
+        self,
+        fail: str = "open",
+        busy_timeout: float = 10.0,
+        keep_days: float = 7.0,
+        keep_sessions: int = 500,
+        trust_project: bool = False,
+    ) -> None:
         self.fail, self.busy_timeout, self.keep_days, self.keep_sessions = fail, busy_timeout, keep_days, keep_sessions
         self.trust_project = trust_project
         self.origin = "mode: default"
@@ -162,7 +168,7 @@ def _settings(table: Any) -> HookSettings:
         value = table[name]
         if name == "fail":
             if value not in ("open", "closed"):
-                raise ConfigError(f"hook.fail: {value!r} is not \"open\" or \"closed\"")
+                raise ConfigError(f'hook.fail: {value!r} is not "open" or "closed"')
         elif name == "trust_project":
             if not isinstance(value, bool):
                 raise ConfigError(f"hook.trust_project: expected true or false, got {value!r}")
@@ -226,13 +232,13 @@ def _headless_ancestor(levels: int = 6) -> str | None:
 
 
 def _headless_argv(argv: list[str]) -> str | None:
-    """"claude -p" / "codex exec" if argv is a headless agent run, "" if it is the
+    """ "claude -p" / "codex exec" if argv is a headless agent run, "" if it is the
     agent run interactively, None if it is not an agent at all."""
     for i, arg in enumerate(argv[:3]):
         base = os.path.basename(arg)
         if base == "claude" or arg.endswith("claude-code/cli.js"):
-            return "claude -p" if any(a in ("-p", "--print") or a.startswith("--print=") for a in argv[i + 1:]) else ""
+            return "claude -p" if any(a in ("-p", "--print") or a.startswith("--print=") for a in argv[i + 1 :]) else ""
         if base in ("codex", "codex.js"):
-            rest = [a for a in argv[i + 1:] if not a.startswith("-")]
+            rest = [a for a in argv[i + 1 :] if not a.startswith("-")]
             return "codex exec" if "exec" in rest[:3] or rest[:1] == ["e"] else ""
     return None

@@ -85,8 +85,10 @@ def secure_folder(folder: str) -> None:
     if info.st_uid != os.getuid():
         raise UnsafeStateError(f"{folder} belongs to another user (uid {info.st_uid}); loopwatch will not use it")
     if info.st_mode & 0o022:
-        raise UnsafeStateError(f"{folder} can be written by others (mode {stat.S_IMODE(info.st_mode):o}); "
-                               f"loopwatch will not use it (chmod 700 it)")
+        raise UnsafeStateError(
+            f"{folder} can be written by others (mode {stat.S_IMODE(info.st_mode):o}); "
+            f"loopwatch will not use it (chmod 700 it)"
+        )
     if info.st_mode & 0o077:
         os.chmod(folder, 0o700)  # readable by others (an older loopwatch, a umask): make it private
 
@@ -131,9 +133,17 @@ class Store:
     opens an existing database read-only (for `loopwatch status`) and takes no lock.
     `log` is told, in one line, what recovery did."""
 
-    def __init__(self, folder: str | os.PathLike, busy_timeout: float = 10.0, keep_days: float = 7.0,
-                 keep_sessions: int = 500, *, write: bool = True, log: Callable[[str], None] | None = None,
-                 origin: str = "") -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike,
+        busy_timeout: float = 10.0,
+        keep_days: float = 7.0,
+        keep_sessions: int = 500,
+        *,
+        write: bool = True,
+        log: Callable[[str], None] | None = None,
+        origin: str = "",
+    ) -> None:
         self.folder = os.fspath(folder)
         self.path = os.path.join(self.folder, "state.db")
         self.busy_timeout = busy_timeout
@@ -149,8 +159,9 @@ class Store:
         else:
             from urllib.parse import quote
 
-            self.db = sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True, timeout=busy_timeout,
-                                      isolation_level=None)
+            self.db = sqlite3.connect(
+                f"file:{quote(self.path)}?mode=ro", uri=True, timeout=busy_timeout, isolation_level=None
+            )
 
     def _connect(self) -> sqlite3.Connection:
         if os.path.islink(self.path):
@@ -215,8 +226,10 @@ class Store:
             if seen != stamp:
                 stamp, last_move = seen, now
             if now - last_move >= self.busy_timeout or now - began >= _WAIT_CAP * self.busy_timeout:
-                raise LockTimeout(f"database is locked: no progress for {now - last_move:.1f}s "
-                                  f"(waited {now - began:.1f}s for state.lock)")
+                raise LockTimeout(
+                    f"database is locked: no progress for {now - last_move:.1f}s "
+                    f"(waited {now - began:.1f}s for state.lock)"
+                )
             _block(fd, min(_PROGRESS_EVERY, self.busy_timeout))
 
     def _progress(self, fd: int) -> tuple:
@@ -253,9 +266,14 @@ class Store:
 
     # -- one call -------------------------------------------------------------------------
 
-    def update(self, session: str, agent: str, make: Callable[[], SessionState],
-               feed: Callable[[SessionState], list[tuple[str, Verdict, str | None]]],
-               on_bad_state: Callable[[Exception], None] | None = None) -> list[tuple[str, Verdict, str | None]]:
+    def update(
+        self,
+        session: str,
+        agent: str,
+        make: Callable[[], SessionState],
+        feed: Callable[[SessionState], list[tuple[str, Verdict, str | None]]],
+        on_bad_state: Callable[[Exception], None] | None = None,
+    ) -> list[tuple[str, Verdict, str | None]]:
         """Load (or `make`) the state of (session, agent), `feed` it, save it: one
         transaction, under the lock. `feed` returns the decisions to log as (event,
         verdict, tool). A state that cannot be loaded, or that fails when fed, is
@@ -313,7 +331,7 @@ class Store:
         except FileNotFoundError:
             info = None
         if info is not None and (info.st_dev, info.st_ino) == self._inode:  # still the file found broken
-            aside = (f"{self.path}.broken-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(4)}")
+            aside = f"{self.path}.broken-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(4)}"
             os.rename(self.path, aside)
             for suffix in ("-wal", "-shm"):
                 try:
@@ -323,14 +341,21 @@ class Store:
             self.log(f"state database unreadable ({why[:60]}); moved aside to {os.path.basename(aside)}")
         self.db = self._connect()
 
-    def _update(self, session: str, agent: str, make: Callable[[], SessionState],
-                feed: Callable[[SessionState], list[tuple[str, Verdict, str | None]]],
-                on_bad_state: Callable[[Exception], None] | None) -> list[tuple[str, Verdict, str | None]]:
+    def _update(
+        self,
+        session: str,
+        agent: str,
+        make: Callable[[], SessionState],
+        feed: Callable[[SessionState], list[tuple[str, Verdict, str | None]]],
+        on_bad_state: Callable[[Exception], None] | None,
+    ) -> list[tuple[str, Verdict, str | None]]:
         db = self.db
         now = time.time()
         db.execute("BEGIN IMMEDIATE")
         try:
-            row = db.execute("SELECT state, created FROM sessions WHERE session = ? AND agent = ?", (session, agent)).fetchone()
+            row = db.execute(
+                "SELECT state, created FROM sessions WHERE session = ? AND agent = ?", (session, agent)
+            ).fetchone()
             state = None
             decisions = None
             if row is not None:
@@ -360,8 +385,19 @@ class Store:
             counts = state.counts
             db.execute(
                 "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session, agent, state.host, state.profile, created, now, state.monitor.actions,
-                 counts.get("nudge", 0), counts.get("block", 0), counts.get("stop", 0), dumps(state)),
+                (
+                    session,
+                    agent,
+                    state.host,
+                    state.profile,
+                    created,
+                    now,
+                    state.monitor.actions,
+                    counts.get("nudge", 0),
+                    counts.get("block", 0),
+                    counts.get("stop", 0),
+                    dumps(state),
+                ),
             )
             db.execute("COMMIT")
         except BaseException:
@@ -381,9 +417,7 @@ class Store:
             (max(self.keep_sessions - 1, 0),),  # room for the session being made
         )
         db.execute("DELETE FROM decisions WHERE at < ?", (cutoff,))
-        db.execute(
-            "DELETE FROM decisions WHERE rowid <= (SELECT max(rowid) FROM decisions) - ?", (_MAX_DECISIONS,)
-        )
+        db.execute("DELETE FROM decisions WHERE rowid <= (SELECT max(rowid) FROM decisions) - ?", (_MAX_DECISIONS,))
 
     # -- reading, for `loopwatch status` --------------------------------------------------
 

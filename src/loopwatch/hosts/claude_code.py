@@ -73,8 +73,13 @@ AGENT_TOOLS = ("Agent", "Task")
 #: The events `loopwatch install claude-code` hooks, in this order. PostToolBatch is
 #: the one whose `continue: false` ends a run; the others feed the monitor.
 HOOK_EVENTS = (
-    "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
-    "UserPromptSubmit", "Stop", "SubagentStop",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
 )
 
 #: Events that take a tool matcher in settings.json.
@@ -168,7 +173,7 @@ def is_user_prompt(obj: dict, said: bool, has_results: bool) -> bool:
 
 
 def loopwatch_denial(block: dict, text: Any) -> str | None:
-    """"stop" or "block" when a tool_result is loopwatch's own denial (the call never
+    """ "stop" or "block" when a tool_result is loopwatch's own denial (the call never
     ran), else None."""
     if block.get("is_error") is not True or not isinstance(text, str):
         return None

@@ -221,7 +221,9 @@ def trusted_hash(event: str, handler: Mapping[str, Any], matcher: str | None = N
     normalized: dict[str, Any] = {
         "type": "command",
         "command": handler["command"],
-        "timeout": max(1, int(timeout)) if isinstance(timeout, int) and not isinstance(timeout, bool) else _DEFAULT_TIMEOUT,
+        "timeout": max(1, int(timeout))
+        if isinstance(timeout, int) and not isinstance(timeout, bool)
+        else _DEFAULT_TIMEOUT,
         "async": bool(handler.get("async", False)),
     }
     if isinstance(handler.get("statusMessage"), str):

@@ -35,8 +35,9 @@ def sniff(path: str, head: bytes) -> bool:
         header = orjson.loads(first)
     except orjson.JSONDecodeError:  # a header longer than the head: trust the name
         return path.endswith(".cast")
-    return isinstance(header, dict) and header.get("version") in (1, 2) and (
-        "width" in header or path.endswith(".cast"))
+    return (
+        isinstance(header, dict) and header.get("version") in (1, 2) and ("width" in header or path.endswith(".cast"))
+    )
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
@@ -79,8 +80,13 @@ def _events(fh: BinaryIO, session: Session, close: bool) -> Iterator[Any]:
             except orjson.JSONDecodeError:
                 session.skipped.append(f"line {number}: not JSON")
                 continue
-            if not (isinstance(event, list) and len(event) >= 3 and isinstance(event[2], str)
-                    and isinstance(event[0], (int, float)) and not isinstance(event[0], bool)):
+            if not (
+                isinstance(event, list)
+                and len(event) >= 3
+                and isinstance(event[2], str)
+                and isinstance(event[0], (int, float))
+                and not isinstance(event[0], bool)
+            ):
                 session.skipped.append(f"line {number}: not an [seconds, kind, text] event")
                 continue
             at, kind, text = float(event[0]), event[1], event[2]

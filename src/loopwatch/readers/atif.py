@@ -59,7 +59,9 @@ def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
         if not calls and isinstance(message, str) and message:
             yield ModelText(message, at=at, source_ref=ref)
         observation = mapping_at(step, "observation")
-        results = {r.get("source_call_id"): r.get("content") for r in observation.get("results") or [] if isinstance(r, dict)}
+        results = {
+            r.get("source_call_id"): r.get("content") for r in observation.get("results") or [] if isinstance(r, dict)
+        }
         extra = mapping_at(step, "extra")
         metrics = mapping_at(step, "metrics")
         tokens = tokens_of(metrics, "prompt_tokens", "completion_tokens") or None
@@ -75,7 +77,14 @@ def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
             if name in WRITERS and not error and isinstance(arguments, dict):
                 changed = (str(arguments.get("file_path") or arguments.get("path") or "?"),)
             yield ToolCall(
-                name=name, input=arguments, result=result, error=error, changed=changed,
-                at=at, call_id=call.get("tool_call_id"), source_ref=ref, tokens=tokens,
+                name=name,
+                input=arguments,
+                result=result,
+                error=error,
+                changed=changed,
+                at=at,
+                call_id=call.get("tool_call_id"),
+                source_ref=ref,
+                tokens=tokens,
             )
             tokens = None  # count a step's tokens once

@@ -43,7 +43,14 @@ NAME = "chat"
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 #: top-level keys of other formats that also hold messages (mini-swe-agent, SWE-agent, ATIF, OpenHands)
 _FOREIGN = frozenset({"trajectory_format", "trajectory", "schema_version", "steps", "history", "environment"})
-_USAGE = ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_USAGE = (
+    "prompt_tokens",
+    "completion_tokens",
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 
 
 def sniff(path: str, head: bytes) -> bool:
@@ -111,7 +118,13 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
                     use_id = block.get("tool_use_id")
                     call = calls.pop(use_id, None) if isinstance(use_id, str) else None
                     if call is not None:
-                        yield _complete(call, block.get("tool_use_id"), blocks_text(block.get("content")), block.get("is_error") is True, at)
+                        yield _complete(
+                            call,
+                            block.get("tool_use_id"),
+                            blocks_text(block.get("content")),
+                            block.get("is_error") is True,
+                            at,
+                        )
                 elif block.get("type") in ("text", "image", "document", "input_text"):
                     said = True
             if said:
@@ -123,14 +136,19 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
                 error = message.get("is_error") is True or message.get("status") == "error"
                 yield _complete(call, call_id, blocks_text(content), error, at)
         elif role == "function":  # legacy: answers the latest function_call of that name
-            key = next((k for k in reversed(calls) if k.startswith("function_call ") and calls[k].name == message.get("name")), None)
+            key = next(
+                (k for k in reversed(calls) if k.startswith("function_call ") and calls[k].name == message.get("name")),
+                None,
+            )
             if key is not None:
                 yield _complete(calls.pop(key), None, blocks_text(content), False, at)
     for call_id, call in calls.items():
         yield _complete(call, None if call_id.startswith("function_call ") else call_id, None, False, None)
 
 
-def _assistant(message: dict, index: int, ref: str, at: float | None, calls: dict[str, _Call], session: Session) -> Iterator[Event]:
+def _assistant(
+    message: dict, index: int, ref: str, at: float | None, calls: dict[str, _Call], session: Session
+) -> Iterator[Event]:
     tokens = tokens_of(message.get("usage"), *_USAGE)
     if tokens is not None:
         session.tokens = (session.tokens or 0) + tokens
@@ -150,7 +168,9 @@ def _assistant(message: dict, index: int, ref: str, at: float | None, calls: dic
             continue
         if block.get("type") in ("text", "output_text") and isinstance(block.get("text"), str):
             texts.append(block["text"])
-        elif block.get("type") == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str):
+        elif (
+            block.get("type") == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
+        ):
             calls[block["id"]] = _Call(block["name"], block.get("input"), ref, price())
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
@@ -166,4 +186,6 @@ def _assistant(message: dict, index: int, ref: str, at: float | None, calls: dic
 
 
 def _complete(call: _Call, call_id: str | None, result: Any, error: bool, at: float | None) -> ToolCall:
-    return ToolCall(call.name, call.input, result, error=error, at=at, call_id=call_id, source_ref=call.ref, tokens=call.tokens)
+    return ToolCall(
+        call.name, call.input, result, error=error, at=at, call_id=call_id, source_ref=call.ref, tokens=call.tokens
+    )

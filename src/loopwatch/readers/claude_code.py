@@ -126,13 +126,13 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     if not any(is_session_line(o) or is_stream_line(o) for o in ahead):
         problem = f" ({lines.skipped[0]})" if lines.skipped and not ahead else ""
         raise ReadError(f"not a Claude Code session or stream-json output{problem}")
-    session_id = next((o.get("sessionId") or o.get("session_id") for o in ahead if o.get("sessionId") or o.get("session_id")), None)
+    session_id = next(
+        (o.get("sessionId") or o.get("session_id") for o in ahead if o.get("sessionId") or o.get("session_id")), None
+    )
     session = Session(NAME, str(session_id or session_name(path)), (), skipped=lines.skipped)
     session.meta["variant"] = "stream-json" if any(is_stream_line(o) for o in ahead) else "session"
     session.events = parsed_events(StreamParser(), lines, session)
     yield session
-
-
 
 
 class _Call:
@@ -228,7 +228,9 @@ class StreamParser:
 
     # -- lines ----------------------------------------------------------------------------
 
-    def _assistant(self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]) -> None:
+    def _assistant(
+        self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]
+    ) -> None:
         message = mapping_at(obj, "message")
         message_id = self._message_id(obj)
         tokens = tokens_of(message.get("usage"), *_USAGE)
@@ -260,7 +262,9 @@ class StreamParser:
             elif kind == "tool_use":
                 self._tool_use(block, message_id, at, ref, agent, out)
 
-    def _tool_use(self, block: dict, message_id: str, at: float | None, ref: str | None, agent: str | None, out: list[Event]) -> None:
+    def _tool_use(
+        self, block: dict, message_id: str, at: float | None, ref: str | None, agent: str | None, out: list[Event]
+    ) -> None:
         call_id = block.get("id")
         name = block.get("name")
         if not isinstance(call_id, str) or not isinstance(name, str):
@@ -271,7 +275,9 @@ class StreamParser:
         if self.attempts:
             out.append(Attempt(name, block.get("input"), at=at, call_id=call_id, agent=agent, source_ref=ref))
 
-    def _user(self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]) -> None:
+    def _user(
+        self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]
+    ) -> None:
         message = mapping_at(obj, "message")
         content = message.get("content")
         said = isinstance(content, str) and bool(content.strip())
@@ -296,8 +302,16 @@ class StreamParser:
                 self.denied += 1
                 self._stop_denied = denial == "stop"
                 if not self.attempts:  # the model asked for it again: a replay's guard judges that
-                    out.append(Attempt(call.name, call.input, at=at, call_id=block["tool_use_id"],
-                                       agent=call.agent, source_ref=call.ref))
+                    out.append(
+                        Attempt(
+                            call.name,
+                            call.input,
+                            at=at,
+                            call_id=block["tool_use_id"],
+                            agent=call.agent,
+                            source_ref=call.ref,
+                        )
+                    )
                 continue
             error = host.result_failed(block, text)
             changed = () if error else _changed(call, structured)
@@ -379,13 +393,23 @@ class StreamParser:
         self._open = None
         return Turn(at=at, tokens=self._message_tokens.get(message_id), source_ref=ref)
 
-    def _tool_call(self, call_id: str, call: _Call, result: Any, error: bool, changed: tuple[str, ...], at: float | None) -> ToolCall:
+    def _tool_call(
+        self, call_id: str, call: _Call, result: Any, error: bool, changed: tuple[str, ...], at: float | None
+    ) -> ToolCall:
         tokens = self._message_tokens.get(call.message)
         if tokens is not None and not call.first:
             tokens = 0  # the response's tokens ride on its first call only
         return ToolCall(
-            call.name, call.input, result, error=error, changed=changed, at=at,
-            call_id=call_id, agent=call.agent, source_ref=call.ref, tokens=tokens,
+            call.name,
+            call.input,
+            result,
+            error=error,
+            changed=changed,
+            at=at,
+            call_id=call_id,
+            agent=call.agent,
+            source_ref=call.ref,
+            tokens=tokens,
         )
 
 

@@ -68,7 +68,17 @@ __all__ = ["NAME", "StreamParser", "read", "sniff"]
 NAME = "codex"
 
 _ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_EXEC_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed", "item.started", "item.updated", "item.completed"})
+_EXEC_TYPES = frozenset(
+    {
+        "thread.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "item.started",
+        "item.updated",
+        "item.completed",
+    }
+)
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 _ITEM_TYPES = _CALLS | _OUTPUTS | {"message", "reasoning", "web_search_call"}
@@ -76,7 +86,9 @@ _ITEM_TYPES = _CALLS | _OUTPUTS | {"message", "reasoning", "web_search_call"}
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>")
 # The name runs to the line's last non-space (`\S(?:.*\S)?`, not a lazy `.+?\s*$`, which
 # rescans the trailing blanks at every character: quadratic on a line of spaces).
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S(?:.*\S)?)\s*$|^\*\*\* Move to: (\S(?:.*\S)?)\s*$", re.MULTILINE)
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (?:Add|Update|Delete) File: (\S(?:.*\S)?)\s*$|^\*\*\* Move to: (\S(?:.*\S)?)\s*$", re.MULTILINE
+)
 _PEEK = 50
 _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTILINE)
 
@@ -136,8 +148,6 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     session.meta["variant"] = "exec-json" if any(is_exec_line(o) for o in ahead) else "rollout"
     session.events = parsed_events(StreamParser(), lines, session)
     yield session
-
-
 
 
 def _session_id(obj: dict) -> str | None:
@@ -222,7 +232,9 @@ class StreamParser:
         return out
 
     def finish(self) -> list[Event]:
-        out: list[Event] = [self._tool_call(call, None, False, (), None, call_id) for call_id, call in self._calls.items()]
+        out: list[Event] = [
+            self._tool_call(call, None, False, (), None, call_id) for call_id, call in self._calls.items()
+        ]
         self._calls.clear()
         return out
 
@@ -304,7 +316,9 @@ class StreamParser:
         if kind == "item.started" and item_id is not None:
             self._started[item_id] = ref
             if self.attempts and item.get("type") == "command_execution":
-                out.append(Attempt("command_execution", {"command": item.get("command")}, call_id=item_id, source_ref=ref))
+                out.append(
+                    Attempt("command_execution", {"command": item.get("command")}, call_id=item_id, source_ref=ref)
+                )
         elif kind == "item.completed":
             start = self._started.pop(item_id, ref) if item_id is not None else ref
             self._exec_item(item, item_id, start, out)
@@ -313,7 +327,9 @@ class StreamParser:
             tokens = None
             if isinstance(usage, dict):
                 counts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
-                tokens = sum(c for c in counts if isinstance(c, int)) if any(isinstance(c, int) for c in counts) else None
+                tokens = (
+                    sum(c for c in counts if isinstance(c, int)) if any(isinstance(c, int) for c in counts) else None
+                )
             if tokens is not None:
                 self.tokens = (self.tokens or 0) + tokens
             out.append(Turn(tokens=tokens, source_ref=ref))
@@ -334,22 +350,57 @@ class StreamParser:
         elif kind == "command_execution":
             found = codex.item_exit_code(item)
             error = failed or (found is not None and found[1] != 0)
-            out.append(ToolCall("command_execution", {"command": item.get("command")}, item.get("aggregated_output"), error=error, call_id=item_id, source_ref=ref))
+            out.append(
+                ToolCall(
+                    "command_execution",
+                    {"command": item.get("command")},
+                    item.get("aggregated_output"),
+                    error=error,
+                    call_id=item_id,
+                    source_ref=ref,
+                )
+            )
         elif kind == "file_change":
             changes = item.get("changes")
             changes = changes if isinstance(changes, list) else []
             paths = tuple(c["path"] for c in changes if isinstance(c, dict) and isinstance(c.get("path"), str))
-            out.append(ToolCall("file_change", {"changes": changes}, status, error=failed, changed=() if failed else paths, call_id=item_id, source_ref=ref))
+            out.append(
+                ToolCall(
+                    "file_change",
+                    {"changes": changes},
+                    status,
+                    error=failed,
+                    changed=() if failed else paths,
+                    call_id=item_id,
+                    source_ref=ref,
+                )
+            )
         elif kind == "mcp_tool_call":
             name = ".".join(str(part) for part in (item.get("server"), item.get("tool")) if part)
             result = item.get("result", item.get("error"))
             error = failed or bool(item.get("error"))
-            out.append(ToolCall(name or "mcp_tool_call", item.get("arguments"), result, error=error, call_id=item_id, source_ref=ref))
+            out.append(
+                ToolCall(
+                    name or "mcp_tool_call", item.get("arguments"), result, error=error, call_id=item_id, source_ref=ref
+                )
+            )
         elif kind == "web_search":
             out.append(ToolCall("web_search", {"query": item.get("query")}, status, call_id=item_id, source_ref=ref))
 
-    def _tool_call(self, call: _Call, result: Any, error: bool, changed: tuple[str, ...], at: float | None, call_id: str) -> ToolCall:
-        return ToolCall(call.name, call.input, result, error=error, changed=changed, at=at, call_id=call_id, source_ref=call.ref, tokens=call.tokens)
+    def _tool_call(
+        self, call: _Call, result: Any, error: bool, changed: tuple[str, ...], at: float | None, call_id: str
+    ) -> ToolCall:
+        return ToolCall(
+            call.name,
+            call.input,
+            result,
+            error=error,
+            changed=changed,
+            at=at,
+            call_id=call_id,
+            source_ref=call.ref,
+            tokens=call.tokens,
+        )
 
 
 def _output(output: Any, exit_code: int | None) -> tuple[Any, bool, bool]:

@@ -222,7 +222,9 @@ _MAKERS: dict[str, Callable[[dict, Any, str | None], Any]] = {
     "tool": _tool,
     "attempt": _attempt,
     "text": lambda v, at, ref: ModelText(_text(v, "text"), at=at, chunk=bool(v.get("chunk", False)), source_ref=ref),
-    "output": lambda v, at, ref: Output(_text(v, "data"), stream=_text(v, "stream", True, "stdout"), at=at, source_ref=ref),
+    "output": lambda v, at, ref: Output(
+        _text(v, "data"), stream=_text(v, "stream", True, "stdout"), at=at, source_ref=ref
+    ),
     "retry": lambda v, at, ref: Retry(at=at, reason=_text(v, "reason", False), source_ref=ref),
     "turn": _turn,
     "correction": lambda v, at, ref: Correction(_text(v, "message"), at=at, source_ref=ref),

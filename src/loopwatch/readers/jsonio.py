@@ -97,7 +97,7 @@ class JsonLines:
             if not raw or raw.isspace():
                 continue
             if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
+                raw = raw[len(_BOM) :]
             cut = not raw.endswith(b"\n")
             try:
                 value = loads(raw)
@@ -135,8 +135,9 @@ _SLACK = 64  # bytes kept before a tail so its start can be checked against an e
 _STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
 
 
-def lines(fh: BinaryIO, cap: int = LINE_CAP, keep: int = _KEEP,
-          chunk: int = _CHUNK) -> Iterator[tuple[int, bytes, str | None]]:
+def lines(
+    fh: BinaryIO, cap: int = LINE_CAP, keep: int = _KEEP, chunk: int = _CHUNK
+) -> Iterator[tuple[int, bytes, str | None]]:
     """`(line_number, raw, note)` for every line of `fh`, 1-based, with its newline.
 
     A line up to `cap` bytes is `raw` as it is and `note` is None. A longer line is read
@@ -180,12 +181,24 @@ def lines(fh: BinaryIO, cap: int = LINE_CAP, keep: int = _KEEP,
             raw = fh.readline(chunk)
         size_text = f"{shrunk.size / 2**20:.0f} MiB"
         if shrunk.over:
-            yield number, b"", (f"line {number}: skipped, {size_text} in one line, over the {cap // 2**20} MiB "
-                                f"a line may hold once its long strings are cut")
+            yield (
+                number,
+                b"",
+                (
+                    f"line {number}: skipped, {size_text} in one line, over the {cap // 2**20} MiB "
+                    f"a line may hold once its long strings are cut"
+                ),
+            )
         else:
-            yield number, bytes(shrunk.out), (f"line {number}: read in part, {size_text} in one line: "
-                                              f"{shrunk.cut} string{'s' if shrunk.cut != 1 else ''} kept as its first and last "
-                                              f"{keep // 2**20} MiB")
+            yield (
+                number,
+                bytes(shrunk.out),
+                (
+                    f"line {number}: read in part, {size_text} in one line: "
+                    f"{shrunk.cut} string{'s' if shrunk.cut != 1 else ''} kept as its first and last "
+                    f"{keep // 2**20} MiB"
+                ),
+            )
         del shrunk
 
 
@@ -273,7 +286,7 @@ class _Shrunk:
         # the head is the string's first `keep` bytes, the tail its last `keep`, each
         # moved back to a character boundary
         from_ = _boundary(tail, tail_start, 0)
-        del self.out[_boundary(self.out, start + keep, start):]
+        del self.out[_boundary(self.out, start + keep, start) :]
         self.out += tail[from_:]
         self.cut += 1
 

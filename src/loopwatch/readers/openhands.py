@@ -56,12 +56,36 @@ __all__ = ["NAME", "read", "sniff"]
 NAME = "openhands"
 
 #: args that vary between otherwise identical calls, or only steer the harness
-NOISE = frozenset({
-    "thought", "reasoning_content", "blocking", "hidden", "confirmation_state", "is_confirmed",
-    "security_risk", "impl_source", "kernel_init_code", "include_extra", "wait_for_response",
-})
+NOISE = frozenset(
+    {
+        "thought",
+        "reasoning_content",
+        "blocking",
+        "hidden",
+        "confirmation_state",
+        "is_confirmed",
+        "security_risk",
+        "impl_source",
+        "kernel_init_code",
+        "include_extra",
+        "wait_for_response",
+    }
+)
 #: actions that are not tool calls: they get no observation, or not one of their own
-_NOT_CALLS = frozenset({"message", "finish", "system", "recall", "change_agent_state", "condensation", "condensation_request", "reject", "null", "start"})
+_NOT_CALLS = frozenset(
+    {
+        "message",
+        "finish",
+        "system",
+        "recall",
+        "change_agent_state",
+        "condensation",
+        "condensation_request",
+        "reject",
+        "null",
+        "start",
+    }
+)
 _FAILED = frozenset({"error", "user_rejected"})
 
 _EVENT = re.compile(rb'"(?:action|observation)"\s*:\s*"[a-z_]+"')
@@ -93,14 +117,16 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     else:
         events, name = data, None
     if not isinstance(events, list) or not _looks_like_events(events):
-        raise ReadError("not an OpenHands trajectory (expected a list of action/observation events, or an object with one under `history`)")
+        raise ReadError(
+            "not an OpenHands trajectory (expected a list of action/observation events, or an object with one under `history`)"
+        )
     yield _session(events, str(name) if name else session_name(path), data if isinstance(data, dict) else None)
 
 
 def _is_jsonl(path: str, stream: BinaryIO | None) -> bool:
     """Does the first line hold a whole JSON object? Then each line is a record."""
     if stream is not None:
-        first = stream.peek(64 * 1024)[:64 * 1024] if hasattr(stream, "peek") else b""
+        first = stream.peek(64 * 1024)[: 64 * 1024] if hasattr(stream, "peek") else b""
         return first.lstrip().startswith(b"{") and b"\n" in first.strip() and _parses(first.lstrip().split(b"\n", 1)[0])
     try:
         with open(path, "rb") as fh:
@@ -169,7 +195,11 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
             if isinstance(action, dict) and "action" in action:
                 call = _action(action, index, session, last_cost)
                 if isinstance(call, _Pending):
-                    if isinstance(observation, dict) and "observation" in observation and observation.get("observation") != "null":
+                    if (
+                        isinstance(observation, dict)
+                        and "observation" in observation
+                        and observation.get("observation") != "null"
+                    ):
                         yield _complete(call, observation)
                     else:
                         pending[("pair", index)] = call
@@ -234,9 +264,15 @@ def _complete(call: _Pending, observation: dict) -> ToolCall:
     error = observation.get("observation") in _FAILED or (isinstance(code, int) and code > 0)
     changed = (call.changes,) if call.changes and not error else ()
     return ToolCall(
-        call.name, call.input, observation.get("content"), error=error, changed=changed,
-        at=iso_seconds(observation.get("timestamp")), call_id=str(observation.get("cause")) if observation.get("cause") is not None else None,
-        source_ref=f"[{call.index}]", cost=call.cost,
+        call.name,
+        call.input,
+        observation.get("content"),
+        error=error,
+        changed=changed,
+        at=iso_seconds(observation.get("timestamp")),
+        call_id=str(observation.get("cause")) if observation.get("cause") is not None else None,
+        source_ref=f"[{call.index}]",
+        cost=call.cost,
     )
 
 

@@ -29,9 +29,24 @@ NAME = "swe-agent"
 
 _EXITS = {"exit_cost", "exit_context", "exit_format", "exit_error", "exit_api", "exit"}
 _ACI = {
-    "open", "goto", "scroll_up", "scroll_down", "create", "edit", "search_dir", "search_file",
-    "find_file", "submit", "plan", "succeed", "fail", "insert", "append", "str_replace_editor",
-    "filemap", "skip",
+    "open",
+    "goto",
+    "scroll_up",
+    "scroll_down",
+    "create",
+    "edit",
+    "search_dir",
+    "search_file",
+    "find_file",
+    "submit",
+    "plan",
+    "succeed",
+    "fail",
+    "insert",
+    "append",
+    "str_replace_editor",
+    "filemap",
+    "skip",
 }
 _REJECTED = "Your proposed edit has introduced new syntax error"
 
@@ -78,7 +93,9 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     yield session
 
 
-def _events(trajectory: list, agents: list | None, step_of: dict, tokens: int | None, cost: float | None, skipped: list) -> Iterator[ToolCall]:
+def _events(
+    trajectory: list, agents: list | None, step_of: dict, tokens: int | None, cost: float | None, skipped: list
+) -> Iterator[ToolCall]:
     open_file = None
     for i, entry in enumerate(trajectory):
         ref = f"trajectory[{i}]"

@@ -46,7 +46,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     session = Session(format=NAME, session=_session_name(path), events=())
     step_of: dict[str, int] = {}
     session.meta["step_of"] = step_of
-    if _HEADER.search(_ESCAPE.sub("", text[:1 << 20]) if "\x1b" in text else text):
+    if _HEADER.search(_ESCAPE.sub("", text[: 1 << 20]) if "\x1b" in text else text):
         session.events = _steps(_screen(text), step_of, session)
     else:
         session.events = _raw_lines(text)
@@ -71,7 +71,7 @@ def _steps(text: str, step_of: dict, session: Session) -> Iterator[Any]:
     previous_cost = 0.0
     for k, header in enumerate(headers):
         number, cumulative = int(header.group(1)), float(header.group(2))
-        body = text[header.end(): headers[k + 1].start() if k + 1 < len(headers) else len(text)]
+        body = text[header.end() : headers[k + 1].start() if k + 1 < len(headers) else len(text)]
         ref = f"step {number}"
         step_of[ref] = number
         cost = max(cumulative - previous_cost, 0.0)
@@ -88,7 +88,7 @@ def _steps(text: str, step_of: dict, session: Session) -> Iterator[Any]:
 def _raw_lines(text: str) -> Iterator[Output]:
     lines = text.splitlines(keepends=True)
     for start in range(0, len(lines), _OUTPUT_CHUNK):
-        yield Output("".join(lines[start:start + _OUTPUT_CHUNK]), source_ref=f"line {start + 1}")
+        yield Output("".join(lines[start : start + _OUTPUT_CHUNK]), source_ref=f"line {start + 1}")
 
 
 def _session_name(path: str) -> str:

@@ -31,8 +31,13 @@ class ChildGroup:
     Times are the caller's monotonic seconds; nothing here reads a clock.
     """
 
-    def __init__(self, argv: Sequence[str], grace: float = 5.0, env: Mapping[str, str] | None = None,
-                 terminal: Terminal | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        grace: float = 5.0,
+        env: Mapping[str, str] | None = None,
+        terminal: Terminal | None = None,
+    ) -> None:
         # Raises FileNotFoundError / PermissionError when the command cannot start.
         if terminal is None:
             self.process = subprocess.Popen(
@@ -48,8 +53,14 @@ class ChildGroup:
             # preexec_fn is unsafe once threads run; none does yet (the pty's stdin
             # thread starts after), and only it can take a controlling terminal.
             self.process = subprocess.Popen(
-                list(argv), env=None if env is None else dict(env), stdin=terminal.slave, stdout=terminal.slave, stderr=terminal.slave,
-                bufsize=0, start_new_session=True, preexec_fn=terminal.in_child,  # noqa: PLW1509
+                list(argv),
+                env=None if env is None else dict(env),
+                stdin=terminal.slave,
+                stdout=terminal.slave,
+                stderr=terminal.slave,
+                bufsize=0,
+                start_new_session=True,
+                preexec_fn=terminal.in_child,  # noqa: PLW1509
             )
         self.pid = self.process.pid
         self.grace = grace
@@ -154,7 +165,7 @@ def live_members(pgid: int) -> list[int] | None:
         except OSError:
             continue  # gone meanwhile
         # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             members.append(int(entry))
     return members

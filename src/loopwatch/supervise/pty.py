@@ -138,7 +138,7 @@ class Terminal:
             view = memoryview(data)
             try:
                 while view:
-                    view = view[os.write(master, view):]
+                    view = view[os.write(master, view) :]
             except OSError:  # the child's side is gone
                 return
 

@@ -87,7 +87,7 @@ class Pump:
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(sink, view):]
+                view = view[os.write(sink, view) :]
         except OSError:  # EPIPE and friends: the reader went away
             self._dead_sinks.add(sink)
             return

@@ -46,8 +46,13 @@ _HOLD_BYTES = 1 << 20
 _LINE_LIMIT = 32 << 20  # a longer JSON line is skipped, not buffered
 
 _CODEX_TYPES = {
-    "thread.started", "turn.started", "turn.completed", "turn.failed",
-    "item.started", "item.updated", "item.completed",
+    "thread.started",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "item.started",
+    "item.updated",
+    "item.completed",
 }
 
 

@@ -211,7 +211,9 @@ class Supervisor:
         """One line of ours on stderr, `loopwatch: ` first, always at a line start."""
         pump = self._pump
         # under --pty the child writes to stdout only, and both are often one terminal
-        at_start = pump is None or (pump.at_line_start(self.stderr) and (self._terminal is None or pump.at_line_start(self.stdout)))
+        at_start = pump is None or (
+            pump.at_line_start(self.stderr) and (self._terminal is None or pump.at_line_start(self.stdout))
+        )
         line = (b"" if at_start else b"\n") + b"loopwatch: " + text.encode("utf-8", "replace") + b"\n"
         if self._terminal is not None and self._terminal.raw:
             line = line.replace(b"\n", b"\r\n")  # our terminal is raw: no newline translation
@@ -293,7 +295,11 @@ class Supervisor:
         signal_name = verdict.signal or verdict.action.value
         if signal_name not in self._console_unheeded:
             self._console_unheeded.add(signal_name)
-            whose = "the transcript shows the tool calls" if self.transcript.following else "waiting for the agent's transcript"
+            whose = (
+                "the transcript shows the tool calls"
+                if self.transcript.following
+                else "waiting for the agent's transcript"
+            )
             self.say(f"warning (console only; {whose}): {verdict.description}")
 
     def _act(self, child: ChildGroup, verdict: Verdict, at: float, hook_first: bool = False) -> None:
@@ -362,8 +368,10 @@ class Supervisor:
             now = self.clock()
             self._check_limits(child, now)
             if (ended_before and now - start >= _DRAIN_ENDED) or (not ended_before and self._ended_by is not None):
-                self.say("not waiting for the output pipe: a process outside the command's group "
-                         "(started with setsid?) still holds it open")
+                self.say(
+                    "not waiting for the output pipe: a process outside the command's group "
+                    "(started with setsid?) still holds it open"
+                )
                 return
             if self._pump_a_little(child, 0.05):
                 quiet_since = self._last_output = self.clock()

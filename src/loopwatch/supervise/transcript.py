@@ -53,7 +53,9 @@ AGENTS = {"claude": "claude-code", "claude-code": "claude-code", "codex": "codex
 _FOLLOWED = ("claude-code", "codex")  # formats with an incremental parser
 _HEAD_LINES = 50  # lines a given file may take to show its format (the readers peek as far)
 #: Programs that start another one named after them: the agent may be that one.
-_LAUNCHERS = frozenset({"env", "npx", "bunx", "pnpx", "node", "bun", "nice", "nohup", "stdbuf", "timeout", "exec", "sudo", "time"})
+_LAUNCHERS = frozenset(
+    {"env", "npx", "bunx", "pnpx", "node", "bun", "nice", "nohup", "stdbuf", "timeout", "exec", "sudo", "time"}
+)
 _NOT_WORD = re.compile(r"[^a-zA-Z0-9]")
 
 
@@ -172,8 +174,15 @@ class Follower:
     get the wall-clock time they were read (the files' own times are wall-clock).
     """
 
-    def __init__(self, spec: str, argv: Sequence[str], *, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        spec: str,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.spec = spec
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.env = os.environ if env is None else env
@@ -290,8 +299,11 @@ class Follower:
             if format not in _FOLLOWED:
                 if format is None and head.count(b"\n") < _HEAD_LINES and len(head) < HEAD_SIZE:
                     return False  # undecided: wait for more lines
-                self.problem = (f"{self.path}: a {format} transcript cannot be followed as it is written"
-                                if format else f"{self.path}: not a Claude Code session or Codex rollout")
+                self.problem = (
+                    f"{self.path}: a {format} transcript cannot be followed as it is written"
+                    if format
+                    else f"{self.path}: not a Claude Code session or Codex rollout"
+                )
                 if self._tail is not None:
                     self._tail.close()
                 return False

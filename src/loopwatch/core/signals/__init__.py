@@ -23,7 +23,16 @@ __all__ = ["SIGNALS", "Signal"]
 SIGNALS: dict[str, type[Signal[Any]]] = {
     cls.name: cls
     for cls in (
-        Repeat, Cycle, Stagnation, Churn, Echo, SameError,
-        CorrectionSignal, Apology, RepeatedLines, RetryStorm, Chanting,
+        Repeat,
+        Cycle,
+        Stagnation,
+        Churn,
+        Echo,
+        SameError,
+        CorrectionSignal,
+        Apology,
+        RepeatedLines,
+        RetryStorm,
+        Chanting,
     )
 }

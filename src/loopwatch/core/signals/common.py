@@ -10,4 +10,3 @@ __all__ = ["most_common_names"]
 
 def most_common_names(names: Iterable[str], limit: int = 5) -> tuple[str, ...]:
     return tuple(name for name, _ in Counter(names).most_common(limit))
-

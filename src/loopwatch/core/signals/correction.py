@@ -72,7 +72,8 @@ class CorrectionSignal(Signal[Params]):
         return Finding(
             signal=self.name,
             severity=severity,
-            key=int.from_bytes(message[:6], "little") ^ (started_index if scattered or invented else -started_index - 1),
+            key=int.from_bytes(message[:6], "little")
+            ^ (started_index if scattered or invented else -started_index - 1),
             message=InventedTool(count) if invented else SameCorrection(count, 0 if scattered else in_row),
             can_stop=invented,
             can_block=invented,
