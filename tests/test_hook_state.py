@@ -139,3 +139,35 @@ def test_profile_precedence():
         detect_profile("claude-code", {"profile": "attended"}, {**env, "LOOPWATCH_PROFILE": "unattended"})[0]
         == "unattended"
     )
+
+
+def test_a_database_moved_aside_while_a_call_opens_it_loses_nothing(tmp_path, monkeypatch):
+    # Another call's recovery renames the broken state.db between this call's opening
+    # it and its next look at the path (a race seen once in 64 parallel calls under
+    # load: the call failed open and its count was lost). The call must go on, and
+    # commit to the database then at the path.
+    import loopwatch.hook.state as state_module
+
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    (folder / "state.db").write_bytes(b"this is not an sqlite database\n" * 10)
+    real = state_module.private_file
+
+    def opened_then_moved(path: str, append: bool = True) -> int:
+        fd = real(path, append)
+        if path.endswith("state.db") and os.path.exists(path):
+            os.rename(path, path + ".broken-by-another-call")
+        return fd
+
+    monkeypatch.setattr(state_module, "private_file", opened_then_moved)
+    store = Store(folder)
+    monkeypatch.setattr(state_module, "private_file", real)
+    try:
+        store.update("s1", "main", lambda: fed_state(0), lambda st: [])
+    finally:
+        store.close()
+    check = Store(folder, write=False)
+    try:
+        assert [row["session"] for row in check.sessions()] == ["s1"]
+    finally:
+        check.close()

@@ -166,8 +166,14 @@ class Store:
     def _connect(self) -> sqlite3.Connection:
         if os.path.islink(self.path):
             raise UnsafeStateError(f"{self.path} is a symlink; loopwatch will not follow it")
-        os.close(private_file(self.path))  # made 0600 before SQLite sees it; its -wal and -shm copy the mode
-        info = os.stat(self.path)
+        fd = private_file(self.path)  # made 0600 before SQLite sees it; its -wal and -shm copy the mode
+        try:
+            # The file opened, not the path: another call's recovery may move it aside
+            # in between (then `_ready` sees the path changed and connects again). A
+            # stat of the path there raised, and the call failed open: 1 of 64 lost.
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
         self._inode = (info.st_dev, info.st_ino)
         db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
