@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from ..hosts import claude_code
+from ..hosts import claude_code, codex
 
 __all__ = ["OURS", "install", "merge", "remove", "uninstall"]
 
@@ -37,7 +37,7 @@ __all__ = ["OURS", "install", "merge", "remove", "uninstall"]
 #: (with PostToolBatch, the only event whose stop it honours) is its host module's.
 EVENTS = {
     "claude-code": claude_code.HOOK_EVENTS,
-    "codex": ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"),
+    "codex": codex.HOOK_EVENTS,
 }
 _TOOL_EVENTS = claude_code.TOOL_EVENTS
 _TIMEOUT = 30  # seconds; the hook itself waits at most busy_timeout (10 s) for the database

@@ -41,16 +41,9 @@ from ..hosts import claude_code, codex
 
 __all__ = ["EVENTS", "Call", "Payload", "PayloadError", "parse", "read_stdin", "trim"]
 
-#: The events `loopwatch hook` understands; any other is allowed untouched.
-EVENTS = (
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PostToolBatch",
-    "UserPromptSubmit",
-    "Stop",
-    "SubagentStop",
-)
+#: The events `loopwatch hook` understands (those it is installed for, in either host);
+#: any other is allowed untouched.
+EVENTS = tuple(dict.fromkeys(claude_code.HOOK_EVENTS + codex.HOOK_EVENTS))
 
 _STRING_KEEP = 4096  # a long string keeps this many characters of head and of tail
 _MAX_ITEMS = 256  # a long list or object keeps this many items (then a count)

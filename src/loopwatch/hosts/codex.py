@@ -39,6 +39,7 @@ from typing import Any
 
 __all__ = [
     "EVENT_LABELS",
+    "HOOK_EVENTS",
     "SHELL_TOOLS",
     "codex_home",
     "hook_key",
@@ -52,6 +53,10 @@ __all__ = [
 
 #: One shell tool under every name Codex gives it (see the module docstring).
 SHELL_TOOLS = frozenset({"exec_command", "command_execution", "Bash", "shell"})
+
+#: The events `loopwatch install codex` installs the hook for: the calls before and
+#: after they run, a new prompt (every streak starts again), and the end of a turn.
+HOOK_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
 
 #: Hook event -> the label Codex puts in trust keys and hashes (`hook_event_key_label`).
 EVENT_LABELS = {
