@@ -30,6 +30,7 @@ from .config import Config
 from .events import (
     Attempt,
     Correction,
+    Event,
     ModelText,
     Output,
     Retry,
@@ -113,35 +114,36 @@ class Monitor:
     def warnings(self) -> int:
         return self._policy.warnings
 
-    def observe(self, event: Any) -> Verdict:
+    def observe(self, event: Event) -> Verdict:
         """Take one event; return what to do now."""
         with self._lock:
             at = self._clock(getattr(event, "at", None))
-            kind = type(event)
-            if kind is ToolCall:
-                return self._tool_call(event, at)
-            if kind is Attempt:
-                return self._check(event, at)
-            if kind is ModelText:
-                return self._text(event, at)
-            if kind is Output:
-                return self._output(event, at)
-            if kind is Retry:
-                return self._feed("on_retry", at, (at, self.actions), event)
-            if kind is Turn:
-                ended = self._end_response(at, event)
-                return _stronger(ended, self._feed("on_turn", at, (at, self.actions), event))
-            if kind is Correction:
-                key = digest(normalize(event.message))
-                invented = names_invented_tool(event.message)
-                return self._feed("on_correction", at, (key, at, self.actions, invented), event)
-            if kind is UserMessage:
-                self._end_response(at, event)  # the user speaks: whatever it found is moot
-                for signal in self._signals:
-                    signal.reset()
-                self._policy.reset()
-                return ALLOW
-            raise TypeError(f"not a loopwatch event: {event!r}")
+            match event:
+                case ToolCall():
+                    return self._tool_call(event, at)
+                case Attempt():
+                    return self._check(event, at)
+                case ModelText():
+                    return self._text(event, at)
+                case Output():
+                    return self._output(event, at)
+                case Retry():
+                    return self._feed("on_retry", at, (at, self.actions), event)
+                case Turn():
+                    ended = self._end_response(at, event)
+                    return _stronger(ended, self._feed("on_turn", at, (at, self.actions), event))
+                case Correction():
+                    key = digest(normalize(event.message))
+                    invented = names_invented_tool(event.message)
+                    return self._feed("on_correction", at, (key, at, self.actions, invented), event)
+                case UserMessage():
+                    self._end_response(at, event)  # the user speaks: whatever it found is moot
+                    for signal in self._signals:
+                        signal.reset()
+                    self._policy.reset()
+                    return ALLOW
+                case _:
+                    raise TypeError(f"not a loopwatch event: {event!r}")
 
     def check(self, attempt: Attempt) -> Verdict:
         """The pre-dispatch guard: should this call run? Never raises for a bad input;

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..core.config import Config
-from ..core.events import Attempt, Output
+from ..core.events import Attempt, Event, Output
 from ..core.monitor import Monitor
 from ..core.verdict import Action, Verdict
 from ..hosts import codex
@@ -280,7 +280,7 @@ class Supervisor:
             self.say(f"cannot follow the transcript: {self.transcript.problem}; watching the console")
         return self.transcript.lines > lines
 
-    def _judge(self, child: ChildGroup, event: object, at: float) -> None:
+    def _judge(self, child: ChildGroup, event: Event, at: float) -> None:
         """One event from the transcript, to the monitor that may end the run."""
         if self.transcript_monitor is None:
             self.transcript_monitor = Monitor(self.config, on_warning=self._warned)
