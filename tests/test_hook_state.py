@@ -171,3 +171,51 @@ def test_a_database_moved_aside_while_a_call_opens_it_loses_nothing(tmp_path, mo
         assert [row["session"] for row in check.sessions()] == ["s1"]
     finally:
         check.close()
+
+
+def _decision_feed(state: SessionState) -> list:
+    from loopwatch import Action, Verdict
+    from loopwatch.core.finding import Finding
+    from loopwatch.core.messages import SameResult
+
+    finding = Finding(signal="repeat", severity=1.0, key=1, message=SameResult(tool="Bash", count=3, span=12.0), repeats=3)
+    return [("PostToolUse", Verdict(Action.NUDGE, signal="repeat", description=finding.description, finding=finding),
+             "Bash")]
+
+
+def test_a_decision_keeps_its_message_kind_and_arguments(tmp_path):
+    store = Store(tmp_path / "state")
+    try:
+        store.update("s1", "main", lambda: fed_state(0), _decision_feed)
+        (row,) = list(store.decisions("s1", "main"))
+    finally:
+        store.close()
+    assert row["message"] == "SameResult" and row["args"] == {"tool": "Bash", "count": 3, "span": 12.0}
+    assert row["action"] == "nudge" and row["signal"] == "repeat"
+
+
+def test_a_version_2_decisions_table_gains_the_message_columns_and_keeps_its_rows(tmp_path):
+    import sqlite3
+
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    old = sqlite3.connect(folder / "state.db")
+    old.execute("CREATE TABLE decisions (session TEXT NOT NULL, agent TEXT NOT NULL, at REAL NOT NULL, "
+                "event TEXT NOT NULL, action TEXT NOT NULL, signal TEXT, tool TEXT, description TEXT)")
+    old.execute("INSERT INTO decisions VALUES ('s1', 'main', ?, 'PostToolUse', 'warn', 'echo', 'Bash', 'old')",
+                (time.time() - 60,))
+    old.execute("PRAGMA user_version = 2")
+    old.commit()
+    old.close()
+    look = Store(folder, write=False)
+    try:
+        assert [(r["description"], r["message"]) for r in look.decisions("s1", "main")] == [("old", None)]
+    finally:
+        look.close()
+    store = Store(folder)
+    try:
+        store.update("s1", "main", lambda: fed_state(0), _decision_feed)
+        rows = list(store.decisions("s1", "main"))
+    finally:
+        store.close()
+    assert [(r["description"], r["message"]) for r in rows] == [("old", None), (rows[1]["description"], "SameResult")]

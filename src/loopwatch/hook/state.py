@@ -34,6 +34,7 @@ are consistent between the calls of one session.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -48,7 +49,7 @@ from .session import SessionState
 
 __all__ = ["SessionState", "Store", "UnsafeStateError", "dumps", "loads", "secure_folder"]
 
-_SCHEMA_VERSION = 2  # 2: states are codec JSON (1 was pickle; such rows start afresh)
+_SCHEMA_VERSION = 3  # 3: decisions keep the finding's message kind and arguments; 2: states are codec JSON (1 was pickle; such rows start afresh)
 _MAX_DECISIONS = 20000
 #: The longest a call waits for the lock, in busy timeouts (300 s by default), however
 #: busy the queue: half of the hosts' default hook timeout (600 s for a Claude Code
@@ -118,9 +119,13 @@ _CREATE = (
     "CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated)",
     """CREATE TABLE IF NOT EXISTS decisions (
         session TEXT NOT NULL, agent TEXT NOT NULL, at REAL NOT NULL, event TEXT NOT NULL,
-        action TEXT NOT NULL, signal TEXT, tool TEXT, description TEXT)""",
+        action TEXT NOT NULL, signal TEXT, tool TEXT, description TEXT, message TEXT, args TEXT)""",
     "CREATE INDEX IF NOT EXISTS decisions_session ON decisions (session, agent, at)",
 )
+
+
+#: Columns a decision row gained after version 2 (see `_create`).
+_DECISION_COLUMNS = ("message", "args")
 
 
 class LockTimeout(sqlite3.OperationalError):
@@ -187,6 +192,11 @@ class Store:
         try:
             for statement in _CREATE:
                 db.execute(statement)
+            # A version 2 table lacks the message columns: added, its rows kept (None).
+            columns = {row[1] for row in db.execute("PRAGMA table_info(decisions)")}
+            for column in _DECISION_COLUMNS:
+                if column not in columns:
+                    db.execute(f"ALTER TABLE decisions ADD COLUMN {column} TEXT")
             db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -384,9 +394,22 @@ class Store:
             for event, verdict, tool in decisions:
                 key = verdict.action.value
                 state.counts[key] = state.counts.get(key, 0) + 1
+                message = verdict.finding.message if verdict.finding is not None else None
                 db.execute(
-                    "INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session, agent, now, event, key, verdict.signal, tool, verdict.description),
+                    "INSERT INTO decisions (session, agent, at, event, action, signal, tool, description, message, args)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session,
+                        agent,
+                        now,
+                        event,
+                        key,
+                        verdict.signal,
+                        tool,
+                        verdict.description,
+                        message.kind if message is not None else None,
+                        json.dumps(message.args, sort_keys=True) if message is not None else None,
+                    ),
                 )
             counts = state.counts
             db.execute(
@@ -442,14 +465,22 @@ class Store:
         return loads(row[0]) if row else None
 
     def decisions(self, session: str, agent: str, limit: int = 20) -> Iterator[dict[str, Any]]:
-        keys = ("at", "event", "action", "signal", "tool", "description")
+        """The session's last `limit` decisions, oldest first: what was done, by which
+        signal, on which tool, and the finding's message (`message`, its kind, and
+        `args`; None in rows an older version wrote, or for the hook's own stops)."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(decisions)")}
+        keys: tuple[str, ...] = ("at", "event", "action", "signal", "tool", "description")
+        keys += tuple(c for c in _DECISION_COLUMNS if c in columns)  # a read-only look at an older database
         rows = self.db.execute(
-            "SELECT at, event, action, signal, tool, description FROM decisions "
+            f"SELECT {', '.join(keys)} FROM decisions "
             "WHERE session = ? AND agent = ? ORDER BY at DESC, rowid DESC LIMIT ?",
             (session, agent, limit),
         ).fetchall()
         for row in reversed(rows):
-            yield dict(zip(keys, row))
+            item = dict(zip(keys, row))
+            item["args"] = json.loads(item["args"]) if item.get("args") else None
+            item.setdefault("message", None)
+            yield item
 
 
 def _block(fd: int, seconds: float) -> None:
