@@ -16,7 +16,7 @@ from collections import deque
 
 from typing import NamedTuple
 
-from ..finding import PROOF, Finding
+from ..finding import PROOF, SUSPICION, Finding
 from ..periodic import TailCycles
 from ..step import Step
 from .base import Signal
@@ -35,6 +35,10 @@ class Params(NamedTuple):
     #: labelled corpus 2 catches 7 loops alone (3 catches 4) with no false stop; no
     #: healthy session repeats any cycle more than twice.
     repeats: int = 2
+    #: Similarity (0 to 1) at which a round that shifts counts as the same round (see
+    #: `_alike`); 0 turns shifting cycles off. Echo's documented 0.8 (word-level Indel
+    #: similarity), not tuned here.
+    drift: float = 0.8
 
     @property
     def enabled(self) -> bool:
@@ -45,6 +49,8 @@ class Params(NamedTuple):
             return problem
         if self.max_period != 0 and not 2 <= self.max_period <= 16:  # a 1-step cycle is `repeat`'s
             return "max_period: must be between 2 and 16 (0 turns it off)"
+        if not 0.0 <= self.drift <= 1.0:
+            return f"drift: {self.drift} is not in [0, 1] (0 turns shifting cycles off)"
         return None
 
 
@@ -60,14 +66,22 @@ class Cycle(Signal):
         self._key: int | None = None
         self.most = 0
         self.most_period = 0
+        # Shifting cycles: the last steps, and per period the steps in a row alike
+        # (`_alike`) to the step that period before (as `TailCycles` counts equal ones).
+        self._shifts: deque[Step] = deque(maxlen=params.max_period)
+        self._shift_matches = [0] * (params.max_period + 1)
+        self._shift_key: int | None = None
 
     def on_step(self, step: Step) -> Finding | None:
         period, copies, length = self._tail.push(step.action, min_period=2)
         self._recent.append(step)
         if copies > self.most:
             self.most, self.most_period = copies, period
+        shifted = self._shift(step) if self.params.drift > 0 else (0, 0, 0)
         if copies < 2:
             self._key = None
+            if shifted[1] >= 2:
+                return self._shifting(step, *shifted)
             return None
         recent = list(self._recent)[-min(length, len(self._recent)):]
         first = recent[0]
@@ -95,6 +109,54 @@ class Cycle(Signal):
             "stop, say what you expected to change, and try a different approach",
         )
 
+    def _shift(self, step: Step) -> tuple[int, int, int]:
+        """(period, copies, length) of the strongest cycle at the tail whose rounds are
+        alike rather than equal (`TailCycles.push`, with `_alike` for equality)."""
+        tail, matches, drift = self._shifts, self._shift_matches, self.params.drift
+        n = len(tail)
+        for p in range(1, self.params.max_period + 1):
+            matches[p] = matches[p] + 1 if p <= n and _alike(tail[-p], step, drift) else 0
+        tail.append(step)
+        best = (0, 0, 0)
+        for p in range(2, self.params.max_period + 1):
+            m = matches[p]
+            if m == 0 or any(p % d == 0 and matches[d] >= m for d in range(1, p)):
+                continue
+            copies = (m + p) // p
+            if copies > best[1]:
+                best = (p, copies, m + p)
+        if best[1] < 2:
+            self._shift_key = None
+        return best
+
+    def _shifting(self, step: Step, period: int, copies: int, length: int) -> Finding:
+        recent = list(self._recent)[-min(length, len(self._recent)):]
+        first = recent[0]
+        start_index = step.index - length + 1
+        if self._shift_key is None:
+            self._shift_key = -(start_index * 31 + period)  # never an exact cycle's key
+        names = [s.name for s in recent[-period:]]
+        return Finding(
+            signal=self.name,
+            severity=copies / self.params.repeats,
+            key=self._shift_key,
+            description=span_description(
+                f"nearly the same {period}-step action cycle ({', '.join(names)}) repeated {copies} times"
+                + (" and begun again" if length % period else ""),
+                first.at, step.at,
+            ),
+            repeats=copies,
+            period=period,
+            tools=most_common_names(names),
+            started_at=first.at,
+            at=step.at,
+            started_index=start_index,
+            index=step.index,
+            grade=SUSPICION,
+            hint=f"you have been doing these {period} things over and over with the same results; "
+            "stop, say what you expected to change, and try a different approach",
+        )
+
     def predict(self, call: bytes) -> Finding | None:
         return None  # the next action's result is unknown before it runs
 
@@ -102,6 +164,45 @@ class Cycle(Signal):
         self._tail.clear()
         self._recent.clear()
         self._key = None
+        self._shifts.clear()
+        self._shift_matches = [0] * (self.params.max_period + 1)
+        self._shift_key = None
 
     def calibration(self) -> dict:
         return {"cycle_most": self.most, "cycle_period": self.most_period}
+
+
+def _alike(a: Step, b: Step, similarity: float) -> bool:
+    """Is step `b` a round of the same cycle as step `a`, shifted?
+
+    The same action (call and result), or: calls identical, or identical once their
+    digit runs are masked (`Step.shifted`: `edit 72:83` then `edit 71:82` with the same
+    body; a shifted line range is a trivial change by the labelling protocol), never
+    merely alike (two edits whose bodies differ anywhere are different edits, however
+    alike their first lines: re-running a test after different edits is progress);
+    and results identical, or both failed or both succeeded and at least `similarity`
+    alike as words (`Step.sketch`; results have their numbers masked already). An empty
+    answer ("nothing found") counts only as the identical action: different searches
+    that find nothing are a search being refined (`grep pattern-1`, `grep pattern-2`).
+    Pages of a file read in turn (`sed -n 10,20p`, `sed -n 30,40p`) are alike calls
+    with unlike results: progress, never a round.
+    """
+    if a.action == b.action:
+        return True
+    if a.name != b.name or a.empty or b.empty or a.role == "poller":
+        return False
+    if a.call != b.call and a.shifted != b.shifted:
+        return False
+    if a.result == b.result:
+        return True
+    return (a.failure is None) == (b.failure is None) and _similar(a.sketch, b.sketch, similarity)
+
+
+def _similar(a: tuple[int, ...], b: tuple[int, ...], threshold: float) -> bool:
+    if a == b:
+        return True
+    if not a or not b:
+        return False
+    from rapidfuzz.distance import Indel  # lazy: keeps `import loopwatch` fast
+
+    return Indel.normalized_similarity(a, b) >= threshold
