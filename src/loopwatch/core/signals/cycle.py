@@ -6,8 +6,27 @@ An action is a call together with its normalized result. When the last actions a
 Period 1 is `repeat`'s business. Among equal repeat counts the shortest period wins.
 O(max period) per step, never a rescan of history.
 
-Grade: proof. Every action of the cycle is the identical call with the identical
-result it had a round before: the exact repetition of `repeat`, with a longer period.
+Cycles whose rounds shift: the same cycle where each round moves a little (the
+line range of an edit moves, the file grows, the view after an edit slides by a
+line), so no action equals the one a round before. A step counts as a round of such
+a cycle when its call equals the earlier one, or equals it once the digits of
+both inputs are dropped (`Step.shifted`), and its result is equal or, with the same
+outcome (both failed or both succeeded), at least `drift` alike as words (see
+`_alike`; empty answers and poll steps never count). Inputs are compared whole, never
+merely alike: two edits whose bodies differ anywhere are two edits.
+
+Grade: proof for the exact cycle. Every action of the cycle is the identical call
+with the identical result it had a round before: the exact repetition of `repeat`,
+with a longer period. Suspicion for a cycle whose rounds shift: dropped digits and
+alike results are a judgement (a sweep over a number, `timeout=10` then `20`, would
+pass it), so it nudges and stops only when corroborated (the measured calibrations:
+one more conclusive round past the nudge).
+Evidence (round 3 of issue 10, out of fold, BENCHMARKS.md "Evidence, round 3"):
+recall 76% (47/62) -> 81% (50/62), three labelled cycles more (a run/edit cycle whose
+edit views move a line, two __init__s re-edited to the same states, `edit N:N` then
+`edit N:N+11` with N one lower each round); stops before onset (1), on `no` sessions
+(0) and on successful sessions (the same 3) unchanged; successful sessions nudged 9 ->
+10 of 261.
 """
 
 from __future__ import annotations
@@ -68,8 +87,8 @@ class Cycle(Signal):
         self.most_period = 0
         # Shifting cycles: the last steps, and per period the steps in a row alike
         # (`_alike`) to the step that period before (as `TailCycles` counts equal ones).
-        self._shifts: deque[Step] = deque(maxlen=params.max_period)
-        self._shift_matches = [0] * (params.max_period + 1)
+        self._shifts: deque[Step] = deque(maxlen=self._tail.max_period)
+        self._shift_matches = [0] * (self._tail.max_period + 1)
         self._shift_key: int | None = None
 
     def on_step(self, step: Step) -> Finding | None:
@@ -114,8 +133,13 @@ class Cycle(Signal):
         alike rather than equal (`TailCycles.push`, with `_alike` for equality)."""
         tail, matches, drift = self._shifts, self._shift_matches, self.params.drift
         n = len(tail)
+        shifted = step.shifted
         for p in range(1, self.params.max_period + 1):
-            matches[p] = matches[p] + 1 if p <= n and _alike(tail[-p], step, drift) else 0
+            # equal `shifted` first: implied by `_alike`, and cheap
+            if p <= n and tail[-p].shifted == shifted and _alike(tail[-p], step, drift):
+                matches[p] += 1
+            else:
+                matches[p] = 0
         tail.append(step)
         best = (0, 0, 0)
         for p in range(2, self.params.max_period + 1):
@@ -176,7 +200,7 @@ def _alike(a: Step, b: Step, similarity: float) -> bool:
     """Is step `b` a round of the same cycle as step `a`, shifted?
 
     The same action (call and result), or: calls identical, or identical once their
-    digit runs are masked (`Step.shifted`: `edit 72:83` then `edit 71:82` with the same
+    digits are dropped (`Step.shifted`: `edit 72:83` then `edit 71:82` with the same
     body; a shifted line range is a trivial change by the labelling protocol), never
     merely alike (two edits whose bodies differ anywhere are different edits, however
     alike their first lines: re-running a test after different edits is progress);
