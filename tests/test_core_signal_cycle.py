@@ -308,3 +308,15 @@ def test_labelled_shifting_cycles_of_the_corpus_are_stopped(path, stop):
 ])
 def test_successful_work_of_the_corpus_that_merely_looks_alike_is_not_stopped(path):
     assert replay(path)[0] is None
+
+
+def test_a_number_changed_in_an_edit_is_a_different_edit_not_a_shifted_range():
+    """Only a line range in the call's first line is masked (`edit 72:83`); `depth = 1`
+    then `depth = 2`, re-running the same failing test each time, are different edits."""
+    events = []
+    for i in range(6):
+        events += [call("Edit", {"file_path": "/p/parser.py", "old_string": f"    depth = {i}",
+                                 "new_string": f"    depth = {i + 1}"}, "The file /p/parser.py has been updated."),
+                   bash("pytest -x tests/test_parser.py", "1 failed in 0.31s", error=True)]
+    monitor = only("cycle", {"repeats": 2})
+    assert strongest(feed(monitor, events)).rank < Action.NUDGE.rank

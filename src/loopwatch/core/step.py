@@ -27,10 +27,11 @@ _NO_MATCH = re.compile(
     r"|found # (?:files?|match(?:es)?|results?)\b|# (?:files?|match(?:es)?|results?) found\b)",
     re.IGNORECASE,
 )
-# The digits of a call's input, dropped for `Step.shifted` only (`bytes.translate`: a
-# regex masking digit runs made the whole monitor 20% slower on bench/core.py). A call
-# with no digit has `shifted` equal to its call digest.
-_DIGITS = b"0123456789"
+# A line range (`72:83`, `10,20`) in a call's first line (its canonical input up to the
+# first newline: the command line of `edit 72:83\n<body>`), masked for `Step.shifted`
+# only. Digits elsewhere stay: `depth = 1` then `depth = 2` are two edits, and a body
+# is compared as written.
+_RANGE = re.compile(rb"(?<![0-9A-Za-z_.])[0-9]+[:,][0-9]+(?![0-9A-Za-z_.])")
 # The count a "found N matches" answer gives, read in the raw text: normalized, every
 # count is `#`, and "Found 34 matches" read as "nothing found" (a failure, an empty
 # answer) until round 3 of issue 10.
@@ -73,8 +74,8 @@ class Step(NamedTuple):
     #: digest of the normalized result without its progress figures (`40%`, `48 MB`):
     #: equal `still` and different `result` is a moving poll, waiting, not looping.
     still: Digest | None = None
-    #: digest of the call with its digits dropped (`edit 72:83` and `edit 71:82`, the
-    #: same body at a shifted line range): never a call's identity, only what `cycle`
+    #: digest of the call with the line range of its first line masked (`edit 72:83` and
+    #: `edit 71:82`, the same body at a shifted range): never a call's identity, only what `cycle`
     #: compares, together with the results, to see a cycle whose rounds shift.
     shifted: Digest | None = None
 
@@ -97,6 +98,16 @@ def _nothing_found(text: str, result: object) -> bool:
         return True
     count = _COUNT.search(text_of(result)[:300])
     return count is None or int(count.group(1) or count.group(2)) == 0
+
+
+def _shifted(name: str, call: Digest, body: bytes) -> Digest:
+    """The call's digest with the line range of its first line masked (`_RANGE`); the
+    call digest itself when it has none."""
+    head, newline, rest = body.partition(b"\\n")  # canonical JSON escapes a newline
+    masked = _RANGE.sub(b"#", head)
+    if masked == head:
+        return call
+    return digest(name.encode() + b"\x00" + masked + newline + rest)
 
 
 def make_step(
@@ -137,5 +148,5 @@ def make_step(
         call_sketch=sketch_of(name + " " + " ".join(body.decode("utf-8", "replace").split()), _CALL_SKETCH_WORDS),
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
-        shifted=call if len(bare := body.translate(None, _DIGITS)) == len(body) else digest(name.encode() + b"\x00" + bare),
+        shifted=_shifted(name, call, body),
     )

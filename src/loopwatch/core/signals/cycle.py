@@ -9,17 +9,18 @@ O(max period) per step, never a rescan of history.
 Cycles whose rounds shift: the same cycle where each round moves a little (the
 line range of an edit moves, the file grows, the view after an edit slides by a
 line), so no action equals the one a round before. A step counts as a round of such
-a cycle when its call equals the earlier one, or equals it once the digits of
-both inputs are dropped (`Step.shifted`), and its result is equal or, with the same
+a cycle when its call equals the earlier one, or equals it once the line range of
+both calls' first line is masked (`Step.shifted`: `edit 72:83`, `sed -n 10,20p`; the
+digits of a body or of `depth = 1` are kept), and its result is equal or, with the same
 outcome (both failed or both succeeded), at least `drift` alike as words (see
 `_alike`; empty answers and poll steps never count). Inputs are compared whole, never
 merely alike: two edits whose bodies differ anywhere are two edits.
 
 Grade: proof for the exact cycle. Every action of the cycle is the identical call
 with the identical result it had a round before: the exact repetition of `repeat`,
-with a longer period. Suspicion for a cycle whose rounds shift: dropped digits and
-alike results are a judgement (a sweep over a number, `timeout=10` then `20`, would
-pass it), so it nudges and stops only when corroborated (the measured calibrations:
+with a longer period. Suspicion for a cycle whose rounds shift: a masked line range
+and alike results are a judgement (the same body pasted at another line is a
+different file), so it nudges and stops only when corroborated (the measured calibrations:
 one more conclusive round past the nudge).
 Evidence (round 3 of issue 10, out of fold, BENCHMARKS.md "Evidence, round 3"):
 recall 76% (47/62) -> 81% (50/62), three labelled cycles more (a run/edit cycle whose
@@ -199,9 +200,9 @@ class Cycle(Signal):
 def _alike(a: Step, b: Step, similarity: float) -> bool:
     """Is step `b` a round of the same cycle as step `a`, shifted?
 
-    The same action (call and result), or: calls identical, or identical once their
-    digits are dropped (`Step.shifted`: `edit 72:83` then `edit 71:82` with the same
-    body; a shifted line range is a trivial change by the labelling protocol), never
+    The same action (call and result), or: calls identical, or identical once the line
+    range of their first line is masked (`Step.shifted`: `edit 72:83` then `edit 71:82`
+    with the same body; a shifted line range is a trivial change by the labelling protocol), never
     merely alike (two edits whose bodies differ anywhere are different edits, however
     alike their first lines: re-running a test after different edits is progress);
     and results identical, or both failed or both succeeded and at least `similarity`
