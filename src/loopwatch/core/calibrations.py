@@ -44,7 +44,7 @@ __all__ = ["CALIBRATIONS"]
 #: suspicion, with its default `drift = 0.8`, not tuned): the same choice on all
 #: sessions and in every fold (same_error 7 in one); out of fold recall 81% (50/62),
 #: median delay 6, 1 stop before onset, 0 on healthy sessions, the same 3 of 261
-#: successful sessions stopped, 3.8% of them nudged (10; was 9):
+#: successful sessions stopped, the same 9 of them nudged (3.4%):
 #: BENCHMARKS.md "Evidence, round 3".
 _MEASURED: dict[str, Any] = {
     "signals": {"repeat": {"threshold": 4}, "same_error": {"threshold": 6}},

@@ -26,8 +26,8 @@ Evidence (round 3 of issue 10, out of fold, BENCHMARKS.md "Evidence, round 3"):
 recall 76% (47/62) -> 81% (50/62), three labelled cycles more (a run/edit cycle whose
 edit views move a line, two __init__s re-edited to the same states, `edit N:N` then
 `edit N:N+11` with N one lower each round); stops before onset (1), on `no` sessions
-(0) and on successful sessions (the same 3) unchanged; successful sessions nudged 9 ->
-10 of 261.
+(0) and on successful sessions (the same 3) unchanged; successful sessions nudged: the
+same 9 of 261.
 """
 
 from __future__ import annotations
