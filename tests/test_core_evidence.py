@@ -144,6 +144,25 @@ def test_varied_searches_answered_no_match_with_no_error_flag_are_a_same_result_
     assert max(a.rank for a in actions(feed(only("same_error", {"threshold": 4}, evidence={"confirm": 2}), found))) == 0
 
 
+@pytest.mark.parametrize(
+    "answer, nothing",
+    [
+        ('Found 0 matches for "makeChild" in /repo', True),
+        ("0 files found", True),
+        ('Found 34 matches for "makeChild" in /repo: /repo/src/JsonFactory.java (5 matches)', False),
+        ('Found 1 matches for "handlers.py" in /repo: /repo/handlers.py', False),
+        ("3 files found", False),
+    ],
+)
+def test_a_counted_answer_is_nothing_found_only_when_its_count_is_zero(answer, nothing):
+    # SWE-agent's search_dir/search_file/find_file answer "Found N matches"; normalized,
+    # every N is `#`, and searches that found 34 matches were failures with nothing found
+    from loopwatch.core.step import make_step
+
+    step = make_step(1, "search_dir", {"command": 'search_dir "makeChild"'}, answer, False, (), 0.0)
+    assert step.empty is nothing and (step.failure is not None) is nothing
+
+
 def test_no_match_searches_scattered_among_successes_never_stop():
     m = only("same_error", {"threshold": 3}, evidence={"confirm": 2})
     events = []

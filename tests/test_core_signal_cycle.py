@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch import Action
+from loopwatch import Action, Config
+from loopwatch.core.finding import PROOF, SUSPICION
 from loopwatch.core.periodic import TailCycles
 from loopwatch.core.signals.cycle import Params
 
@@ -164,3 +167,180 @@ def test_the_nudge_names_the_cycle_and_says_what_to_do_instead():
     )
     assert "try a different approach" in verdict.message
     assert verdict.finding.tools == ("Bash", "Read")  # most repeated first
+
+
+# -- cycles whose rounds shift (issue 10, round 3) ---------------------------------------
+
+#: A file's lines as distinct words with no digits (results have their numbers masked).
+LINES = [a + b + c for a in "bcdfg" for b in "aeiou" for c in "klmnprst"]
+
+
+def view(start: int, size: int = 40) -> str:
+    """An editor's view of the file from line `start`: the window moves with the edit."""
+    return f"[File: /repo/TypeParser.java ({len(LINES)} lines total)] " + " ".join(
+        f"{k}:{LINES[k]}" for k in range(start, start + size)
+    )
+
+
+def edit(command: str, result: str, **kw):
+    return call("edit", {"command": command}, result, changed=() if kw.get("error") else ("TypeParser.java",), **kw)
+
+
+def shifting_rounds(n: int) -> list:
+    """Delete a line, re-paste the same body a line higher, run the same failing test:
+    the line range and the view move one line each round, nothing else changes."""
+    body = "\n    ArrayList<JavaType> types = new ArrayList<JavaType>();\n    return types;\nend_of_edit"
+    events = []
+    for i in range(n):
+        line = 72 - i
+        events += [
+            edit(f"edit {line}:{line}\nend_of_edit", view(21 - i)),
+            edit(f"edit {line}:{line + 11}{body}", view(21 - i)),
+            bash("javac TypeParser.java", "TypeParser.java:75: error: missing return statement", error=True),
+        ]
+    return events
+
+
+def test_a_cycle_whose_line_numbers_shift_every_round_is_suspicion_that_nudges():
+    monitor = only("cycle", {"repeats": 2})  # no calibration: suspicion only nudges
+    verdicts = feed(monitor, shifting_rounds(6))
+    got = [v.action for v in verdicts]
+    assert got.index(Action.NUDGE) == 5 and got.count(Action.NUDGE) == 1 and Action.STOP not in got
+    finding = verdicts[5].finding
+    assert finding.grade == SUSPICION and (finding.period, finding.repeats) == (3, 2)
+    assert finding.started_index == 1 and finding.index == 6
+    assert finding.description.startswith("nearly the same 3-step action cycle (edit, edit, Bash) repeated 2 times")
+
+
+def test_a_shifting_cycle_stops_when_corroborated_by_one_more_round():
+    monitor = only("cycle", {"repeats": 2}, evidence={"confirm": 1})  # the measured calibration's rule
+    got = [v.action for v in feed(monitor, shifting_rounds(4))]
+    assert got[5] is Action.NUDGE and got[6] is Action.STOP
+
+
+def test_an_exact_cycle_stays_proof():
+    monitor = only("cycle", {"repeats": 2})
+    verdicts = feed(monitor, [e for i in range(3) for e in server_round(i)])
+    nudge = next(v for v in verdicts if v.action is Action.NUDGE)
+    assert nudge.finding.grade == PROOF
+    assert Action.STOP in [v.action for v in verdicts]
+
+
+def test_drift_zero_turns_shifting_cycles_off():
+    monitor = only("cycle", {"repeats": 2, "drift": 0})
+    assert strongest(feed(monitor, shifting_rounds(6))).rank < Action.NUDGE.rank
+
+
+def test_pages_of_a_file_read_in_turn_are_progress():
+    """`sed -n 10,20p` then `30,40p`: calls alike once digits are masked, results not."""
+    events = []
+    for i in range(8):
+        events += [
+            bash(f"sed -n {20 * i + 1},{20 * i + 20}p TypeParser.java", " ".join(LINES[20 * i : 20 * i + 20])),
+            bash("javac TypeParser.java", "error: missing return statement", error=True),
+        ]
+    monitor = only("cycle", {"repeats": 2})
+    assert strongest(feed(monitor, events)).rank < Action.NUDGE.rank
+    assert severity(monitor, "cycle") < 1.0
+
+
+def test_searches_that_find_nothing_are_never_rounds_of_a_shifting_cycle():
+    """`grep pattern-1`, `grep pattern-2` are two searches (the README), even when both
+    find nothing and the same file is read between them."""
+    events = []
+    for i in range(8):
+        events += [
+            call("Grep", {"pattern": f"handler_{i}"}, "No files found"),
+            call("Read", {"file_path": "app.py"}, view(10)),
+        ]
+    monitor = only("cycle", {"repeats": 2})
+    assert strongest(feed(monitor, events)).rank < Action.NUDGE.rank
+
+
+def test_different_edits_between_the_same_failing_run_are_progress():
+    """The same test re-run after different edits: the edits' bodies differ (late in a
+    long body, where a word sketch of the head cannot see it), so no round repeats."""
+    head = "import os\nimport django\nfrom django.conf import settings\n" * 8
+    events = []
+    for i in range(6):
+        events += [
+            bash(
+                f"cat > reproduce.py <<'EOF'\n{head}print({LINES[i]!r})\nEOF",
+                "<returncode>0</returncode> <output> </output>",
+            ),
+            bash("python reproduce.py", "Traceback: OperationalError: no such table", error=True),
+        ]
+    monitor = only("cycle", {"repeats": 2})
+    assert strongest(feed(monitor, events)).rank < Action.NUDGE.rank
+
+
+def test_bad_drift_is_refused_clearly():
+    with pytest.raises(ValueError, match="drift"):
+        Config.make(signals={"cycle": {"drift": 1.5}})
+
+
+# -- on the real corpus -----------------------------------------------------------------
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "labels.tsv")), reason="shared corpus absent")
+
+
+def replay(path: str):
+    from loopwatch.analysis.evaluation import _load, first_interventions
+
+    events, step_of, source = _load(path, CORPUS)
+    return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "path, stop",
+    [
+        # the Reproducer's run/edit cycle, the edit results moving a line (labelled yes, onset 42)
+        ("swe-agent-traj/coder-swebench-lite/django__django-16229.traj", 60),
+        # the Tester re-editing two __init__s to the same states, the same TypeError (onset 37)
+        ("swe-agent-traj/coder-swebench-lite/scikit-learn__scikit-learn-14983.traj", 51),
+        # 'edit N:N' then 'edit N:N+11' with the same body, N one lower each round (onset 12)
+        ("swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-coder-v2/fasterxml__jackson-databind-4013.traj", 14),
+    ],
+)
+def test_labelled_shifting_cycles_of_the_corpus_are_stopped(path, stop):
+    from loopwatch.analysis.evaluation import load_labels
+
+    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    got = replay(path)
+    assert label.label == "yes" and label.onset <= got[0] <= label.end
+    assert (got[0], got[1]) == (stop, "cycle")
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "path",
+    [
+        # gemini-3-pro rewrites reproduce_issue.py (bodies alike in their heads) and re-runs it; solved
+        "mini-swe-agent-traj-json/swebv-gemini-3-pro/django__django-15930.traj.json",
+        # CodeR's Reproducer re-edits reproduce.py and re-runs it, the traceback alike each time; solved
+        "swe-agent-traj/coder-swebench-lite/django__django-13964.traj",
+        # goto/edit pairs applying the same change at different call sites (labelled no)
+        "swe-agent-traj/msb-java/20240825_SWE-agent_deepseek-coder-v2/fasterxml__jackson-core-1016.traj",
+    ],
+)
+def test_successful_work_of_the_corpus_that_merely_looks_alike_is_not_stopped(path):
+    assert replay(path)[0] is None
+
+
+def test_a_number_changed_in_an_edit_is_a_different_edit_not_a_shifted_range():
+    """Only a line range in the call's first line is masked (`edit 72:83`); `depth = 1`
+    then `depth = 2`, re-running the same failing test each time, are different edits."""
+    events = []
+    for i in range(6):
+        events += [
+            call(
+                "Edit",
+                {"file_path": "/p/parser.py", "old_string": f"    depth = {i}", "new_string": f"    depth = {i + 1}"},
+                "The file /p/parser.py has been updated.",
+            ),
+            bash("pytest -x tests/test_parser.py", "1 failed in 0.31s", error=True),
+        ]
+    monitor = only("cycle", {"repeats": 2})
+    assert strongest(feed(monitor, events)).rank < Action.NUDGE.rank

@@ -178,9 +178,16 @@ def _decision_feed(state: SessionState) -> list:
     from loopwatch.core.finding import Finding
     from loopwatch.core.messages import SameResult
 
-    finding = Finding(signal="repeat", severity=1.0, key=1, message=SameResult(tool="Bash", count=3, span=12.0), repeats=3)
-    return [("PostToolUse", Verdict(Action.NUDGE, signal="repeat", description=finding.description, finding=finding),
-             "Bash")]
+    finding = Finding(
+        signal="repeat", severity=1.0, key=1, message=SameResult(tool="Bash", count=3, span=12.0), repeats=3
+    )
+    return [
+        (
+            "PostToolUse",
+            Verdict(Action.NUDGE, signal="repeat", description=finding.description, finding=finding),
+            "Bash",
+        )
+    ]
 
 
 def test_a_decision_keeps_its_message_kind_and_arguments(tmp_path):
@@ -200,10 +207,14 @@ def test_a_version_2_decisions_table_gains_the_message_columns_and_keeps_its_row
     folder = tmp_path / "state"
     folder.mkdir(mode=0o700)
     old = sqlite3.connect(folder / "state.db")
-    old.execute("CREATE TABLE decisions (session TEXT NOT NULL, agent TEXT NOT NULL, at REAL NOT NULL, "
-                "event TEXT NOT NULL, action TEXT NOT NULL, signal TEXT, tool TEXT, description TEXT)")
-    old.execute("INSERT INTO decisions VALUES ('s1', 'main', ?, 'PostToolUse', 'warn', 'echo', 'Bash', 'old')",
-                (time.time() - 60,))
+    old.execute(
+        "CREATE TABLE decisions (session TEXT NOT NULL, agent TEXT NOT NULL, at REAL NOT NULL, "
+        "event TEXT NOT NULL, action TEXT NOT NULL, signal TEXT, tool TEXT, description TEXT)"
+    )
+    old.execute(
+        "INSERT INTO decisions VALUES ('s1', 'main', ?, 'PostToolUse', 'warn', 'echo', 'Bash', 'old')",
+        (time.time() - 60,),
+    )
     old.execute("PRAGMA user_version = 2")
     old.commit()
     old.close()

@@ -39,6 +39,13 @@ __all__ = ["CALIBRATIONS"]
 #: proof streak stopping without its nudge round (with repeat 5) gained one loop and
 #: took two nudges off successful sessions out of fold, no harm more; not shipped yet
 #: (it needs an `[evidence]` key): BENCHMARKS.md "Evidence, round 2".
+#:
+#: Round 3 (the same command; `cycle` also sees cycles whose rounds shift, as
+#: suspicion, with its default `drift = 0.8`, not tuned): the same choice on all
+#: sessions and in every fold (same_error 7 in one); out of fold recall 81% (50/62),
+#: median delay 6, 1 stop before onset, 0 on healthy sessions, the same 3 of 261
+#: successful sessions stopped, the same 9 of them nudged (3.4%):
+#: BENCHMARKS.md "Evidence, round 3".
 _MEASURED: dict[str, Any] = {
     "signals": {"repeat": {"threshold": 4}, "same_error": {"threshold": 6}},
     "evidence": {"confirm": 1, "second_signal": False},

@@ -40,6 +40,7 @@ __all__ = [
     "RepeatedOutput",
     "SameCorrection",
     "SameResult",
+    "ShiftingCycle",
     "duration",
     "for_model",
     "label",
@@ -197,6 +198,12 @@ class ActionCycle(Message):
         }
 
 
+class ShiftingCycle(ActionCycle):
+    """`cycle`: a cycle whose rounds shift (line ranges move, results nearly alike)."""
+
+    template = "nearly the same {period}-step action cycle ({names}) repeated {count} times{again}{over}"
+
+
 class NothingNew(Message):
     """`stagnation`: replayed actions and no new one."""
 
@@ -337,6 +344,7 @@ MESSAGES: dict[str, type[Message]] = {
         SameResult,
         MuchTheSame,
         ActionCycle,
+        ShiftingCycle,
         NothingNew,
         FewDistinct,
         RecurringError,

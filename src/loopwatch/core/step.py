@@ -27,6 +27,15 @@ _NO_MATCH = re.compile(
     r"|found # (?:files?|match(?:es)?|results?)\b|# (?:files?|match(?:es)?|results?) found\b)",
     re.IGNORECASE,
 )
+# A line range (`72:83`, `10,20`) in a call's first line (its canonical input up to the
+# first newline: the command line of `edit 72:83\n<body>`), masked for `Step.shifted`
+# only. Digits elsewhere stay: `depth = 1` then `depth = 2` are two edits, and a body
+# is compared as written.
+_RANGE = re.compile(rb"(?<![0-9A-Za-z_.])[0-9]+[:,][0-9]+(?![0-9A-Za-z_.])")
+# The count a "found N matches" answer gives, read in the raw text: normalized, every
+# count is `#`, and "Found 34 matches" read as "nothing found" (a failure, an empty
+# answer) until round 3 of issue 10.
+_COUNT = re.compile(r"\bfound ([0-9]+) |\b([0-9]+) (?:files?|match(?:es)?|results?) found\b", re.IGNORECASE)
 _SKETCH_WORDS = 96  # result words hashed for similarity: a screenful, bounded cost
 _CALL_SKETCH_WORDS = 48  # a call is told by its command or path, not a whole file body
 
@@ -65,6 +74,10 @@ class Step(NamedTuple):
     #: digest of the normalized result without its progress figures (`40%`, `48 MB`):
     #: equal `still` and different `result` is a moving poll, waiting, not looping.
     still: Digest | None = None
+    #: digest of the call with the line range of its first line masked (`edit 72:83` and
+    #: `edit 71:82`, the same body at a shifted range): never a call's identity, only what `cycle`
+    #: compares, together with the results, to see a cycle whose rounds shift.
+    shifted: Digest | None = None
 
 
 def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
@@ -73,6 +86,28 @@ def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
     crc32 = zlib.crc32
     words = text.encode("utf-8", "surrogatepass").split(b" ", limit)[:limit]
     return tuple([crc32(w) & 0xFFFF for w in words])
+
+
+def _nothing_found(text: str, result: object) -> bool:
+    """Is the normalized result `text` a "nothing found" answer? A counted answer
+    ("Found 0 matches") only when its count, in the raw result, is 0."""
+    match = _NO_MATCH.match(text, 0, 160)
+    if match is None:
+        return False
+    if "#" not in match.group(0):
+        return True
+    count = _COUNT.search(text_of(result)[:300])
+    return count is None or int(count.group(1) or count.group(2)) == 0
+
+
+def _shifted(name: str, call: Digest, body: bytes) -> Digest:
+    """The call's digest with the line range of its first line masked (`_RANGE`); the
+    call digest itself when it has none."""
+    head, newline, rest = body.partition(b"\\n")  # canonical JSON escapes a newline
+    masked = _RANGE.sub(b"#", head)
+    if masked == head:
+        return call
+    return digest(name.encode() + b"\x00" + masked + newline + rest)
 
 
 def make_step(
@@ -95,7 +130,7 @@ def make_step(
     text = normalize(text_of(result), arguments_of(input_value))
     result_digest = digest(text)
     shape = digest(name.encode() + b"\x00" + result_digest)
-    nothing = not text or _NO_MATCH.match(text, 0, 160) is not None
+    nothing = not text or _nothing_found(text, result)
     return Step(
         index=index,
         name=name,
@@ -113,4 +148,5 @@ def make_step(
         call_sketch=sketch_of(name + " " + " ".join(body.decode("utf-8", "replace").split()), _CALL_SKETCH_WORDS),
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
+        shifted=_shifted(name, call, body),
     )

@@ -117,11 +117,18 @@ class Seconds(Rule):
 
 
 class Fraction(Rule):
-    """A fraction in (0, 1]: a similarity."""
+    """A fraction in (0, 1]: a similarity. With `off` (`off="shifting cycles"`), 0 is
+    allowed too and turns that part of the signal off (not the whole signal)."""
+
+    def __init__(self, *, off: str = "") -> None:
+        self.off = off
 
     def problem(self, name: str, value: Any, params: SignalParams) -> str | None:
+        if self.off and value == 0:
+            return None
         if not 0.0 < value <= 1.0:
-            return f"{name}: {value} is not in (0, 1]"
+            hint = f" (0 turns {self.off} off)" if self.off else ""
+            return f"{name}: {value} is not in {'[0, 1]' if self.off else '(0, 1]'}{hint}"
         return None
 
 
