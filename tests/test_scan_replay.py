@@ -139,7 +139,7 @@ def test_expand_keeps_order_walks_sorted_and_skips_hidden_folders(tmp_path):
     (tmp_path / "node_modules").mkdir()
     for rel in ("b/2.jsonl", "b/1.jsonl", ".git/x.jsonl", "node_modules/y.json", "z.jsonl"):
         (tmp_path / rel).write_text("{}")
-    targets = expand([str(tmp_path / "z.jsonl"), str(tmp_path)])
+    targets = list(expand([str(tmp_path / "z.jsonl"), str(tmp_path)]))
     assert [os.path.relpath(t.path, tmp_path) for t in targets] == ["z.jsonl", "b/1.jsonl", "b/2.jsonl"]
     assert [t.walked for t in targets] == [False, True, True]
 
@@ -147,7 +147,7 @@ def test_expand_keeps_order_walks_sorted_and_skips_hidden_folders(tmp_path):
 def test_expand_recursive_globs_and_problems(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "run.traj").write_text("{}")
-    targets = expand([str(tmp_path / "**" / "*.traj"), str(tmp_path / "nope"), "-"])
+    targets = list(expand([str(tmp_path / "**" / "*.traj"), str(tmp_path / "nope"), "-"]))
     assert [(os.path.basename(t.path), t.problem) for t in targets] == [
         ("run.traj", None),
         ("nope", "no such file or folder"),
@@ -223,7 +223,7 @@ def test_stdin_through_a_pipe(examples):
 @pytest.mark.skipif(not (CORPUS / "tb1-console-log").is_dir(), reason="corpus not available")
 def test_terminal_bench_side_files_are_not_scanned():
     folder = CORPUS / "tb1-console-log"
-    targets = expand([str(folder)])
+    targets = list(expand([str(folder)]))
     names = {os.path.basename(t.path) for t in targets}
     assert names == {"agent.log"}
     assert len(targets) == sum(1 for _ in folder.rglob("agent.log"))
