@@ -276,3 +276,23 @@ def test_a_long_session_keeps_no_ref_per_action_and_still_names_where_the_loop_b
     assert verdict["started_action"] == 10_001 and verdict["started_ref"] == "line 10001"
     full = replay(Session("events", "s", events), Config.make(), keep_refs=True)
     assert len(full.refs) == full.actions and full.verdict == verdict
+
+
+def test_expand_streams_and_finds_each_file_once_without_keeping_every_key(tmp_path):
+    """Duplicates through symlinks (before and after their target in the walk's order),
+    hard links and overlapping arguments are still read once, and the first path in
+    order still names the file; `expand` is an iterator, not a list."""
+    sub = tmp_path / "d" / "m"
+    sub.mkdir(parents=True)
+    for name in ("b.jsonl", "x.jsonl"):
+        (sub / name).write_text("{}")
+    os.symlink(sub / "b.jsonl", sub / "a.jsonl")  # sorts before its target
+    os.symlink(sub / "b.jsonl", sub / "c.jsonl")  # and after it
+    os.link(sub / "x.jsonl", tmp_path / "d" / "hard.jsonl")
+    (tmp_path / "d" / "z.jsonl").write_text("{}")
+    d = str(tmp_path / "d")
+    targets = expand([d, str(sub), d, str(sub / "x.jsonl"), str(tmp_path / "d" / "z.jsonl")])
+    assert not isinstance(targets, list | tuple) and iter(targets) is targets
+    assert [os.path.relpath(t.path, tmp_path) for t in targets] == ["d/hard.jsonl", "d/z.jsonl", "d/m/a.jsonl"]
+    later = list(expand([str(sub / "x.jsonl"), str(sub / "b.jsonl"), d]))
+    assert [os.path.relpath(t.path, tmp_path) for t in later] == ["d/m/x.jsonl", "d/m/b.jsonl", "d/z.jsonl"]
