@@ -90,25 +90,9 @@ class Cycle(Signal[Params]):
             if shifted[1] >= 2:
                 return self._shifting(step, *shifted)
             return None
-        recent = list(self._recent)[-min(length, len(self._recent)) :]
-        first = recent[0]
-        start_index = step.index - length + 1
         if self._key is None:
-            self._key = start_index * 31 + period
-        names = [s.name for s in recent[-period:]]
-        return Finding(
-            signal=self.name,
-            severity=copies / self.params.repeats,
-            key=self._key,
-            message=ActionCycle(period, tuple(names), copies, bool(length % period), step.at - first.at),
-            repeats=copies,
-            period=period,
-            tools=most_common_names(names),
-            started_at=first.at,
-            at=step.at,
-            started_index=start_index,
-            index=step.index,
-        )
+            self._key = (step.index - length + 1) * 31 + period
+        return self._finding(step, period, copies, length, self._key, ActionCycle, PROOF)
 
     def _shift(self, step: Step) -> tuple[int, int, int]:
         """(period, copies, length) of the strongest cycle at the tail whose rounds are
@@ -136,25 +120,31 @@ class Cycle(Signal[Params]):
         return best
 
     def _shifting(self, step: Step, period: int, copies: int, length: int) -> Finding:
+        if self._shift_key is None:
+            self._shift_key = -((step.index - length + 1) * 31 + period)  # never an exact cycle's key
+        return self._finding(step, period, copies, length, self._shift_key, ShiftingCycle, SUSPICION)
+
+    def _finding(
+        self, step: Step, period: int, copies: int, length: int, key: int, kind: type[ActionCycle], grade: str
+    ) -> Finding:
+        """The finding for a cycle of `period` steps, `copies` rounds over the last
+        `length` steps: exact (`ActionCycle`, proof) or shifting (`ShiftingCycle`)."""
         recent = list(self._recent)[-min(length, len(self._recent)) :]
         first = recent[0]
-        start_index = step.index - length + 1
-        if self._shift_key is None:
-            self._shift_key = -(start_index * 31 + period)  # never an exact cycle's key
         names = [s.name for s in recent[-period:]]
         return Finding(
             signal=self.name,
             severity=copies / self.params.repeats,
-            key=self._shift_key,
-            message=ShiftingCycle(period, tuple(names), copies, bool(length % period), step.at - first.at),
+            key=key,
+            message=kind(period, tuple(names), copies, bool(length % period), step.at - first.at),
             repeats=copies,
             period=period,
             tools=most_common_names(names),
             started_at=first.at,
             at=step.at,
-            started_index=start_index,
+            started_index=step.index - length + 1,
             index=step.index,
-            grade=SUSPICION,
+            grade=grade,
         )
 
     def predict(self, call: bytes) -> Finding | None:
