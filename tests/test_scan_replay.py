@@ -139,7 +139,7 @@ def test_expand_keeps_order_walks_sorted_and_skips_hidden_folders(tmp_path):
     (tmp_path / "node_modules").mkdir()
     for rel in ("b/2.jsonl", "b/1.jsonl", ".git/x.jsonl", "node_modules/y.json", "z.jsonl"):
         (tmp_path / rel).write_text("{}")
-    targets = expand([str(tmp_path / "z.jsonl"), str(tmp_path)])
+    targets = list(expand([str(tmp_path / "z.jsonl"), str(tmp_path)]))
     assert [os.path.relpath(t.path, tmp_path) for t in targets] == ["z.jsonl", "b/1.jsonl", "b/2.jsonl"]
     assert [t.walked for t in targets] == [False, True, True]
 
@@ -147,7 +147,7 @@ def test_expand_keeps_order_walks_sorted_and_skips_hidden_folders(tmp_path):
 def test_expand_recursive_globs_and_problems(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "run.traj").write_text("{}")
-    targets = expand([str(tmp_path / "**" / "*.traj"), str(tmp_path / "nope"), "-"])
+    targets = list(expand([str(tmp_path / "**" / "*.traj"), str(tmp_path / "nope"), "-"]))
     assert [(os.path.basename(t.path), t.problem) for t in targets] == [
         ("run.traj", None),
         ("nope", "no such file or folder"),
@@ -223,7 +223,7 @@ def test_stdin_through_a_pipe(examples):
 @pytest.mark.skipif(not (CORPUS / "tb1-console-log").is_dir(), reason="corpus not available")
 def test_terminal_bench_side_files_are_not_scanned():
     folder = CORPUS / "tb1-console-log"
-    targets = expand([str(folder)])
+    targets = list(expand([str(folder)]))
     names = {os.path.basename(t.path) for t in targets}
     assert names == {"agent.log"}
     assert len(targets) == sum(1 for _ in folder.rglob("agent.log"))
@@ -276,3 +276,23 @@ def test_a_long_session_keeps_no_ref_per_action_and_still_names_where_the_loop_b
     assert verdict["started_action"] == 10_001 and verdict["started_ref"] == "line 10001"
     full = replay(Session("events", "s", events), Config.make(), keep_refs=True)
     assert len(full.refs) == full.actions and full.verdict == verdict
+
+
+def test_expand_streams_and_finds_each_file_once_without_keeping_every_key(tmp_path):
+    """Duplicates through symlinks (before and after their target in the walk's order),
+    hard links and overlapping arguments are still read once, and the first path in
+    order still names the file; `expand` is an iterator, not a list."""
+    sub = tmp_path / "d" / "m"
+    sub.mkdir(parents=True)
+    for name in ("b.jsonl", "x.jsonl"):
+        (sub / name).write_text("{}")
+    os.symlink(sub / "b.jsonl", sub / "a.jsonl")  # sorts before its target
+    os.symlink(sub / "b.jsonl", sub / "c.jsonl")  # and after it
+    os.link(sub / "x.jsonl", tmp_path / "d" / "hard.jsonl")
+    (tmp_path / "d" / "z.jsonl").write_text("{}")
+    d = str(tmp_path / "d")
+    targets = expand([d, str(sub), d, str(sub / "x.jsonl"), str(tmp_path / "d" / "z.jsonl")])
+    assert not isinstance(targets, list | tuple) and iter(targets) is targets
+    assert [os.path.relpath(t.path, tmp_path) for t in targets] == ["d/hard.jsonl", "d/z.jsonl", "d/m/a.jsonl"]
+    later = list(expand([str(sub / "x.jsonl"), str(sub / "b.jsonl"), d]))
+    assert [os.path.relpath(t.path, tmp_path) for t in later] == ["d/m/x.jsonl", "d/m/b.jsonl", "d/z.jsonl"]

@@ -208,7 +208,7 @@ def default_jobs() -> int:
 
 
 def replay_files(
-    items: Sequence[tuple[str, str]], config: Config, format: str | None = None, jobs: int | None = None
+    items: Iterable[tuple[str, str]], config: Config, format: str | None = None, jobs: int | None = None
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, yielding each file's results in the
     order given, as soon as they are ready. `jobs` processes (default: one per core);
@@ -219,7 +219,14 @@ def replay_files(
     the other workers had in hand are reported as errors, and the rest are replayed
     in a fresh pool; the scan never waits for a result that cannot come."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    if jobs == 1 or len(items) < 4:
+    if jobs == 1:  # streamed: one file in hand at a time, however many there are
+        for path, label in items:
+            yield replay_file(path, config, format, label=label)
+        return
+    # In processes the order by size needs them all (a list of paths; a bounded window
+    # is not done yet).
+    items = list(items)
+    if len(items) < 4:
         for path, label in items:
             yield replay_file(path, config, format, label=label)
         return

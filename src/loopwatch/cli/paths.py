@@ -27,7 +27,7 @@ import fnmatch
 import glob
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["Target", "expand", "is_transcript_name"]
@@ -73,14 +73,23 @@ def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"
 
 
-def expand(arguments: Iterable[str]) -> list[Target]:
-    """The files named by `arguments`, in order, each once. `-` is returned as is;
-    the caller reads standard input."""
-    targets: list[Target] = []
-    seen: set[object] = set()
+def expand(arguments: Iterable[str]) -> Iterator[Target]:
+    """The files named by `arguments`, in order, each once, yielded one at a time (a
+    walk of 10,000 files never holds 10,000 `Target`s). `-` is yielded as is; the
+    caller reads standard input.
 
-    def add(target: Target) -> None:
+    Each once without a record per file: a file found by a folder walk under its own
+    name (not a symlink) with one link can be reached again only through a symlink,
+    another argument, or a glob. So the device and inode kept are only those of files
+    named or matched by a glob (as many as the arguments and globs already hold),
+    reached through a symlink, or with several hard links; a file that is none of these
+    is checked instead against the folders walked before it (`_walked_before`)."""
+    seen: set[object] = set()
+    walked: list[str] = []  # real paths of the folders walked so far, one per folder argument
+
+    def add(target: Target, root: str | None = None, place: tuple[tuple[int, str], ...] = ()) -> Iterator[Target]:
         key: object = target.label
+        remember = True
         if not target.problem and target.path != "-":
             try:
                 info = os.stat(target.path)
@@ -92,51 +101,101 @@ def expand(arguments: Iterable[str]) -> list[Target]:
                     key = target.label
                 else:
                     key = (info.st_dev, info.st_ino)
+                    plain = target.walked and info.st_nlink == 1 and not os.path.islink(target.path)
+                    if key in seen or _walked_before(target.path, walked, root, place, plain):
+                        return
+                    remember = not plain
         if key not in seen:
-            seen.add(key)
-            targets.append(target)
+            if remember:
+                seen.add(key)
+            yield target
+
+    def walk_into(folder: str) -> Iterator[Target]:
+        root = os.path.realpath(folder)
+        for target, place in _walk(folder):
+            yield from add(target, root, place)
+        walked.append(root)
 
     for argument in arguments:
         if argument == "-":
-            add(Target("-", "-"))
+            yield from add(Target("-", "-"))
         elif os.path.isdir(argument):
-            for target in walk(argument):
-                add(target)
+            yield from walk_into(argument)
         elif os.path.lexists(argument):
-            add(Target(argument, argument))
+            yield from add(Target(argument, argument))
         elif _GLOB_CHARS & set(argument):
             matches = _glob(argument)
             if not matches:
-                add(Target(argument, argument, problem="no file matches this pattern"))
+                yield from add(Target(argument, argument, problem="no file matches this pattern"))
             for match in matches:
                 if os.path.isdir(match):
-                    for target in walk(match):
-                        add(target)
+                    yield from walk_into(match)
                 else:
-                    add(Target(match, match))
+                    yield from add(Target(match, match))
         else:
-            add(Target(argument, argument, problem="no such file or folder"))
-    return targets
+            yield from add(Target(argument, argument, problem="no such file or folder"))
 
 
-def walk(folder: str) -> list[Target]:
-    """Transcript-looking files under `folder`, sorted, recursively; a sub-folder that
-    cannot be listed is a `Target` with `problem` set. Symlinks to folders are not
-    followed (as `os.walk` does)."""
-    found = []
+def walk(folder: str) -> Iterator[Target]:
+    """Transcript-looking files under `folder`, sorted, recursively, one at a time (only
+    the names of the folder being walked are held); a sub-folder that cannot be listed is
+    a `Target` with `problem` set. Symlinks to folders are not followed (as `os.walk`
+    does)."""
+    for target, _ in _walk(folder):
+        yield target
+
+
+def _walk(folder: str) -> Iterator[tuple[Target, tuple[tuple[int, str], ...]]]:
+    """`walk`, each target with its place in the walk's order (`_place`)."""
+    problems: list[Target] = []
 
     def unreadable(exc: OSError) -> None:
         where = exc.filename or folder
-        found.append(Target(where, where, walked=True, problem=f"cannot list folder: {exc.strerror or exc}"))
+        problems.append(Target(where, where, walked=True, problem=f"cannot list folder: {exc.strerror or exc}"))
 
     for root, folders, files in os.walk(folder, onerror=unreadable):
+        while problems:
+            yield problems.pop(0), ()
         folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in SKIPPED_FOLDERS)
-        names = set(files)
-        for name in sorted(files):
-            if is_transcript_name(name, names):
+        files.sort()
+        siblings = ("agent.log",) if "agent.log" in files else ()
+        parts = os.path.relpath(root, folder).split(os.sep) if root != folder else []
+        for name in files:
+            if is_transcript_name(name, siblings):
                 path = os.path.join(root, name)
-                found.append(Target(path, path, walked=True))
-    return found
+                yield Target(path, path, walked=True), _place(parts, name)
+    while problems:
+        yield problems.pop(0), ()
+
+
+def _place(folders: list[str], name: str) -> tuple[tuple[int, str], ...]:
+    """Where a file comes in a sorted walk: a folder's files (0) before its sub-folders
+    (1), each sorted by name, so tuples compare in walk order."""
+    return tuple((1, f) for f in folders) + ((0, name),)
+
+
+def _walked_before(
+    path: str, walked: list[str], root: str | None, place: tuple[tuple[int, str], ...], plain: bool
+) -> bool:
+    """Was the file at `path` already yielded by a walk: one of the folders in `walked`,
+    or the walk under way (real folder `root`) at a place before `place`? A plain file
+    of the walk under way needs only the first check (the walk meets each name once)."""
+    if not walked and (plain or root is None):
+        return False
+    real = os.path.realpath(path)
+    for base in walked + ([root] if root is not None and not plain else []):
+        if not real.startswith(base.rstrip(os.sep) + os.sep):
+            continue
+        parts = real[len(base.rstrip(os.sep)) + 1 :].split(os.sep)
+        folders, name = parts[:-1], parts[-1]
+        if any(f.startswith(".") or f in SKIPPED_FOLDERS for f in folders):
+            continue
+        siblings = ("agent.log",) if os.path.isfile(os.path.join(os.path.dirname(real), "agent.log")) else ()
+        if not is_transcript_name(name, siblings):
+            continue
+        if base is not root or _place(folders, name) < place:
+            return True
+    return False
 
 
 def _glob(pattern: str) -> list[str]:

@@ -36,7 +36,7 @@ class Totals:
     skipped: list[SessionResult] = field(default_factory=list)  # sessions with unreadable lines
     multi: set[str] = field(default_factory=set)  # files holding several sessions
 
-    def add_file(self, results: list[SessionResult], walked: bool) -> list[SessionResult]:
+    def add_file(self, results: list[SessionResult]) -> list[SessionResult]:
         """Count one file's results; return them, to report."""
         self.files += 1
         if len(results) > 1:

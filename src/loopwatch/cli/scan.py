@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import ExitStack
 
 import click
@@ -70,24 +71,38 @@ def scan(
     config = make_config(config_path, profile, mode)
     if format_name is not None:
         _check_format(format_name)
-    targets = expand(paths)
     out = sys.stdout.buffer
     totals = Totals()
     rows: list[SessionResult] = []
+    # Two passes over the arguments, so nothing per file is held: the first finds the
+    # files that cannot be read (JSON writes them first) and counts the others (the
+    # progress bar's total); the second streams the files to read into the replay.
+    problems: set[str] = set()
+    readable = 0
+    for target in expand(paths):
+        if target.problem:
+            problems.add(target.label)
+            totals.add_file([SessionResult(path=target.label, error=target.problem)])
+        else:
+            readable += 1
+    if as_json:  # problems found before reading come first, in the same stream
+        for result in totals.failed:
+            out.write(_json_line(result))
     with ExitStack() as stack:
-        readable = []
-        for target in targets:
-            if target.problem:
-                totals.add_file([SessionResult(path=target.label, error=target.problem)], walked=False)
-            else:
-                readable.append(target)
-        if as_json:  # problems found before reading come first, in the same stream
-            for result in totals.failed:
-                out.write(_json_line(result))
-        progress = stack.enter_context(progress_bar(len(readable), "scanning", not no_progress, _PROGRESS_MIN_FILES))
-        items = [(t.path, t.label) for t in readable]
-        for target, results in zip(readable, replay_files(items, config, format_name, jobs or default_jobs())):
-            kept = totals.add_file(results, walked=target.walked)
+        progress = stack.enter_context(progress_bar(readable, "scanning", not no_progress, _PROGRESS_MIN_FILES))
+
+        def to_read() -> Iterator[tuple[str, str]]:
+            for target in expand(paths):
+                if not target.problem:
+                    yield target.path, target.label
+                elif target.label not in problems:  # appeared since the first pass
+                    problems.add(target.label)
+                    totals.add_file([SessionResult(path=target.label, error=target.problem)])
+                    if as_json:
+                        out.write(_json_line(totals.failed[-1]))
+
+        for results in replay_files(to_read(), config, format_name, jobs or default_jobs()):
+            kept = totals.add_file(results)
             if as_json:
                 for result in kept:
                     out.write(_json_line(result))

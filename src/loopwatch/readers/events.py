@@ -22,10 +22,10 @@ name's stem; a later, different `session` value does not start a new session
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from itertools import chain
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
@@ -106,7 +106,7 @@ def _handed_out(items: list[Any]) -> Iterator[Any]:
 
 
 def _stem(path: str) -> str:
-    name = Path(path).name
+    name = os.path.basename(path)  # not pathlib: on 3.11 it interns every name (a dict growing per file)
     for suffix in (".jsonl", ".json", ".ndjson"):
         if name.endswith(suffix):
             return name[: -len(suffix)] or name
