@@ -2,7 +2,7 @@
 scan, and one huge line.
 
     PYTHONPATH=src python bench/scan_memory.py [--events 300000,1200000] [--files 10,10000]
-                                               [--line-mb 50,200] [--jobs 1] [--src DIR]
+                                               [--line-mb 50,200] [--jobs 1] [--per-folder N] [--src DIR]
 
 Each case writes its input to a temporary folder, runs the real CLI
 (`python -m loopwatch scan --json --no-progress`) in a child process and reads the
@@ -13,7 +13,9 @@ shared machine skews times, not peaks.
 
 - events: one events file of N healthy, distinct tool calls (no stop, so every action
   is counted to the end); 300k events is ~45 MB on disk;
-- files: N small event files (a looping session each) in one folder;
+- files: N small event files (a looping session each) in one folder, or in folders of
+  `--per-folder` files each (runs/<task>/<file>); a walk holds the names of the folder
+  it is in (it sorts them), so one folder of 10,000 holds 10,000 names at once;
 - line: one events file whose single `tool` event has a result of M MB, for each M in
   `--line-mb` (the figures: the peak against the first size, and against the file's
   size; issue 9 measured 4.2x the file).
@@ -69,11 +71,13 @@ def write_events(path: Path, count: int) -> None:
             )
 
 
-def write_files(folder: Path, count: int) -> None:
+def write_files(folder: Path, count: int, per_folder: int | None = None) -> None:
     call = {"type": "tool", "name": "Bash", "input": {"command": "pytest -x"}, "error": True, "result": "E fail"}
     body = b'{"type": "user"}\n' + (orjson.dumps(call) + b"\n") * 6
     for i in range(count):
-        (folder / f"s{i:05}.jsonl").write_bytes(body)
+        sub = folder / f"t{i // per_folder:04}" if per_folder else folder
+        sub.mkdir(exist_ok=True)
+        (sub / f"s{i:05}.jsonl").write_bytes(body)
 
 
 def write_line(path: Path, megabytes: int) -> None:
@@ -94,13 +98,14 @@ def main() -> int:
     parser.add_argument("--files", default="10,10000")
     parser.add_argument("--line-mb", default="50,200")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--per-folder", type=int, default=None, help="files per folder (default: all in one)")
     parser.add_argument("--src", default=SRC, help="the loopwatch source tree to scan with")
     args = parser.parse_args()
     SRC = args.src
     with tempfile.TemporaryDirectory(prefix="lw-mem-") as tmp:
         folder = Path(tmp)
         print(
-            f"loopwatch from {SRC}; jobs={args.jobs}; peak RSS of the scanning process (ru_maxrss of the child; workers not included)"
+            f"loopwatch from {SRC}; jobs={args.jobs}; files per folder: {args.per_folder or 'all'}; peak RSS of the scanning process (ru_maxrss of the child; workers not included)"
         )
         base = None
         for count in [int(x) for x in args.events.split(",") if x]:
@@ -117,7 +122,7 @@ def main() -> int:
         for count in [int(x) for x in args.files.split(",") if x]:
             sub = folder / f"files-{count}"
             sub.mkdir()
-            write_files(sub, count)
+            write_files(sub, count, args.per_folder)
             peak, status = peak_of(scan(sub, args.jobs))
             base = base or peak
             print(f"files  {count:>9,}: peak {peak / 1024:7.1f} MiB ({peak / base:.2f}x the first), exit {status}")

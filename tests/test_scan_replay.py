@@ -176,6 +176,36 @@ def test_parallel_and_single_process_results_are_identical(tmp_path, examples):
     assert sum(1 for results in single if results[0]["verdict"]) == 6
 
 
+def test_a_parallel_replay_reads_its_files_as_it_goes_and_holds_a_window(tmp_path, monkeypatch):
+    # Issue 9: a scan of 10,000 files must not hold 10,000 paths. The files are taken in
+    # order as the replay goes, never more than the window ahead of the last one given
+    # back, and the results are the single-process ones, in order, sizes mixed.
+    from loopwatch.analysis import replay as replay_module
+
+    monkeypatch.setattr(replay_module, "_WINDOW", 5)
+    paths = []
+    for i in range(23):
+        path = tmp_path / f"s{i:02}.jsonl"
+        path.write_text(jsonl(looping_events(3 + i % 7) if i % 3 else healthy_events() * (1 + i % 5)))
+        paths.append(path)
+    items = [(str(p), str(p)) for p in paths]
+    pulled = 0
+
+    def given():
+        nonlocal pulled
+        for item in items:
+            pulled += 1
+            yield item
+
+    config = Config.make()
+    parallel = []
+    for results in replay_files(given(), config, jobs=2):
+        assert pulled - len(parallel) <= 5, f"{pulled} files taken, {len(parallel)} given back"
+        parallel.append([r.as_json() for r in results])
+    single = [[r.as_json() for r in results] for results in replay_files(items, config, jobs=1)]
+    assert parallel == single and len(single) == 23
+
+
 def test_results_do_not_depend_on_the_hash_seed():
     # Masked arguments were picked from a set: another process, another result.
     code = (

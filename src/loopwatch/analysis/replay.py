@@ -19,10 +19,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from itertools import chain, islice
 from typing import Any
 
 from ..core.config import Config
@@ -207,63 +209,93 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# Files a parallel replay holds at once: admitted in order, given to the workers
+# largest first within this window, yielded in order. It bounds what is held (their
+# paths, and the results that finished before an earlier file did) whatever the number
+# of files (issue 9: the same peak for 10 and 10,000 files), and it is wide enough for
+# largest-first to work: 1,024 is 64 times the files in hand on 2 cores (2 chunks of 8
+# a worker) and 8 times on 8. Sizes in a folder of runs vary by 1000x; the window sees
+# many of them.
+_WINDOW = 1024
+
+
 def replay_files(
     items: Iterable[tuple[str, str]], config: Config, format: str | None = None, jobs: int | None = None
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, yielding each file's results in the
     order given, as soon as they are ready. `jobs` processes (default: one per core);
     1, or very few files, replays in this process. Standard input (`-`) is always read
-    in this process.
+    in this process. `items` is read as the replay goes: at most `_WINDOW` files are
+    held at a time, however many there are.
 
     A worker that dies (the OOM killer, a signal) breaks its pool: the files it and
     the other workers had in hand are reported as errors, and the rest are replayed
     in a fresh pool; the scan never waits for a result that cannot come."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    if jobs == 1:  # streamed: one file in hand at a time, however many there are
-        for path, label in items:
+    items = iter(items)
+    first = list(islice(items, 4))
+    if jobs == 1 or len(first) < 4:  # streamed: one file in hand at a time
+        for path, label in chain(first, items):
             yield replay_file(path, config, format, label=label)
         return
-    # In processes the order by size needs them all (a list of paths; a bounded window
-    # is not done yet).
-    items = list(items)
-    if len(items) < 4:
-        for path, label in items:
-            yield replay_file(path, config, format, label=label)
-        return
-    # Largest files first, so no core is left with a big one at the end (sizes vary
-    # by 1000x); small chunks for the same reason. Results are yielded in the order
-    # given, each as soon as it and all before it are done.
-    order = sorted((i for i in range(len(items)) if items[i][0] != "-"), key=lambda i: _size(items[i][0]), reverse=True)
-    chunksize = max(1, min(8, len(items) // (jobs * 16)))
-    chunks = deque(order[k : k + chunksize] for k in range(0, len(order), chunksize))
-    workers = min(jobs, len(order)) or 1
+    yield from _parallel(chain(first, items), config, format, jobs)
+
+
+def _parallel(
+    items: Iterator[tuple[str, str]], config: Config, format: str | None, jobs: int
+) -> Iterator[list[SessionResult]]:
+    # Largest files first within the window, so no core is left with a big one at the
+    # end; small chunks for the same reason, smaller as the window empties.
+    held: dict[int, tuple[str, str]] = {}  # admitted, not yet yielded
+    waiting: list[tuple[int, int]] = []  # heap of (-size, index): admitted, not yet given out
     done: dict[int, list[SessionResult]] = {}
-    following = 0
+    admitted = following = 0
+
+    def admit() -> None:
+        nonlocal admitted
+        for item in islice(items, following + _WINDOW - admitted):
+            held[admitted] = item
+            if item[0] != "-":
+                heappush(waiting, (-_size(item[0]), admitted))
+            admitted += 1
 
     def ready() -> Iterator[list[SessionResult]]:
         nonlocal following
-        while following < len(items):
+        while following in held:
+            path, label = held[following]
             if following in done:
-                yield done.pop(following)
-            elif items[following][0] == "-":
-                yield replay_file("-", config, format, label=items[following][1])
+                results = done.pop(following)
+            elif path == "-":
+                results = replay_file("-", config, format, label=label)
             else:
                 return
+            del held[following]
             following += 1
+            yield results
+
+    def lost(chunk: list[int]) -> None:
+        for index in chunk:
+            done[index] = [SessionResult(path=held[index][1], format=format, error=_LOST)]
 
     # fork is cheapest (no re-import) where it exists; callers start no thread
     # before the pool (scan's progress bar has no refresh thread for this reason).
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    while chunks:
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(config, format))
+    admit()
+    while following < admitted:
+        if not waiting:  # only standard input is left in the window
+            yield from ready()
+            admit()
+            continue
+        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(config, format))
         in_hand: dict[Future, list[int]] = {}
         broken = False
         try:
-            while chunks or in_hand:
-                while chunks and len(in_hand) < 2 * workers:
-                    chunk = chunks.popleft()
-                    in_hand[pool.submit(_worker, [(i, items[i]) for i in chunk])] = chunk
+            while waiting or in_hand:
+                while waiting and len(in_hand) < 2 * jobs:
+                    size = max(1, min(8, len(waiting) // (jobs * 16)))
+                    chunk = [heappop(waiting)[1] for _ in range(min(size, len(waiting)))]
+                    in_hand[pool.submit(_worker, [(i, held[i]) for i in chunk])] = chunk
                 finished, _ = wait(in_hand, return_when=FIRST_COMPLETED)
                 for future in finished:
                     chunk = in_hand.pop(future)
@@ -272,27 +304,21 @@ def replay_files(
                             done[index] = results
                     except BrokenProcessPool:
                         broken = True
-                        _lost(chunk, items, format, done)
+                        lost(chunk)
                 if broken:  # every file still in hand went down with the pool
                     for chunk in in_hand.values():
-                        _lost(chunk, items, format, done)
+                        lost(chunk)
                     in_hand.clear()
                     break
                 yield from ready()
+                admit()
         finally:
             pool.shutdown(wait=not broken, cancel_futures=True)
         yield from ready()
-    yield from ready()
+        admit()
 
 
 _LOST = "a worker process died while reading it (killed by a signal, or out of memory?)"
-
-
-def _lost(
-    chunk: list[int], items: Sequence[tuple[str, str]], format: str | None, done: dict[int, list[SessionResult]]
-) -> None:
-    for index in chunk:
-        done[index] = [SessionResult(path=items[index][1], format=format, error=_LOST)]
 
 
 def _size(path: str) -> int:
