@@ -19,15 +19,14 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import click
 
 from ..hosts import claude_code
+from .dry_run import dry_run
 from .install import is_ours, settings_path
 
 __all__ = ["CHECKS", "Line", "check_claude_code", "doctor"]
@@ -152,8 +151,9 @@ def _ours(settings: dict) -> dict[str, list[str]]:
 def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
     """Run the installed command as Claude Code does (through the shell, payload on
     stdin) on a harmless PostToolUse, with a throwaway state folder."""
-    with tempfile.TemporaryDirectory(prefix="loopwatch-doctor-") as folder:
-        payload = {
+
+    def payload(folder: str) -> dict[str, Any]:
+        return {
             "session_id": "loopwatch-doctor",
             "transcript_path": os.path.join(folder, "t.jsonl"),
             "cwd": str(cwd),
@@ -169,44 +169,30 @@ def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
                 "noOutputExpected": True,
             },
         }
-        run_env = {**env, "LOOPWATCH_STATE_DIR": folder}
-        began = time.perf_counter()
+
+    ran = dry_run(command, payload, env, cwd, _DRY_RUN_TIMEOUT)
+    done = ran.done
+    if done is None:
+        return Line("problem", f"the hook command {ran.failure}: {command}")
+    why = (done.stderr.strip().splitlines() or [""])[-1][:200]
+    if done.returncode != 0:
+        return Line(
+            "problem",
+            f"the hook command fails (exit {done.returncode}{': ' + why if why else ''}); "
+            f"reinstall with `loopwatch install claude-code`: {command}",
+        )
+    if done.stdout.strip():
         try:
-            done = subprocess.run(
-                command,
-                shell=True,
-                input=json.dumps(payload),
-                capture_output=True,
-                text=True,
-                env=run_env,
-                cwd=cwd,
-                timeout=_DRY_RUN_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return Line("problem", f"the hook command did not answer within {_DRY_RUN_TIMEOUT:.0f}s: {command}")
-        took = (time.perf_counter() - began) * 1000
-        why = (done.stderr.strip().splitlines() or [""])[-1][:200]
-        if done.returncode != 0:
-            return Line(
-                "problem",
-                f"the hook command fails (exit {done.returncode}{': ' + why if why else ''}); "
-                f"reinstall with `loopwatch install claude-code`: {command}",
-            )
-        if done.stdout.strip():
-            try:
-                json.loads(done.stdout)
-            except ValueError:
-                return Line("problem", f"the hook command prints something that is not JSON: {done.stdout[:100]!r}")
-        log = Path(folder) / "hook.log"
-        if log.exists():
-            last = (log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or [""])[-1]
-            return Line("problem", f"the hook ran but could not check the call: {last[:200]}")
-        if not (Path(folder) / "state.db").exists():
-            return Line(
-                "problem", "the hook command ran but loopwatch did nothing (LOOPWATCH_MODE=off in its environment?)"
-            )
-        return Line("ok", f"hook runs: a dry-run call answered in {took:.0f} ms")
+            json.loads(done.stdout)
+        except ValueError:
+            return Line("problem", f"the hook command prints something that is not JSON: {done.stdout[:100]!r}")
+    if ran.log:
+        return Line("problem", f"the hook ran but could not check the call: {ran.log[:200]}")
+    if not ran.wrote_state:
+        return Line(
+            "problem", "the hook command ran but loopwatch did nothing (LOOPWATCH_MODE=off in its environment?)"
+        )
+    return Line("ok", f"hook runs: a dry-run call answered in {ran.took_ms:.0f} ms")
 
 
 def _version(env: Mapping[str, str]) -> Line:

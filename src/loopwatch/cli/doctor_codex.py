@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from ..hosts import codex as host
 from . import codex_trust
+from .dry_run import dry_run
 from .install import EVENTS, is_ours
 
 __all__ = ["check_codex"]
@@ -175,31 +175,16 @@ def _runnable(settings: dict[str, Any], env: dict[str, str], cwd: str | None) ->
         "tool_use_id": "doctor-1",
         "transcript_path": None,
     }
-    with tempfile.TemporaryDirectory(prefix="loopwatch-doctor-") as state:
-        run_env = {**env, "LOOPWATCH_STATE_DIR": state}
-        run_env.pop("LOOPWATCH_MODE", None)
-        started = time.perf_counter()
-        try:
-            done = subprocess.run(
-                command,
-                shell=True,
-                input=json.dumps(payload),
-                capture_output=True,
-                text=True,
-                check=False,
-                timeout=_TIMEOUT,
-                env=run_env,
-                cwd=cwd,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return False, f"codex: the hook command did not run ({exc}): {command}"
-        took = time.perf_counter() - started
-        log = Path(state, "hook.log")
-        problem = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] if log.exists() else []
-    if done.returncode != 0 or problem:
-        why = problem[0] if problem else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    run_env = dict(env)
+    run_env.pop("LOOPWATCH_MODE", None)  # is it runnable at all; the mode is the user's to set
+    ran = dry_run(command, lambda _folder: payload, run_env, cwd, _TIMEOUT)
+    done = ran.done
+    if done is None:
+        return False, f"codex: the hook command {ran.failure}: {command}"
+    if done.returncode != 0 or ran.log:
+        why = ran.log or (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return False, f"codex: the hook command failed on a dry run: {why} (command: {command[:200]})"
-    return True, f"codex: runnable (a dry-run call answered in {took * 1000:.0f} ms)"
+    return True, f"codex: runnable (a dry-run call answered in {ran.took_ms:.0f} ms)"
 
 
 def _load_json(path: Path) -> dict[str, Any] | None:
