@@ -7,17 +7,33 @@ consecutive repeats count: validate, fix, validate, fix, validate is progress.
 
 Tools configured as pollers are not counted here (their repeats are the point).
 
+Two near cases count as a copy too, each graded suspicion: the same call once the line
+range of its first line is masked (`Step.shifted`: `edit 75:78` then `edit 75:81`, the
+same body) with the identical, non-empty result (the same file came back: the protocol's
+"resubmitted with a shifted line range"); and the identical call re-applied, each time
+changing files (the same edit pasted again, growing the file by its lines each time:
+the result changes only by the duplicate it added). Nothing else is masked or merely
+alike: a body that differs anywhere, or a result that differs after a call that wrote
+nothing, breaks the streak.
+
 Grade: proof. The identical call getting the identical result, in a row, means the run
 learned nothing from the last try; a run making progress cannot produce it. It stops
-on its own, one round past its nudge.
+on its own, one round past its nudge. A streak with a near copy in it is suspicion (a
+masked range and a changing file are a judgement): it nudges, and stops only when
+corroborated (the measured calibrations: one more round past the nudge).
+Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): in the labelled
+corpus the near copies start 5 loops' streaks earlier (the delay of one falls from 13
+steps to 4) and catch one more (three variants of an edit, each resubmitted at a
+shifted range with the same broken file); no stop or nudge more on a session that
+solved its task or on a `no` session.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..finding import PROOF, Finding
-from ..messages import SameResult
+from ..finding import PROOF, SUSPICION, Finding
+from ..messages import MuchTheSame, SameResult
 from ..step import Step
 from .base import Signal
 from .params import Count, SignalParams
@@ -48,17 +64,21 @@ class Repeat(Signal[Params]):
         self._last: Step | None = None
         self._first: Step | None = None
         self._count = 0
+        self._exact = True  # every copy in the streak the identical call with the identical result
         self.most = 0  # calibration: the longest run seen
 
     def on_step(self, step: Step) -> Finding | None:
         if step.role == "poller":
             return None
         last = self._last
-        if last is not None and last.call == step.call and last.result == step.result:
+        copy = _copy(last, step) if last is not None else None
+        if copy is not None:
             self._count += 1
+            self._exact = self._exact and copy
         else:
             self._count = 1
             self._first = step
+            self._exact = True
         self._last = step
         self.most = max(self.most, self._count)
         return self._finding(step)
@@ -67,11 +87,15 @@ class Repeat(Signal[Params]):
         count, first = self._count, self._first
         if count < 2 or first is None:
             return None
+        span = step.at - first.at
+        exact = self._exact
         return Finding(
             signal=self.name,
             severity=count / self.params.threshold,
             key=int.from_bytes(first.action[:6], "little") ^ first.index,
-            message=SameResult(step.name, count, step.at - first.at),
+            message=SameResult(step.name, count, span)
+            if exact
+            else MuchTheSame(step.name, count, first.call == step.call, span),
             repeats=count,
             period=1,
             tools=(step.name,),
@@ -79,6 +103,7 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
+            grade=PROOF if exact else SUSPICION,
         )
 
     def predict(self, call: bytes) -> Finding | None:
@@ -90,6 +115,21 @@ class Repeat(Signal[Params]):
     def reset(self) -> None:
         self._last = self._first = None
         self._count = 0
+        self._exact = True
 
     def calibration(self) -> dict[str, Any]:
         return {"repeat_most": self.most}
+
+
+def _copy(last: Step, step: Step) -> bool | None:
+    """Is `step` a copy of `last`: True for the identical call with the identical
+    result (proof), False for a near copy (the same call at a shifted line range with
+    the identical non-empty result, or the identical call re-applied, both changing
+    files), None for no copy."""
+    if last.call == step.call and last.result == step.result:
+        return True
+    if last.shifted == step.shifted and last.result == step.result and not step.empty:
+        return False  # `shifted` equals `call` when there is no line range: never equal calls here
+    if last.call == step.call and last.wrote and step.wrote:
+        return False
+    return None
