@@ -27,10 +27,14 @@ takes that rung. Suspicion takes it when no call since that nudge succeeded with
 something new: the new streak's conclusive finding is then one conclusive round past
 the nudge (`held` 1, judged by `evidence.confirm` as any round is); otherwise it gets a
 nudge of its own.
-Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): 3 labelled loops
-stopped 1 to 3 steps sooner (a rejected edit nudged, then nearly the same rejected edit
-resubmitted; two same_error streaks of two wordings of "No matches found"), no stop or
-nudge more on a session that solved its task or on a `no` session, out of fold.
+Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): in sample, 3 labelled
+loops stopped 1 to 3 steps sooner (a rejected edit nudged, then nearly the same rejected
+edits resubmitted; two streaks of two wordings of "No matches found"), no other verdict
+changed; out of fold (with `repeat`'s near copies) looping steps saved 57.0% -> 57.4%,
+recall, stops before onset, on `no` and on successful sessions, and successful sessions
+nudged unchanged. Without the "nothing new succeeded" condition a gemini-3-pro session
+nudged for its format corrections would be stopped (by `apology`) after a call that
+succeeded with something new, and one more labelled loop caught.
 
 Warnings are throttled: one, then at most one every `warn_every` seconds of event time,
 plus one more when a streak becomes conclusive; never one per event. A warning callback
