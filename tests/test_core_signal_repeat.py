@@ -117,18 +117,23 @@ def test_property_inserting_a_new_action_breaks_a_repeat(threshold, data):
 
 BODY = "    @JsonCreator(mode = JsonCreator.Mode.DELEGATING)\n    public static AEnum fromString(String s) {\n"
 VIEW = "[File: /repo/TestCases.java (82 lines total)]\n75:    @JsonCreator(mode = JsonCreator.Mode.DELEGATING)\n"
+REJECTED = "Your proposed edit has introduced new syntax error(s).\nERRORS:\n- E999 SyntaxError: invalid syntax\n"
 
 
 def edit(command: str, result: str = VIEW, *, wrote: bool = True, error: bool = False) -> ToolCall:
     return call("edit", {"command": command}, result, changed=["/repo/TestCases.java"] if wrote else (), error=error)
 
 
-def test_an_edit_resubmitted_at_a_shifted_range_with_the_same_file_back_is_a_near_copy():
-    """`edit 75:78` then `edit 75:81` x3, the same body, the same file back each time
-    (the protocol's "resubmitted with a shifted line range"): four copies, suspicion,
-    so with no calibration it only nudges."""
+def rejected(command: str) -> ToolCall:
+    return edit(command, REJECTED, wrote=False, error=True)
+
+
+def test_an_edit_rejected_again_at_a_shifted_range_is_a_near_copy():
+    """`edit 1:1` then `edit 1:6` x3, the same body, the same rejection each time (the
+    protocol's "resubmitted with a shifted line range"): four copies, suspicion, so with
+    no calibration it only nudges."""
     monitor = only("repeat", {"threshold": 4})
-    verdicts = feed(monitor, [edit("edit 75:78\n" + BODY)] + [edit("edit 75:81\n" + BODY) for _ in range(5)])
+    verdicts = feed(monitor, [rejected("edit 1:1\n" + BODY)] + [rejected("edit 1:6\n" + BODY) for _ in range(5)])
     got = actions(verdicts)
     assert got.index(Action.NUDGE) == 3 and got.count(Action.NUDGE) == 1 and Action.STOP not in got
     finding = verdicts[3].finding
@@ -138,8 +143,27 @@ def test_an_edit_resubmitted_at_a_shifted_range_with_the_same_file_back_is_a_nea
 
 def test_a_near_copy_stops_when_corroborated_by_one_more_round():
     monitor = only("repeat", {"threshold": 4}, evidence={"confirm": 1})  # the measured calibrations' rule
-    got = actions(feed(monitor, [edit("edit 75:78\n" + BODY)] + [edit("edit 75:81\n" + BODY) for _ in range(4)]))
+    got = actions(feed(monitor, [rejected("edit 1:1\n" + BODY)] + [rejected("edit 1:6\n" + BODY) for _ in range(4)]))
     assert got[3] is Action.NUDGE and got[4] is Action.STOP
+
+
+def test_applied_edits_that_differ_in_a_number_pair_are_no_near_copies():
+    """A one-line input is all "first line", and a success's result has its digits
+    masked: `sched(1,2)` -> `sched(1,3)` -> ... (a sweep) masks alike and comes back
+    alike, but each edit changed the file: never a copy."""
+    events = [
+        call(
+            "Edit",
+            {"file_path": "/p/train.py", "old_string": f"lr = sched(1,{i})", "new_string": f"lr = sched(1,{i + 1})"},
+            f"The file /p/train.py has been updated. Here's a snippet:\n   12\tlr = sched(1,{i + 1})",
+            changed=["/p/train.py"],
+        )
+        for i in range(8)
+    ]
+    assert shifted_alike(events[0], events[1])
+    monitor = only("repeat", {"threshold": 2})
+    assert strongest(feed(monitor, events)) is Action.ALLOW
+    assert monitor.calibration()["repeat_most"] == 1
 
 
 def test_the_identical_edit_re_applied_growing_the_file_is_a_near_copy():
@@ -221,8 +245,6 @@ def replay(path: str):
     [
         # the identical 'edit 493:496' applied 29 times, 5 lines more each time (onset 7; was 20)
         (MSB + "deepseek-coder-v2/google__gson-1093.traj", 11),
-        # 'edit 75:78' then 'edit 75:81' x5, the same body, the same file back (onset 7; was 12)
-        (MSB + "deepseek-chat-v2/fasterxml__jackson-databind-3851.traj", 11),
         # 'edit 1:1' then 'edit 1:6' rejected with the same preview, then resubmitted (onset 5; was 10)
         (MSB + "doubao-pro-128k/fasterxml__jackson-core-729.traj", 9),
     ],
@@ -240,9 +262,8 @@ def test_labelled_loops_of_the_corpus_that_begin_with_a_near_copy_are_stopped_so
 @pytest.mark.parametrize(
     "path",
     [
-        # two near copies in a row, then other work (labelled no)
+        # two near copies in a row (the only ones outside a labelled loop), then other work (labelled no)
         MSB + "doubao-pro-128k/fasterxml__jackson-databind-4486.traj",
-        MSB + "deepseek-chat-v2/googlecontainertools__jib-2536.traj",
     ],
 )
 def test_a_pair_of_near_copies_in_healthy_work_of_the_corpus_is_not_stopped(path):

@@ -30,7 +30,7 @@ nudge of its own.
 Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): in sample, 3 labelled
 loops stopped 1 to 3 steps sooner (a rejected edit nudged, then nearly the same rejected
 edits resubmitted; two streaks of two wordings of "No matches found"), no other verdict
-changed; out of fold (with `repeat`'s near copies) looping steps saved 57.0% -> 57.4%,
+changed; out of fold (with `repeat`'s near copies) looping steps saved 56.2% -> 57.3%,
 recall, stops before onset, on `no` and on successful sessions, and successful sessions
 nudged unchanged. Without the "nothing new succeeded" condition a gemini-3-pro session
 nudged for its format corrections would be stopped (by `apology`) after a call that

@@ -8,9 +8,11 @@ consecutive repeats count: validate, fix, validate, fix, validate is progress.
 Tools configured as pollers are not counted here (their repeats are the point).
 
 Two near cases count as a copy too, each graded suspicion: the same call once the line
-range of its first line is masked (`Step.shifted`: `edit 75:78` then `edit 75:81`, the
-same body) with the identical, non-empty result (the same file came back: the protocol's
-"resubmitted with a shifted line range"); and the identical call re-applied, each time
+range of its first line is masked (`Step.shifted`: `edit 1:1` then `edit 1:6`, the same
+body) failing with the identical, non-empty result (the protocol's "the same edit rejected
+by the same check, resubmitted with a shifted line range"; a success is never such a copy:
+its digits are masked, and a one-line input is all "first line", so `f(1,2)` then
+`f(1,3)` would look alike); and the identical call re-applied, each time
 changing files (the same edit pasted again, growing the file by its lines each time:
 the result changes only by the duplicate it added). Nothing else is masked or merely
 alike: a body that differs anywhere, or a result that differs after a call that wrote
@@ -22,12 +24,12 @@ on its own, one round past its nudge. A streak with a near copy in it is suspici
 masked range and a changing file are a judgement): it nudges, and stops only when
 corroborated (the measured calibrations: one more round past the nudge).
 Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): near copies occur
-in 14 sessions of the shared corpus: 12 labelled loops and 2 `no` sessions (a pair each,
-never stopped), none in a session that solved its task. They stop 4 labelled loops
-sooner, in sample (the identical edit re-applied 29 times: step 20 -> 11; three loops
-begun at a shifted range: one step each); out of fold recall (50/62), stops before
-onset (1), on `no` (0) and on successful sessions (the same 3), and successful sessions
-nudged (the same 9), are unchanged; looping steps saved 56.2% -> 57.0%.
+in 9 sessions of the shared corpus: 8 labelled loops and 1 `no` session (a pair, not
+stopped), none in a session that solved its task. In sample they stop 2 labelled loops
+sooner (the identical edit re-applied 29 times: step 20 -> 11; an edit rejected at 1:1,
+then at 1:6: 10 -> 9); out of fold (with the policy's round 4 rule) recall (50/62), stops
+before onset (1), on `no` (0) and on successful sessions (the same 3), and successful
+sessions nudged (the same 9) are unchanged; looping steps saved 56.2% -> 57.3%.
 """
 
 from __future__ import annotations
@@ -125,13 +127,17 @@ class Repeat(Signal[Params]):
 
 def _copy(last: Step, step: Step) -> bool | None:
     """Is `step` a copy of `last`: True for the identical call with the identical
-    result (proof), False for a near copy (the same call at a shifted line range with
-    the identical non-empty result, or the identical call re-applied, both changing
-    files), None for no copy."""
+    result (proof), False for a near copy (the same call at a shifted line range
+    rejected with the identical message, or the identical call re-applied, both
+    changing files), None for no copy."""
     if last.call == step.call and last.result == step.result:
         return True
-    if last.shifted == step.shifted and last.result == step.result and not step.empty:
-        return False  # `shifted` equals `call` when there is no line range: never equal calls here
+    if last.shifted == step.shifted and last.result == step.result and step.failure is not None and not step.empty:
+        # `shifted` equals `call` when there is no line range: never equal calls here.
+        # Failed only: a success's result has its digits masked, so two applied edits
+        # differing in `f(1,2)` / `f(1,3)` (a one-line input is all "first line") would
+        # look alike; a rejection is the same wall whatever the range.
+        return False
     if last.call == step.call and last.wrote and step.wrote:
         return False
     return None
