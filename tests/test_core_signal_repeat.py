@@ -129,11 +129,11 @@ def rejected(command: str) -> ToolCall:
 
 
 def test_an_edit_rejected_again_at_a_shifted_range_is_a_near_copy():
-    """`edit 1:1` then `edit 1:6` x3, the same body, the same rejection each time (the
-    protocol's "resubmitted with a shifted line range"): four copies, suspicion, so with
-    no calibration it only nudges."""
+    """`edit 1:1`, `edit 1:6`, `edit 1:1`, ... the same body, the same rejection each time
+    (the protocol's "resubmitted with a shifted line range"): each a near copy of the
+    last, suspicion, so with no calibration it only nudges."""
     monitor = only("repeat", {"threshold": 4})
-    verdicts = feed(monitor, [rejected("edit 1:1\n" + BODY)] + [rejected("edit 1:6\n" + BODY) for _ in range(5)])
+    verdicts = feed(monitor, [rejected(f"edit 1:{1 + 5 * (i % 2)}\n" + BODY) for i in range(8)])
     got = actions(verdicts)
     assert got.index(Action.NUDGE) == 3 and got.count(Action.NUDGE) == 1 and Action.STOP not in got
     finding = verdicts[3].finding
@@ -143,8 +143,20 @@ def test_an_edit_rejected_again_at_a_shifted_range_is_a_near_copy():
 
 def test_a_near_copy_stops_when_corroborated_by_one_more_round():
     monitor = only("repeat", {"threshold": 4}, evidence={"confirm": 1})  # the measured calibrations' rule
-    got = actions(feed(monitor, [rejected("edit 1:1\n" + BODY)] + [rejected("edit 1:6\n" + BODY) for _ in range(4)]))
+    got = actions(feed(monitor, [rejected(f"edit 1:{1 + 5 * (i % 2)}\n" + BODY) for i in range(6)]))
     assert got[3] is Action.NUDGE and got[4] is Action.STOP
+
+
+def test_identical_copies_after_a_near_copy_are_proof_again_and_stop_no_later():
+    """A near copy before a run of identical ones never weakens it: once the identical
+    run alone reaches the threshold it is proof (uncalibrated, it stops), no later than
+    the same run with no near copy before it."""
+    first = rejected("edit 1:1\n" + BODY)
+    run = [rejected("edit 1:6\n" + BODY) for _ in range(5)]
+    with_near = actions(feed(only("repeat", {"threshold": 4}), [first, *run]))
+    without = actions(feed(only("repeat", {"threshold": 4}), [bash("ls", "a.py"), *run]))
+    assert without.index(Action.STOP) == 5
+    assert with_near[:5] == [Action.ALLOW, Action.WARN, Action.ALLOW, Action.NUDGE, Action.STOP]
 
 
 def test_applied_edits_that_differ_in_a_number_pair_are_no_near_copies():

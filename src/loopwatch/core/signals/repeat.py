@@ -22,7 +22,9 @@ Grade: proof. The identical call getting the identical result, in a row, means t
 learned nothing from the last try; a run making progress cannot produce it. It stops
 on its own, one round past its nudge. A streak with a near copy in it is suspicion (a
 masked range and a changing file are a judgement): it nudges, and stops only when
-corroborated (the measured calibrations: one more round past the nudge).
+corroborated (the measured calibrations: one more round past the nudge), until the
+identical copies that close it reach the threshold by themselves: that run is proof, as
+it would be with no near copy before it.
 Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): near copies occur
 in 9 sessions of the shared corpus: 8 labelled loops and 1 `no` session (a pair, not
 stopped), none in a session that solved its task. In sample they stop 2 labelled loops
@@ -68,7 +70,9 @@ class Repeat(Signal[Params]):
         self._last: Step | None = None
         self._first: Step | None = None
         self._count = 0
-        self._exact = True  # every copy in the streak the identical call with the identical result
+        # The streak's trailing run of identical copies (all of it when it has no near copy).
+        self._run_first: Step | None = None
+        self._run = 0
         self.most = 0  # calibration: the longest run seen
 
     def on_step(self, step: Step) -> Finding | None:
@@ -76,23 +80,26 @@ class Repeat(Signal[Params]):
             return None
         last = self._last
         copy = _copy(last, step) if last is not None else None
-        if copy is not None:
-            self._count += 1
-            self._exact = self._exact and copy
+        if copy is None:
+            self._count, self._first = 1, step
         else:
-            self._count = 1
-            self._first = step
-            self._exact = True
+            self._count += 1
+        if copy:
+            self._run += 1
+        else:
+            self._run, self._run_first = 1, step
         self._last = step
         self.most = max(self.most, self._count)
         return self._finding(step)
 
     def _finding(self, step: Step) -> Finding | None:
-        count, first = self._count, self._first
+        # Proof when every copy is identical, or when the trailing identical run alone is
+        # conclusive (a near copy before it never makes proof weaker); else suspicion.
+        exact = self._run == self._count or self._run >= self.params.threshold
+        count, first = (self._run, self._run_first) if exact else (self._count, self._first)
         if count < 2 or first is None:
             return None
         span = step.at - first.at
-        exact = self._exact
         return Finding(
             signal=self.name,
             severity=count / self.params.threshold,
@@ -117,9 +124,8 @@ class Repeat(Signal[Params]):
         return self._finding(last)
 
     def reset(self) -> None:
-        self._last = self._first = None
-        self._count = 0
-        self._exact = True
+        self._last = self._first = self._run_first = None
+        self._count = self._run = 0
 
     def calibration(self) -> dict[str, Any]:
         return {"repeat_most": self.most}
