@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from core_support import OFF, actions, bash, call, feed, looping, only
 
@@ -169,3 +171,74 @@ def test_no_match_searches_scattered_among_successes_never_stop():
     for i in range(15):
         events += [call("Grep", {"pattern": f"name_{i}"}, "No files found"), fresh(i)]
     assert Action.STOP not in actions(feed(m, events))
+
+
+def missing(tool: str, n: int) -> list:
+    """Varied calls of a missing program (a same_error streak of its own per program)."""
+    return [bash(f"{tool} -q build{i}", f"bash: {tool}: command not found", error=True) for i in range(n)]
+
+
+def test_suspicion_circling_again_right_after_an_unheeded_nudge_stops():
+    """Nudged about `javac`, the model goes on to `mvn` with nothing succeeding in between:
+    the new streak's conclusive finding is one round past that nudge (confirm 1)."""
+    m = only("same_error", {"threshold": 3}, evidence={"confirm": 1})
+    got = actions(feed(m, missing("javac", 3) + missing("mvn", 3)))
+    assert got[2] is Action.NUDGE and got[3:5] == [Action.ALLOW, Action.ALLOW] and got[5] is Action.STOP
+
+
+def test_a_new_success_after_the_nudge_gives_the_new_streak_its_own_nudge():
+    m = only("same_error", {"threshold": 3}, evidence={"confirm": 1})
+    got = actions(feed(m, missing("javac", 3) + [fresh(0)] + missing("mvn", 4)))
+    assert got[2] is Action.NUDGE and got[6] is Action.NUDGE and got[7] is Action.STOP
+
+
+def test_circling_again_after_a_nudge_is_one_round_judged_by_confirm():
+    """One round past the nudge: enough for confirm 1, not for confirm 2 (the new streak
+    then gets its own nudge); uncalibrated suspicion still only nudges."""
+    for evidence in ({"confirm": 2}, {}):
+        m = only("same_error", {"threshold": 3}, evidence=evidence)
+        got = actions(feed(m, missing("javac", 3) + missing("mvn", 3)))
+        assert got[2] is Action.NUDGE and got[5] is Action.NUDGE, evidence
+
+
+# -- on the real corpus -----------------------------------------------------------------
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "labels.tsv")), reason="shared corpus absent")
+MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
+
+
+def replay(path: str):
+    from loopwatch.analysis.evaluation import _load, first_interventions
+
+    events, step_of, source = _load(path, CORPUS)
+    return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "path, nudge, stop, signal",
+    [
+        # the same rejected edit x4 (nudged), then nearly the same rejected edits (onset 34; was 42)
+        ("swe-agent-traj/coder-swebench-lite/matplotlib__matplotlib-25079.traj", 37, 39, "echo"),
+        # search_dir rewordings, all "No matches found": two wordings, two streaks (onset 26; was 44)
+        (MSB + "doubao-pro-128k/fasterxml__jackson-databind-4365.traj", 42, 43, "same_error"),
+        # Java pasted into a .py with 'edit 1:1', rejected each time, nudged, resubmitted (onset 2; was 8)
+        (MSB + "doubao-pro-128k/fasterxml__jackson-core-1208.traj", 4, 7, "echo"),
+    ],
+)
+def test_labelled_loops_of_the_corpus_circling_on_after_a_nudge_stop_sooner(path, nudge, stop, signal):
+    from loopwatch.analysis.evaluation import load_labels
+
+    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    got = replay(path)
+    assert label.label == "yes" and label.onset <= got[0] <= label.end
+    assert (got[2], got[0], got[1]) == (nudge, stop, signal)
+
+
+@needs_corpus
+def test_a_new_success_after_a_nudge_in_the_corpus_still_gives_the_next_streak_its_own_nudge():
+    """gemini-3-pro corrected on its format (nudged at step 30), then something new
+    succeeds and it apologises: suspicion after progress, so a nudge, never a stop."""
+    got = replay("mini-swe-agent-traj-json/swebv-gemini-3-pro/mwaskom__seaborn-3069.traj.json")
+    assert got[0] is None and (got[2], got[3]) == (30, "correction")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Action, Monitor, ToolCall
+from loopwatch.core.config import Config
+from loopwatch.core.finding import PROOF, SUSPICION
 
 from core_support import actions, bash, call, feed, only, severity, strongest
 
@@ -107,3 +111,175 @@ def test_property_inserting_a_new_action_breaks_a_repeat(threshold, data):
     monitor = only("repeat", {"threshold": threshold})
     assert strongest(feed(monitor, broken)).rank < Action.NUDGE.rank
     assert severity(monitor, "repeat") < 1.0
+
+
+# -- near copies: a shifted line range with the identical result; the same edit re-applied --
+
+BODY = "    @JsonCreator(mode = JsonCreator.Mode.DELEGATING)\n    public static AEnum fromString(String s) {\n"
+VIEW = "[File: /repo/TestCases.java (82 lines total)]\n75:    @JsonCreator(mode = JsonCreator.Mode.DELEGATING)\n"
+REJECTED = "Your proposed edit has introduced new syntax error(s).\nERRORS:\n- E999 SyntaxError: invalid syntax\n"
+
+
+def edit(command: str, result: str = VIEW, *, wrote: bool = True, error: bool = False) -> ToolCall:
+    return call("edit", {"command": command}, result, changed=["/repo/TestCases.java"] if wrote else (), error=error)
+
+
+def rejected(command: str) -> ToolCall:
+    return edit(command, REJECTED, wrote=False, error=True)
+
+
+def test_an_edit_rejected_again_at_a_shifted_range_is_a_near_copy():
+    """`edit 1:1`, `edit 1:6`, `edit 1:1`, ... the same body, the same rejection each time
+    (the protocol's "resubmitted with a shifted line range"): each a near copy of the
+    last, suspicion, so with no calibration it only nudges."""
+    monitor = only("repeat", {"threshold": 4})
+    verdicts = feed(monitor, [rejected(f"edit 1:{1 + 5 * (i % 2)}\n" + BODY) for i in range(8)])
+    got = actions(verdicts)
+    assert got.index(Action.NUDGE) == 3 and got.count(Action.NUDGE) == 1 and Action.STOP not in got
+    finding = verdicts[3].finding
+    assert finding.grade == SUSPICION and (finding.repeats, finding.started_index, finding.index) == (4, 1, 4)
+    assert finding.description.startswith("nearly the same edit call got much the same result 4 times in a row")
+
+
+def test_a_near_copy_stops_when_corroborated_by_one_more_round():
+    monitor = only("repeat", {"threshold": 4}, evidence={"confirm": 1})  # the measured calibrations' rule
+    got = actions(feed(monitor, [rejected(f"edit 1:{1 + 5 * (i % 2)}\n" + BODY) for i in range(6)]))
+    assert got[3] is Action.NUDGE and got[4] is Action.STOP
+
+
+def test_identical_copies_after_a_near_copy_are_proof_again_and_stop_no_later():
+    """A near copy before a run of identical ones never weakens it: once the identical
+    run alone reaches the threshold it is proof (uncalibrated, it stops), no later than
+    the same run with no near copy before it."""
+    first = rejected("edit 1:1\n" + BODY)
+    run = [rejected("edit 1:6\n" + BODY) for _ in range(5)]
+    with_near = actions(feed(only("repeat", {"threshold": 4}), [first, *run]))
+    without = actions(feed(only("repeat", {"threshold": 4}), [bash("ls", "a.py"), *run]))
+    assert without.index(Action.STOP) == 5
+    assert with_near[:5] == [Action.ALLOW, Action.WARN, Action.ALLOW, Action.NUDGE, Action.STOP]
+
+
+def test_applied_edits_that_differ_in_a_number_pair_are_no_near_copies():
+    """A one-line input is all "first line", and a success's result has its digits
+    masked: `sched(1,2)` -> `sched(1,3)` -> ... (a sweep) masks alike and comes back
+    alike, but each edit changed the file: never a copy."""
+    events = [
+        call(
+            "Edit",
+            {"file_path": "/p/train.py", "old_string": f"lr = sched(1,{i})", "new_string": f"lr = sched(1,{i + 1})"},
+            f"The file /p/train.py has been updated. Here's a snippet:\n   12\tlr = sched(1,{i + 1})",
+            changed=["/p/train.py"],
+        )
+        for i in range(8)
+    ]
+    assert shifted_alike(events[0], events[1])
+    monitor = only("repeat", {"threshold": 2})
+    assert strongest(feed(monitor, events)) is Action.ALLOW
+    assert monitor.calibration()["repeat_most"] == 1
+
+
+def test_the_identical_edit_re_applied_growing_the_file_is_a_near_copy():
+    """The identical edit applied again and again, each time changing the file (it
+    pastes its lines again: only the line count moves): a near copy, suspicion."""
+    events = [
+        edit("edit 493:496\n" + BODY, "[File: /repo/JsonWriter.java]\n" + "public JsonWriter value()\n" * (i + 1))
+        for i in range(5)
+    ]
+    verdicts = feed(only("repeat", {"threshold": 4}), events)
+    assert actions(verdicts)[3] is Action.NUDGE
+    assert verdicts[3].finding.grade == SUSPICION
+    assert verdicts[3].finding.description.startswith("the same edit call got much the same result 4 times")
+
+
+def test_an_identical_streak_stays_proof_and_stops_on_its_own():
+    monitor = only("repeat", {"threshold": 4})  # no calibration: only proof stops
+    verdicts = feed(monitor, [edit("edit 75:81\n" + BODY, error=True, wrote=False) for _ in range(5)])
+    assert verdicts[3].finding.grade == PROOF and actions(verdicts)[4] is Action.STOP
+
+
+def shifted_alike(a: ToolCall, b: ToolCall) -> bool:
+    """Do two calls differ and mask to the same `Step.shifted` (the premise of a test)?"""
+    from loopwatch.core.step import make_step
+
+    x, y = (make_step(1, c.name, c.input, c.result, c.error, (), 0.0) for c in (a, b))
+    return x.call != y.call and x.shifted == y.shifted
+
+
+def test_pages_read_at_shifted_ranges_are_progress():
+    """`view a.py 10:20` then `view a.py 11:21`: the range is masked alike, but each
+    page is another text: never a copy."""
+    events = [call("view", {"command": f"view a.py {10 + i}:{20 + i}"}, f"text {'abcdefgh'[i]}") for i in range(8)]
+    assert shifted_alike(events[0], events[1])
+    monitor = only("repeat", {"threshold": 2})
+    assert strongest(feed(monitor, events)) is Action.ALLOW
+    assert monitor.calibration()["repeat_most"] == 1
+
+
+def test_a_shifted_search_that_finds_nothing_is_no_copy():
+    """An empty answer ("No matches found") counts only for the identical call: ranges
+    searched in vain one after another are a search being moved, not a copy."""
+    events = [call("search", {"command": f"search foo a.py {i}:{i + 9}"}, "No matches found") for i in range(1, 9)]
+    assert shifted_alike(events[0], events[1])
+    monitor = only("repeat", {"threshold": 2})
+    assert strongest(feed(monitor, events)) is Action.ALLOW
+
+
+def test_a_different_body_at_the_same_range_is_another_edit():
+    events = [edit(f"edit 75:81\n    value = {i}\n") for i in range(8)]
+    monitor = only("repeat", {"threshold": 2})
+    assert strongest(feed(monitor, events)) is Action.ALLOW
+
+
+def test_the_identical_call_with_a_changing_result_that_wrote_nothing_is_still_polling():
+    """Only a call that changed files both times is "re-applied": the same command
+    with a changing result and no write is waiting, as before."""
+    events = [call("edit", {"command": "edit 75:81\n" + BODY}, f"view {'abcdefgh'[i]}") for i in range(8)]
+    assert strongest(feed(only("repeat", {"threshold": 2}), events)) is Action.ALLOW
+
+
+# -- on the real corpus -----------------------------------------------------------------
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "labels.tsv")), reason="shared corpus absent")
+MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
+
+
+def replay(path: str):
+    from loopwatch.analysis.evaluation import _load, first_interventions
+
+    events, step_of, source = _load(path, CORPUS)
+    return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "path, stop",
+    [
+        # the identical 'edit 493:496' applied 29 times, 5 lines more each time (onset 7; was 20)
+        (MSB + "deepseek-coder-v2/google__gson-1093.traj", 11),
+        # 'edit 1:1' then 'edit 1:6' rejected with the same preview, then resubmitted (onset 5; was 10)
+        (MSB + "doubao-pro-128k/fasterxml__jackson-core-729.traj", 9),
+    ],
+)
+def test_labelled_loops_of_the_corpus_that_begin_with_a_near_copy_are_stopped_sooner(path, stop):
+    from loopwatch.analysis.evaluation import load_labels
+
+    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    got = replay(path)
+    assert label.label == "yes" and label.onset <= got[0] <= label.end
+    assert (got[0], got[1]) == (stop, "repeat")
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "path",
+    [
+        # two near copies in a row (the only ones outside a labelled loop), then other work (labelled no)
+        MSB + "doubao-pro-128k/fasterxml__jackson-databind-4486.traj",
+    ],
+)
+def test_a_pair_of_near_copies_in_healthy_work_of_the_corpus_is_not_stopped(path):
+    from loopwatch.analysis.evaluation import load_labels
+
+    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    assert label.label == "no" and replay(path)[0] is None

@@ -46,6 +46,13 @@ __all__ = ["CALIBRATIONS"]
 #: median delay 6, 1 stop before onset, 0 on healthy sessions, the same 3 of 261
 #: successful sessions stopped, the same 9 of them nudged (3.4%):
 #: BENCHMARKS.md "Evidence, round 3".
+#:
+#: Round 4 (the same command; `repeat` counts near copies as suspicion, and suspicion
+#: circling on right after an unheeded nudge, nothing new succeeding since, is one round
+#: past it): the same choice in every fold (same_error 7 in one); out of fold recall 81%
+#: (50/62), median delay 6, looping steps saved 56.2% -> 57.3%, 1 stop before onset, 0 on
+#: healthy sessions, the same 3 of 261 successful sessions stopped and the same 9 nudged:
+#: BENCHMARKS.md "Evidence, round 4" (with where the delay comes from).
 _MEASURED: dict[str, Any] = {
     "signals": {"repeat": {"threshold": 4}, "same_error": {"threshold": 6}},
     "evidence": {"confirm": 1, "second_signal": False},

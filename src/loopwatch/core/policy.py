@@ -21,6 +21,21 @@ calibration) suspicion only nudges. Until corroborated a suspicion streak holds 
 nudge: it does not climb, so when corroboration comes it takes the next rung, not the
 last.
 
+A new streak that becomes conclusive within `ESCALATE_WITHIN` calls of a nudge starts
+one rung up: the model ignored the nudge and circles again in another shape. Proof
+takes that rung. Suspicion takes it when no call since that nudge succeeded with
+something new: the new streak's conclusive finding is then one conclusive round past
+the nudge (`held` 1, judged by `evidence.confirm` as any round is); otherwise it gets a
+nudge of its own.
+Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): in sample, 3 labelled
+loops stopped 1 to 3 steps sooner (a rejected edit nudged, then nearly the same rejected
+edits resubmitted; two streaks of two wordings of "No matches found"), no other verdict
+changed; out of fold (with `repeat`'s near copies) looping steps saved 56.2% -> 57.3%,
+recall, stops before onset, on `no` and on successful sessions, and successful sessions
+nudged unchanged. Without the "nothing new succeeded" condition a gemini-3-pro session
+nudged for its format corrections would be stopped (by `apology`) after a call that
+succeeded with something new, and one more labelled loop caught.
+
 Warnings are throttled: one, then at most one every `warn_every` seconds of event time,
 plus one more when a streak becomes conclusive; never one per event. A warning callback
 that raises is not called again.
@@ -105,7 +120,10 @@ class Policy:
         rungs = self.allowed(finding)
         streak = (finding.signal, finding.key)
         climbed = self._rungs.get(streak, 0)
-        if climbed == 0 and self._last_nudge is not None and 0 <= finding.index - self._last_nudge <= ESCALATE_WITHIN:
+        escalated = (
+            climbed == 0 and self._last_nudge is not None and 0 <= finding.index - self._last_nudge <= ESCALATE_WITHIN
+        )
+        if escalated:
             climbed = 1  # nudged recently, and circling again
         if climbed >= len(rungs) and rungs[-1] is Action.NUDGE:
             return None  # nudge once per streak
@@ -114,6 +132,10 @@ class Policy:
             known = streak in self._rungs
             if held is None:
                 held = self._held.get(streak, 0) + 1 if known else 0
+            if escalated and self._last_nudge is not None and self._progress_at < self._last_nudge:
+                # The nudge went unheeded and nothing new succeeded since: this new streak
+                # is one conclusive round past that nudge.
+                held = max(held, 1)
             if not self.corroborated(finding, held):
                 # Suspicion holds at its nudge until corroborated; one that would have
                 # started a rung up (soon after another nudge) gets its own nudge.
