@@ -7,6 +7,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+# The shared corpus (read-only, next to the project); the tests that need it skip without it.
+CORPUS = str(ROOT.parent / "shared" / "corpus")
+needs_corpus = pytest.mark.skipif(not (Path(CORPUS) / "labels.tsv").is_file(), reason="shared corpus absent")
+
+
+def replay_corpus(path: str):
+    """The first interventions on one corpus session (`path` relative to the corpus), as
+    `evaluate` replays it: the unattended profile, calibrated for the session's source."""
+    from loopwatch.analysis.evaluation import _load, first_interventions
+    from loopwatch.core.config import Config
+
+    events, step_of, source = _load(path, CORPUS)
+    return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)
 
 
 def jsonl(lines) -> str:

@@ -11,6 +11,8 @@ from loopwatch import Action, Config, Monitor
 from loopwatch.core.finding import PROOF, SUSPICION
 from loopwatch.core.signals import SIGNALS
 from loopwatch.core.signals.base import Signal
+from conftest import CORPUS, needs_corpus
+from conftest import replay_corpus as replay
 
 
 def same_error(n: int, start: int = 0) -> list:
@@ -203,16 +205,7 @@ def test_circling_again_after_a_nudge_is_one_round_judged_by_confirm():
 
 # -- on the real corpus -----------------------------------------------------------------
 
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
-needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "labels.tsv")), reason="shared corpus absent")
 MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
-
-
-def replay(path: str):
-    from loopwatch.analysis.evaluation import _load, first_interventions
-
-    events, step_of, source = _load(path, CORPUS)
-    return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)
 
 
 @needs_corpus

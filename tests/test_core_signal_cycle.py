@@ -14,6 +14,8 @@ from loopwatch.core.periodic import TailCycles
 from loopwatch.core.signals.cycle import Params
 
 from core_support import bash, call, feed, only, severity, strongest
+from conftest import CORPUS, needs_corpus
+from conftest import replay_corpus as replay
 
 
 def server_round(i: int = 0):
@@ -280,16 +282,6 @@ def test_bad_drift_is_refused_clearly():
 
 
 # -- on the real corpus -----------------------------------------------------------------
-
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
-needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "labels.tsv")), reason="shared corpus absent")
-
-
-def replay(path: str):
-    from loopwatch.analysis.evaluation import _load, first_interventions
-
-    events, step_of, source = _load(path, CORPUS)
-    return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)
 
 
 @needs_corpus

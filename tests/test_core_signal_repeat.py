@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Action, Monitor, ToolCall
-from loopwatch.core.config import Config
 from loopwatch.core.finding import PROOF, SUSPICION
 
 from core_support import actions, bash, call, feed, only, severity, strongest
+from conftest import CORPUS, needs_corpus
+from conftest import replay_corpus as replay
 
 
 @pytest.mark.parametrize("threshold", [2, 3, 5])
@@ -239,16 +240,7 @@ def test_the_identical_call_with_a_changing_result_that_wrote_nothing_is_still_p
 
 # -- on the real corpus -----------------------------------------------------------------
 
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
-needs_corpus = pytest.mark.skipif(not os.path.isfile(os.path.join(CORPUS, "labels.tsv")), reason="shared corpus absent")
 MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
-
-
-def replay(path: str):
-    from loopwatch.analysis.evaluation import _load, first_interventions
-
-    events, step_of, source = _load(path, CORPUS)
-    return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)
 
 
 @needs_corpus
