@@ -336,3 +336,17 @@ def test_a_number_changed_in_an_edit_is_a_different_edit_not_a_shifted_range():
         ]
     monitor = only("cycle", {"repeats": 2})
     assert strongest(feed(monitor, events)).rank < Action.NUDGE.rank
+
+
+def test_a_one_line_sweep_of_number_pairs_is_not_a_shifted_range():
+    """The range mask is for an edit's command line above its body (`edit 72:83` then
+    the body); a one-line command has no body to be the same, its numbers are what it
+    asks: `--window 10,20` then `10,30`, each checked by the same run, is a sweep."""
+    events = []
+    for i in range(6):
+        events += [
+            bash(f"python tune.py --window 10,{20 + 10 * i}", f"accuracy 0.{80 + i} over 1200 samples"),
+            bash("pytest -x tests/test_tune.py", "1 failed in 0.31s", error=True),
+        ]
+    monitor = only("cycle", {"repeats": 2})
+    assert strongest(feed(monitor, events)).rank < Action.NUDGE.rank

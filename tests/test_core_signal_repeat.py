@@ -161,14 +161,14 @@ def test_identical_copies_after_a_near_copy_are_proof_again_and_stop_no_later():
 
 
 def test_applied_edits_that_differ_in_a_number_pair_are_no_near_copies():
-    """A one-line input is all "first line", and a success's result has its digits
-    masked: `sched(1,2)` -> `sched(1,3)` -> ... (a sweep) masks alike and comes back
-    alike, but each edit changed the file: never a copy."""
+    """A success's result has its digits masked: the same body applied at `10:10`, then
+    `11:11`, ... (a sweep through the file) masks alike and comes back alike ("File
+    updated", with another line count), but each edit changed the file: never a copy."""
     events = [
         call(
-            "Edit",
-            {"file_path": "/p/train.py", "old_string": f"lr = sched(1,{i})", "new_string": f"lr = sched(1,{i + 1})"},
-            f"The file /p/train.py has been updated. Here's a snippet:\n   12\tlr = sched(1,{i + 1})",
+            "edit",
+            {"command": f"edit {10 + i}:{10 + i}\n    lr = sched(1, 2)\nend_of_edit"},
+            f"File updated. [File: /p/train.py ({120 + i} lines total)]",
             changed=["/p/train.py"],
         )
         for i in range(8)
@@ -207,10 +207,18 @@ def shifted_alike(a: ToolCall, b: ToolCall) -> bool:
 
 
 def test_pages_read_at_shifted_ranges_are_progress():
-    """`view a.py 10:20` then `view a.py 11:21`: the range is masked alike, but each
-    page is another text: never a copy."""
+    """`view a.py 10:20` then `view a.py 11:21`, each page another text: never a copy.
+    A one-line command's range is not even masked (no body follows it, `step.py`); a
+    rejected edit at a shifted range that is told something else each time is no copy
+    either: only the identical message makes it one."""
     events = [call("view", {"command": f"view a.py {10 + i}:{20 + i}"}, f"text {'abcdefgh'[i]}") for i in range(8)]
-    assert shifted_alike(events[0], events[1])
+    assert not shifted_alike(events[0], events[1])
+    edits = [
+        call("edit", {"command": f"edit {10 + i}:{20 + i}\n    x = 1\nend_of_edit"}, f"E999 {w}", error=True)
+        for i, w in enumerate(["IndentationError", "SyntaxError", "NameError", "TypeError"])
+    ]
+    assert shifted_alike(edits[0], edits[1])
+    assert strongest(feed(only("repeat", {"threshold": 2}), edits)) is Action.ALLOW
     monitor = only("repeat", {"threshold": 2})
     assert strongest(feed(monitor, events)) is Action.ALLOW
     assert monitor.calibration()["repeat_most"] == 1
@@ -219,7 +227,10 @@ def test_pages_read_at_shifted_ranges_are_progress():
 def test_a_shifted_search_that_finds_nothing_is_no_copy():
     """An empty answer ("No matches found") counts only for the identical call: ranges
     searched in vain one after another are a search being moved, not a copy."""
-    events = [call("search", {"command": f"search foo a.py {i}:{i + 9}"}, "No matches found") for i in range(1, 9)]
+    events = [
+        call("search", {"command": f"search_file a.py {i}:{i + 9}", "pattern": "foo\nbar"}, "No matches found")
+        for i in range(1, 9)
+    ]
     assert shifted_alike(events[0], events[1])
     monitor = only("repeat", {"threshold": 2})
     assert strongest(feed(monitor, events)) is Action.ALLOW

@@ -27,9 +27,9 @@ _NO_MATCH = re.compile(
     r"|found # (?:files?|match(?:es)?|results?)\b|# (?:files?|match(?:es)?|results?) found\b)",
     re.IGNORECASE,
 )
-# A line range (`72:83`, `10,20`) in a call's first line (its canonical input up to the
-# first newline: the command line of `edit 72:83\n<body>`), masked for `Step.shifted`
-# only. Digits elsewhere stay: `depth = 1` then `depth = 2` are two edits, and a body
+# A line range (`72:83`, `10,20`) in a call's first line when a body follows (its
+# canonical input up to the first newline: the command line of `edit 72:83\n<body>`),
+# masked for `Step.shifted` only. Digits elsewhere stay: `depth = 1` then `depth = 2` are two edits, and a body
 # is compared as written.
 _RANGE = re.compile(rb"(?<![0-9A-Za-z_.])[0-9]+[:,][0-9]+(?![0-9A-Za-z_.])")
 # The count a "found N matches" answer gives, read in the raw text: normalized, every
@@ -101,9 +101,12 @@ def _nothing_found(text: str, result: object) -> bool:
 
 
 def _shifted(name: str, call: Digest, body: bytes) -> Digest:
-    """The call's digest with the line range of its first line masked (`_RANGE`); the
-    call digest itself when it has none."""
+    """The call's digest with the line range of its first line masked (`_RANGE`) when
+    a body follows that line; the call digest itself otherwise. A one-line command has
+    no body to be the same: its numbers are what it asks (`--window 10,20`, `10,30`)."""
     head, newline, rest = body.partition(b"\\n")  # canonical JSON escapes a newline
+    if not newline:
+        return call
     masked = _RANGE.sub(b"#", head)
     if masked == head:
         return call
