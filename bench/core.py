@@ -231,20 +231,7 @@ def breakdown(events: list[Any], timed: int, repeats: int, bare: float) -> None:
     policy) and with one signal at a time, each as a multiple of the bare digest cost."""
     from loopwatch.core.signals import SIGNALS
 
-    off = {
-        "repeat": {"threshold": 0},
-        "cycle": {"repeats": 0},
-        "stagnation": {"window": 0.0},
-        "churn": {"window": 0},
-        "echo": {"turns": 0},
-        "same_error": {"threshold": 0},
-        "correction": {"threshold": 0},
-        "apology": {"threshold": 0},
-        "repeated_lines": {"repeats": 0},
-        "retry_storm": {"retries": 0},
-        "chanting": {"repeats": 0},
-    }
-    assert set(off) == set(SIGNALS)
+    off = {name: cls.Params.off() for name, cls in SIGNALS.items()}
     runs = {"no signal": off} | {f"only {name}": {**off, name: {}} for name in SIGNALS}
     for label, signals in runs.items():
         r = best_rate(lambda signals=signals: Monitor(Config.make(signals=signals)).observe, events, timed, repeats)

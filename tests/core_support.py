@@ -11,20 +11,8 @@ from typing import Any, Iterable
 from loopwatch import Action, Monitor, ToolCall, Verdict
 from loopwatch.core.signals import SIGNALS
 
-#: Parameters that turn each signal off (0 turns a signal off, per the issue).
-OFF: dict[str, dict[str, Any]] = {
-    "repeat": {"threshold": 0},
-    "cycle": {"repeats": 0},
-    "stagnation": {"window": 0.0},
-    "churn": {"window": 0},
-    "echo": {"turns": 0},
-    "same_error": {"threshold": 0},
-    "correction": {"threshold": 0},
-    "apology": {"threshold": 0},
-    "repeated_lines": {"repeats": 0},
-    "retry_storm": {"retries": 0},
-    "chanting": {"repeats": 0},
-}
+#: Parameters that turn each signal off (each signal's own `Params.off()`).
+OFF: dict[str, dict[str, Any]] = {name: cls.Params.off() for name, cls in SIGNALS.items()}
 
 
 def only(signal: str, params: dict[str, Any] | None = None, **config: Any) -> Monitor:

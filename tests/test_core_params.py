@@ -99,6 +99,15 @@ def test_enabled_comes_from_the_declared_switches(signal, settings, on):
     assert params.check() is None
 
 
+@pytest.mark.parametrize("signal", sorted(SIGNALS))
+def test_off_turns_each_signal_off_and_only_that_one(signal):
+    """`Params.off()` is what a configuration that leaves one signal on is built from
+    (the test helpers and `bench/core.py`): valid, and the signal off."""
+    config = Monitor(signals={signal: SIGNALS[signal].Params.off()}).config
+    assert config.params(signal).enabled is False and config.params(signal).check() is None
+    assert all(config.params(other).enabled for other in SIGNALS if other != signal)
+
+
 def test_every_signal_declares_only_its_fields():
     for name, cls in SIGNALS.items():
         assert issubclass(cls, Signal) and issubclass(cls.Params, SignalParams), name

@@ -216,6 +216,13 @@ class SignalParams:
         """Is the signal on? Off when any field that can turn it off does."""
         return all(rule.on(getattr(self, name)) for name, rule in self._rules.items() if rule.switch)
 
+    @classmethod
+    def off(cls) -> dict[str, Any]:
+        """The settings that turn the signal off: its first switch at 0 (`enabled` is
+        False when any switch is). For a configuration that leaves one signal on."""
+        name = next(n for n, rule in cls._rules.items() if rule.switch)
+        return {name: type(cls._field_defaults[name])(0)}
+
     def check(self) -> str | None:
         """The first field out of its range, as "field: what is wrong", or None."""
         for name, rule in self._rules.items():
