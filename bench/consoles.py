@@ -12,8 +12,9 @@
     bytes (4 KiB reads, 0.1 s apart: the logs carry no times). The install phase is
     everything up to the first output line that reads exactly `INSTALL_SUCCESS` (the
     harness's `echo 'INSTALL_SUCCESS'` after its install script; the command line that
-    types it has quotes around it, so it is not that line). Prints the runs stopped
-    during the install phase, and after it.
+    types it has quotes around it, so it is not that line). Prints, by `resolved` in
+    the corpus MANIFEST.tsv, the runs stopped, nudged and warned, and the stops during
+    the install phase.
 (c) with --run, the casts again through the real `loopwatch run`: a child replays the
     cast's `o` bytes to its stdout, sleeping a tenth of each recorded gap (at most
     0.05 s), and the run's exit status tells whether it was ended (86).
@@ -113,15 +114,19 @@ def judge_tb1(path: str) -> dict:
     install_end = install_end_offset(data)
     monitor = Monitor()
     stop_offset = None
+    nudged = False
     for k, start in enumerate(range(0, len(data), CHUNK)):
         verdict = monitor.observe(Output(data[start : start + CHUNK], "stdout", at=k * 0.1))
+        nudged = nudged or verdict.action is Action.NUDGE
         if verdict.action is Action.STOP and stop_offset is None:
             stop_offset = start + CHUNK
     return {
         "stopped": stop_offset is not None,
+        "nudged": nudged,
+        "warnings": monitor.warnings,
         "in_install": stop_offset is not None and install_end is not None and stop_offset <= install_end + CHUNK,
         "install_found": install_end is not None,
-        "signal": monitor.stop.signal if monitor.stop else None,
+        "stop_signal": monitor.stop.signal if monitor.stop else None,
         "description": monitor.stop.description if monitor.stop else None,
     }
 
@@ -181,6 +186,17 @@ def manifest(folder: Path) -> dict[str, str]:
         return {row["file"]: row["resolved"] for row in csv.DictReader(fh, delimiter="\t")}
 
 
+def tb1_outcomes(tb1: Path, names: list[str]) -> dict[str, str]:
+    """Each log's `resolved`, from the corpus MANIFEST.tsv beside its folder ("unknown"
+    where it is not listed)."""
+    listed: dict[str, str] = {}
+    path = tb1.parent / "MANIFEST.tsv"
+    if path.exists():
+        with open(path, newline="") as fh:
+            listed = {row["local_path"]: row["resolved"] for row in csv.DictReader(fh, delimiter="\t")}
+    return {name: listed.get(name, "unknown") for name in names}
+
+
 def summarize(title: str, outcomes: dict[str, str], results: dict[str, dict]) -> None:
     print(title)
     print(f"  {'resolved':9s} {'runs':>5s} {'stopped':>8s} {'nudged':>7s} {'warned':>7s}")
@@ -221,8 +237,12 @@ def main() -> None:
         if args.tb1.exists():
             logs = sorted(str(p) for p in args.tb1.glob("*/*/agent.log"))
             tb1 = list(pool.map(judge_tb1, logs, chunksize=2))
+            names = [os.path.relpath(p, args.tb1.parent) for p in logs]
+            summarize(
+                f"(b) tb1 console logs ({len(logs)}), raw bytes", tb1_outcomes(args.tb1, names), dict(zip(names, tb1))
+            )
             print(
-                f"(b) tb1 console logs ({len(logs)}), raw bytes: stopped {sum(r['stopped'] for r in tb1)}, "
+                f"  stopped {sum(r['stopped'] for r in tb1)}, "
                 f"during the install phase {sum(r['in_install'] for r in tb1)}, "
                 f"install end found in {sum(r['install_found'] for r in tb1)}"
             )

@@ -47,8 +47,20 @@ def test_a_cycle_longer_than_max_period_is_not_a_loop():
 def test_lines_split_over_many_reads_still_repeat():
     m = only("repeated_lines", {"repeats": 4})
     data = "waiting for lock on db.sqlite\r\n" * 4
-    verdicts = feed(m, [Output(data[i : i + 7]) for i in range(0, len(data), 7)])
+    verdicts = feed(m, [Output(data[i : i + 7], at=i * 0.5) for i in range(0, len(data), 7)])
     assert strongest(verdicts) is Action.NUDGE
+
+
+def test_one_burst_of_exact_lines_with_no_failure_only_warns_and_with_one_nudges():
+    """One command's output at once (`> hit wall` answers to one batch of moves): data,
+    a warning at most. The same burst saying a failure is worth a nudge; neither is
+    proof."""
+    rows = only("repeated_lines", {"repeats": 8})
+    actions = {v.action for v in feed(rows, [Output("> hit wall\n" * 20, at=3.0)])}
+    assert Action.WARN in actions and Action.NUDGE not in actions
+    failing = only("repeated_lines", {"repeats": 8})
+    actions = {v.action for v in feed(failing, [Output("ValueError: bad row\n" * 20, at=3.0)])}
+    assert Action.NUDGE in actions and Action.STOP not in actions
 
 
 def test_progress_bars_never_repeat():
@@ -150,15 +162,24 @@ ACCESS_LOG = (
 )
 
 
-def test_a_log_template_alike_only_once_numbers_are_masked_never_stops():
-    """OpenHands' runtime access log, one line per action (the shape that stopped 95
-    of 110 solved Terminal-Bench runs): suspicion, so a nudge, never a stop."""
+def test_a_log_of_progress_alike_only_once_numbers_are_masked_only_warns():
+    """OpenHands' runtime access log, one line per action, each `200 OK` (the shape
+    that stopped 95 of 110 solved Terminal-Bench runs, then nudged 105): a warning for
+    the person, never a nudge for the model, never a stop."""
     m = only("repeated_lines", {"repeats": 8})
     lines = [Output(ACCESS_LOG.format(t=f"19:30:{i:02d}", port=46000 + i * 7), at=i * 10.0) for i in range(60)]
-    verdicts = feed(m, lines)
-    assert Action.NUDGE in {v.action for v in verdicts}
-    assert Action.STOP not in {v.action for v in verdicts}
+    actions = {v.action for v in feed(m, lines)}
+    assert Action.WARN in actions and Action.NUDGE not in actions and Action.STOP not in actions
     assert "alike once numbers are masked" in m.strongest["repeated_lines"].description
+
+
+def test_a_masked_repeat_with_a_failure_in_it_nudges_but_never_stops():
+    """The same failure with a moving number (a port, a timeout) is worth a nudge;
+    masked, it is still no proof."""
+    m = only("repeated_lines", {"repeats": 8})
+    lines = [Output(f"ConnectionRefusedError: 127.0.0.1:{46000 + i * 7}\n", at=i * 10.0) for i in range(60)]
+    actions = {v.action for v in feed(m, lines)}
+    assert Action.NUDGE in actions and Action.STOP not in actions
 
 
 def test_a_calibrated_profile_lets_masked_repeats_stop():

@@ -156,9 +156,12 @@ def test_a_real_cast_played_through_run_passes_byte_for_byte_and_is_not_ended(tm
     ran = loopwatch(tmp_path, agent("play_cast", str(CASTS / name)), timeout=120)
     assert ran.status == 0, ran.ours
     assert ran.record["ended_by"] == "exit"
-    # its access log still earns a warning for the person: suspicion, not proof
-    assert ran.record["loop"]["verdict"]["action"] != "stop"
-    assert "alike once numbers are masked" in ran.record["loop"]["verdict"]["description"]
+    # its access log still earns a warning for the person; no nudge, no stop: a log of
+    # progress (masked, no failure in it) is thin evidence even for suspicion
+    loop = ran.record["loop"]
+    assert loop["verdict"] is None and loop["interventions"] == [] and loop["warnings"] > 0
+    finding = next(f for f in loop["findings"] if f["signal"] == "repeated_lines")
+    assert "alike once numbers are masked" in finding["description"]
     with open(CASTS / name, encoding="utf-8") as fh:
         fh.readline()
         expected = "".join(e[2] for e in map(json.loads, fh) if e[1] == "o").encode("utf-8", "surrogatepass")
