@@ -232,6 +232,33 @@ def test_lines_carry_exact_digests_and_what_they_say():
     assert c.failure and not c.retry
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Error: connect ECONNREFUSED 127.0.0.1:5432",
+        "main.c:3:5: error: expected ';' before '}' token",
+        "[ERROR] Failed to execute goal on project app",
+        "npm ERR! code ENOENT",
+        "bash: javac: command not found",
+        "cat: /tmp/out.txt: No such file or directory",
+        "ssh: connect to host db port 22: Connection refused",
+        "rm: cannot remove '/etc/hosts': Permission denied",
+    ],
+)
+def test_the_usual_ways_of_saying_a_failure_are_failures(text):
+    (line,) = LineCutter().lines(text + "\n")
+    assert line.failure
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["no errors found in 12 files", "error_count: 0", "Improved error handling in the parser", "INFO: 200 OK"],
+)
+def test_words_about_errors_are_not_failures(text):
+    (line,) = LineCutter().lines(text + "\n")
+    assert not line.failure
+
+
 _PIECES = [
     "word ",
     "line 12 ",

@@ -173,11 +173,14 @@ def test_a_log_of_progress_alike_only_once_numbers_are_masked_only_warns():
     assert "alike once numbers are masked" in m.strongest["repeated_lines"].description
 
 
-def test_a_masked_repeat_with_a_failure_in_it_nudges_but_never_stops():
+@pytest.mark.parametrize(
+    "template", ["ConnectionRefusedError: 127.0.0.1:{}", "Error: connect ECONNREFUSED 127.0.0.1:{}"]
+)
+def test_a_masked_repeat_with_a_failure_in_it_nudges_but_never_stops(template):
     """The same failure with a moving number (a port, a timeout) is worth a nudge;
     masked, it is still no proof."""
     m = only("repeated_lines", {"repeats": 8})
-    lines = [Output(f"ConnectionRefusedError: 127.0.0.1:{46000 + i * 7}\n", at=i * 10.0) for i in range(60)]
+    lines = [Output(template.format(46000 + i * 7) + "\n", at=i * 10.0) for i in range(60)]
     actions = {v.action for v in feed(m, lines)}
     assert Action.NUDGE in actions and Action.STOP not in actions
 

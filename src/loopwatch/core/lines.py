@@ -68,10 +68,17 @@ _CONTROL = re.compile(r"\r\n|\r|\n|\x1b(?:\[([0-9;?]*)([ABCDGHJKf])|M)")
 _RETRY = re.compile(
     r"\bretr(?:y|ying|ies|ied)\b|\battempt\b|\breconnect|\bback(?:ing)?[ -]?off\b|\btry(?:ing)? again\b", re.IGNORECASE
 )
-# What a failure says: an exception (`AssertionError:`), pytest's `FAILED`, `failed`,
-# `fatal`. The same failing step coming back is what an agent's loop looks like; a log
-# template or a table has none (the OpenHands runtime log is all `INFO ... 200 OK`).
+# What a failure says (`_says_failure`): an exception (`AssertionError:`), pytest's
+# `FAILED`, `failed`, `fatal`; an error label (`Error:`, gcc's `error:`, `[ERROR]`, npm's
+# `ERR!`); the shell's and the OS's own words (`command not found`, `No such file or
+# directory`, `Permission denied`, `Connection refused`). The same failing step coming
+# back is what an agent's loop looks like; a log template or a table has none (the
+# OpenHands runtime log is all `INFO ... 200 OK`). The labels and the OS's words, added
+# when streaks with no failure in them stopped nudging, stopped and nudged nothing on
+# the OpenHands casts or the tb1 console logs (BENCHMARKS.md, "Consoles: a log of
+# progress only warns"). Substring checks come before each regex: most lines have none.
 _FAILURE = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bFAILED\b|\bfailed\b|\bfatal\b|Traceback \(most recent")
+_ERROR_LABEL = re.compile(r"\b(?:[Ee]rror[:!\]]|ERROR\b|ERR!)")
 
 
 class Line(NamedTuple):
@@ -199,12 +206,26 @@ def _countable(line: str, redraw: bool) -> Line | None:
     retry = (
         "retr" in low or "attempt" in low or "reconnect" in low or "back" in low or "again" in low
     ) and _RETRY.search(plain) is not None
-    failure = (
+    failure = _says_failure(plain)
+    return Line(digest(text), digest(plain.strip()), retry, failure)
+
+
+def _says_failure(plain: str) -> bool:
+    """Does the line read as a failure (`_FAILURE`, `_ERROR_LABEL`, the OS's words)?"""
+    if (
         "Error" in plain
         or "Exception" in plain
         or "ailed" in plain
         or "FAILED" in plain
         or "fatal" in plain
         or "Traceback" in plain
-    ) and _FAILURE.search(plain) is not None
-    return Line(digest(text), digest(plain.strip()), retry, failure)
+    ) and _FAILURE.search(plain) is not None:
+        return True
+    if ("rror:" in plain or "rror]" in plain or "rror!" in plain or "ERR" in plain) and _ERROR_LABEL.search(plain):
+        return True
+    return (
+        "command not found" in plain
+        or "No such file or directory" in plain
+        or "Permission denied" in plain
+        or "Connection refused" in plain
+    )
