@@ -13,7 +13,15 @@ from ..core.config import Config, ConfigError
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["config_options", "make_config", "progress_bar"]
+__all__ = ["WRAPPER_CONTEXT", "config_options", "make_config", "progress_bar"]
+
+# The context of a command that wraps another command line (`run`, `mcp-proxy`): from
+# the first argument that is not an option of ours on, everything is that command's own.
+WRAPPER_CONTEXT: dict[str, Any] = {
+    "ignore_unknown_options": True,
+    "allow_interspersed_args": False,
+    "help_option_names": ["-h", "--help"],
+}
 
 
 def config_options(func: Any) -> Any:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from ..configfile import load_config
 from ..core.config import ConfigError
+from ._common import WRAPPER_CONTEXT
 
 __all__ = ["mcp_proxy"]
 
@@ -28,11 +29,7 @@ Exit status:
 
 
 @click.command(
-    context_settings={
-        "ignore_unknown_options": True,
-        "allow_interspersed_args": False,
-        "help_option_names": ["-h", "--help"],
-    },
+    context_settings=WRAPPER_CONTEXT,
     epilog=_EPILOG,
 )
 @click.option(
@@ -96,21 +93,22 @@ def mcp_proxy(
     except KeyboardInterrupt:
         pass
     except OSError as exc:
-        click.echo(f"loopwatch mcp-proxy: cannot run {shlex.quote(command[0])}: {exc.strerror or exc}", err=True)
-        sys.exit(127 if isinstance(exc, FileNotFoundError) else 126)
+        _cannot_run(command[0], exc)
     except BaseExceptionGroup as exc:  # what the SDK's task groups raise
         reason = _first_cause(exc)
         if isinstance(reason, OSError):
-            click.echo(
-                f"loopwatch mcp-proxy: cannot run {shlex.quote(command[0])}: {reason.strerror or reason}", err=True
-            )
-            sys.exit(127 if isinstance(reason, FileNotFoundError) else 126)
+            _cannot_run(command[0], reason)
         if isinstance(reason, (KeyboardInterrupt, SystemExit)):
             raise reason from None
         click.echo(
             f"loopwatch mcp-proxy: the server {shlex.quote(command[0])} could not be reached: {reason}", err=True
         )
         sys.exit(1)
+
+
+def _cannot_run(program: str, exc: OSError) -> NoReturn:
+    click.echo(f"loopwatch mcp-proxy: cannot run {shlex.quote(program)}: {exc.strerror or exc}", err=True)
+    sys.exit(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
 def _first_cause(exc: BaseException) -> BaseException:

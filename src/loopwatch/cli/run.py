@@ -13,6 +13,7 @@ import click
 from ..configfile import load_config
 from ..core.config import ConfigError
 from ..supervise import FORMATS, Limits, Supervisor, write_record
+from ._common import WRAPPER_CONTEXT
 
 __all__ = ["run"]
 
@@ -43,11 +44,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 
 
 @click.command(
-    context_settings={
-        "ignore_unknown_options": True,
-        "allow_interspersed_args": False,
-        "help_option_names": ["-h", "--help"],
-    },
+    context_settings=WRAPPER_CONTEXT,
     epilog=_EPILOG,
 )
 @click.option(

@@ -206,8 +206,7 @@ def _countable(line: str, redraw: bool) -> Line | None:
     retry = (
         "retr" in low or "attempt" in low or "reconnect" in low or "back" in low or "again" in low
     ) and _RETRY.search(plain) is not None
-    failure = _says_failure(plain)
-    return Line(digest(text), digest(plain.strip()), retry, failure)
+    return Line(digest(text), digest(plain.strip()), retry, _says_failure(plain))
 
 
 def _says_failure(plain: str) -> bool:
