@@ -177,6 +177,7 @@ def run_cast(path: str) -> dict:
         "stopped": proc.returncode == 86,
         "status": proc.returncode,
         "stop_signal": verdict.get("signal"),
+        "nudged": any(v.get("action") == "nudge" for v in (loop or {}).get("interventions", [])),
         "warnings": (loop or {}).get("warnings", 0),
     }
 
