@@ -12,6 +12,14 @@ CORPUS = str(ROOT.parent / "shared" / "corpus")
 needs_corpus = pytest.mark.skipif(not (Path(CORPUS) / "labels.tsv").is_file(), reason="shared corpus absent")
 
 
+def corpus_label(path: str):
+    """The hand label of one corpus session (`path` relative to the corpus)."""
+    from loopwatch.analysis.evaluation import load_labels
+
+    (label,) = [lab for lab in load_labels(str(Path(CORPUS) / "labels.tsv")) if lab.path == path]
+    return label
+
+
 def replay_corpus(path: str):
     """The first interventions on one corpus session (`path` relative to the corpus), as
     `evaluate` replays it: the unattended profile, calibrated for the session's source."""

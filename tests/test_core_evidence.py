@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from core_support import OFF, actions, bash, call, feed, looping, only
 
@@ -11,7 +9,7 @@ from loopwatch import Action, Config, Monitor
 from loopwatch.core.finding import PROOF, SUSPICION
 from loopwatch.core.signals import SIGNALS
 from loopwatch.core.signals.base import Signal
-from conftest import CORPUS, needs_corpus
+from conftest import corpus_label, needs_corpus
 from conftest import replay_corpus as replay
 
 
@@ -221,9 +219,7 @@ MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
     ],
 )
 def test_labelled_loops_of_the_corpus_circling_on_after_a_nudge_stop_sooner(path, nudge, stop, signal):
-    from loopwatch.analysis.evaluation import load_labels
-
-    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    label = corpus_label(path)
     got = replay(path)
     assert label.label == "yes" and label.onset <= got[0] <= label.end
     assert (got[2], got[0], got[1]) == (nudge, stop, signal)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +12,7 @@ from loopwatch.core.periodic import TailCycles
 from loopwatch.core.signals.cycle import Params
 
 from core_support import bash, call, feed, only, severity, strongest
-from conftest import CORPUS, needs_corpus
+from conftest import corpus_label, needs_corpus
 from conftest import replay_corpus as replay
 
 
@@ -297,9 +295,7 @@ def test_bad_drift_is_refused_clearly():
     ],
 )
 def test_labelled_shifting_cycles_of_the_corpus_are_stopped(path, stop):
-    from loopwatch.analysis.evaluation import load_labels
-
-    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    label = corpus_label(path)
     got = replay(path)
     assert label.label == "yes" and label.onset <= got[0] <= label.end
     assert (got[0], got[1]) == (stop, "cycle")

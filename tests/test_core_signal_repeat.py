@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +10,7 @@ from loopwatch import Action, Monitor, ToolCall
 from loopwatch.core.finding import PROOF, SUSPICION
 
 from core_support import actions, bash, call, feed, only, severity, strongest
-from conftest import CORPUS, needs_corpus
+from conftest import corpus_label, needs_corpus
 from conftest import replay_corpus as replay
 
 
@@ -265,9 +263,7 @@ MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
     ],
 )
 def test_labelled_loops_of_the_corpus_that_begin_with_a_near_copy_are_stopped_sooner(path, stop):
-    from loopwatch.analysis.evaluation import load_labels
-
-    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    label = corpus_label(path)
     got = replay(path)
     assert label.label == "yes" and label.onset <= got[0] <= label.end
     assert (got[0], got[1]) == (stop, "repeat")
@@ -282,7 +278,5 @@ def test_labelled_loops_of_the_corpus_that_begin_with_a_near_copy_are_stopped_so
     ],
 )
 def test_a_pair_of_near_copies_in_healthy_work_of_the_corpus_is_not_stopped(path):
-    from loopwatch.analysis.evaluation import load_labels
-
-    (label,) = [lab for lab in load_labels(os.path.join(CORPUS, "labels.tsv")) if lab.path == path]
+    label = corpus_label(path)
     assert label.label == "no" and replay(path)[0] is None
