@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopwatch import load_config
 from loopwatch.core.config import Config
@@ -21,7 +23,7 @@ from loopwatch.analysis.crossval import (
     cross_validate,
 )
 from loopwatch.analysis.evaluation import Case, Label, Replayed, harm
-from loopwatch.analysis.outcomes import OutcomeError, load_outcomes, parse_resolved
+from loopwatch.analysis.outcomes import OutcomeError, load_groups, load_outcomes, parse_resolved
 
 HERE = os.path.dirname(__file__)
 SRC = os.path.join(HERE, "..", "src")
@@ -200,6 +202,44 @@ def test_cross_validation_scores_each_fold_on_a_choice_made_without_it():
     assert again["intervals"] == report["intervals"]
 
 
+def test_holding_out_an_agent_scores_it_on_a_choice_made_without_any_of_its_sessions():
+    # agent "b" has the one success only the aggressive setting stops; the loops of "a"
+    # want that setting. Chosen on "a" alone, it is applied to "b": out of fold, the
+    # success IS stopped, as a default shipped before anyone ran agent "b" would.
+    loops = [_case("yes", None, 10, f"a{i}") for i in range(6)]
+    rows = [_replayed(c, [None, 14, 12]) for c in loops]
+    rows.append(_replayed(_case(None, True, name="b-won"), [None, None, 40]))
+    rows += [_replayed(_case(None, True, name=f"b-ok{i}"), [None, None, None]) for i in range(3)]
+    groups = {r.case.path: r.case.path.split("-")[0][0] for r in rows}
+    report = cross_validate(rows, _cands(3), k=99, seed=0, margin=0, resamples=20, groups=groups)
+    assert report["folds"] == 2  # one fold per group: k is ignored
+    by_group = {fold["group"]: fold for fold in report["per_fold"]}
+    # chosen on b alone: no loop to catch there, so the most conservative setting, which
+    # misses every loop of a (an honest miss: b could not tell)
+    assert by_group["a"]["chosen"] == {"signals.x.threshold": 3}
+    assert by_group["a"]["figures"]["stop"]["caught"] == 0
+    assert by_group["b"]["chosen"] == {"signals.x.threshold": 1}  # chosen on a alone: the quickest stop
+    assert by_group["b"]["figures"]["outcomes"]["stops_on_succeeded"] == 1
+    assert report["out_of_fold"]["outcomes"]["stops_on_succeeded"] == 1
+    assert report["in_sample"]["outcomes"]["stops_on_succeeded"] == 0
+    assert (by_group["a"]["sessions"], by_group["b"]["sessions"]) == (6, 4)
+
+
+def test_one_group_only_cannot_be_held_out():
+    rows = [_replayed(_case(None, True, name=f"s{i}"), [None, None]) for i in range(4)]
+    with pytest.raises(ValueError, match="one group"):
+        cross_validate(rows, _cands(2), groups={f"s{i}": "same" for i in range(4)})
+
+
+def test_groups_are_read_from_a_tsv_column_by_path(tmp_path):
+    (tmp_path / "m.tsv").write_text("local_path\tresolved\tagent\nruns/a.jsonl\tyes\tclaude\nruns/b.jsonl\tno\t\n")
+    (tmp_path / "r.json").write_text("{}")
+    groups = load_groups([str(tmp_path / "r.json"), str(tmp_path), str(tmp_path / "m.tsv")], "agent")
+    assert groups == {os.path.join(str(tmp_path), "runs", "a.jsonl"): "claude"}  # an empty value is no group
+    with pytest.raises(OutcomeError, match="no TSV given lists sessions by path with a 'model' column.*agent"):
+        load_groups([str(tmp_path / "m.tsv")], "model")
+
+
 def test_bootstrap_intervals_contain_the_estimate():
     items = [(_case("yes", None, 10, f"l{i}"), 50, 12 if i % 2 else None, None) for i in range(40)]
     iv = bootstrap(items, 200, seed=1)
@@ -281,6 +321,63 @@ def test_calibrate_writes_a_calibration_the_config_loads(tmp_path):
 def test_calibrate_write_needs_folds(tmp_path):
     result = run("calibrate", _runs(tmp_path), "--write", str(tmp_path / "c.toml"))
     assert result.returncode == 2 and "--folds" in result.stderr
+
+
+def _agents_runs(tmp_path) -> tuple[str, str]:
+    """Four sessions of two agents, with an outcomes TSV naming each one's agent."""
+    runs = tmp_path / "runs"
+    loop = [{"type": "tool", "name": "Bash", "input": {"command": "make"}, "result": "Error 2", "error": True}] * 10
+    rows = ["local_path\tresolved\tagent"]
+    for agent in ("alpha", "beta"):
+        (runs / agent).mkdir(parents=True)
+        work = [
+            {"type": "tool", "name": "Bash", "input": {"command": f"cat {agent}{i}.py"}, "result": f"body {i}"}
+            for i in range(8)
+        ]
+        for name, events, resolved in (("loop", loop, "no"), ("work", work, "yes")):
+            (runs / agent / f"{name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+            rows.append(f"{agent}/{name}.jsonl\t{resolved}\t{agent}")
+    (runs / "outcomes.tsv").write_text("\n".join(rows) + "\n")
+    return str(runs), str(runs / "outcomes.tsv")
+
+
+@pytest.mark.parametrize("by", ["agent", "folder"])
+def test_evaluate_folds_by_holds_out_one_group_per_fold(tmp_path, by):
+    _, tsv = _agents_runs(tmp_path)
+    result = run("evaluate", "--outcomes", tsv, "--folds-by", by, "--resamples", "20", "--json", "--jobs", "1")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["folds_by"] == by and report["folds"] == 2
+    assert sorted(f["group"] for f in report["per_fold"]) == ["alpha", "beta"]  # the column, or the folder
+    for fold in report["per_fold"]:
+        out = fold["figures"]["outcomes"]
+        assert (fold["sessions"], out["succeeded"], out["failed"], out["stops_on_failed"]) == (2, 1, 1, 1)
+    text = run("evaluate", "--outcomes", tsv, "--folds-by", by, "--resamples", "20", "--jobs", "1", "--no-progress")
+    assert text.returncode == 0 and f"one fold per {by} (2)" in text.stdout
+    assert f"{by} alpha (2 sessions)" in text.stdout and "held out: stops on succeeded 0 of 1" in text.stdout
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (("--folds-by", "model"), "--folds-by: no TSV given lists sessions by path with a 'model' column"),
+        (("--folds-by", "agent", "--folds", "3"), "not both"),
+    ],
+)
+def test_evaluate_folds_by_refuses_bad_input_in_one_line(tmp_path, extra, message):
+    _, tsv = _agents_runs(tmp_path)
+    result = run("evaluate", "--outcomes", tsv, *extra)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_calibrate_folds_by_writes_a_calibration_saying_how_it_was_held_out(tmp_path):
+    _, tsv = _agents_runs(tmp_path)
+    out = tmp_path / "calibration.toml"
+    result = run("calibrate", "--outcomes", tsv, "--folds-by", "agent", "--resamples", "20", "--write", str(out))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "4 sessions, one fold per agent (2), margin 1." in text and "[evidence]" in text
+    assert "evidence.confirm" in load_config(str(out), env={}).given
 
 
 @needs_corpus
@@ -509,3 +606,23 @@ def test_evaluate_shows_both_counts_of_stops_on_successful_sessions():
     assert all(
         words in text.stdout for words in ("(own agent /", "sub-agent)", "(after last", "write)")
     )  # wrapped headers
+
+
+_TSV_HEADS = ["local_path\tresolved\tagent", "session\tresolved", "path\tis_resolved\tmodel", "resolved", ""]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    head=st.sampled_from(_TSV_HEADS),
+    body=st.text(st.characters(blacklist_categories=("Cs",)), max_size=300),
+    json_like=st.booleans(),
+)
+def test_outcome_and_group_files_of_any_content_are_read_or_refused_in_one_line(tmp_path, head, body, json_like):
+    # an outcomes or groups file is read, or refused with an OutcomeError: never another exception
+    path = tmp_path / "outcomes.tsv"
+    path.write_text(("{" + body) if json_like else f"{head}\n{body}", encoding="utf-8")
+    for read in (lambda: load_outcomes([str(path)]), lambda: load_groups([str(path)], "agent")):
+        try:
+            read()
+        except OutcomeError as exc:
+            assert "\n" not in str(exc)

@@ -260,24 +260,40 @@ def cross_validate(
     seed: int = 0,
     margin: int = 1,
     resamples: int = 1000,
+    groups: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Choose on K-1 folds, score on the one left out; figures out of fold with
-    bootstrap intervals, each fold's choice, and the choice on every session."""
+    bootstrap intervals, each fold's choice, and the choice on every session.
+
+    With `groups` (a case's path -> its group, e.g. the agent that made it) each group
+    is one fold and `k` is ignored: the setting scored on an agent was chosen without
+    any session of it, and each fold's own figures are reported with it."""
     rows = [_Row(r) for r in replayed if r.error is None]
-    if k < 2:
-        raise ValueError("folds: at least 2")
-    if len(rows) < k:
-        raise ValueError(f"folds: {k} folds need at least {k} readable sessions, got {len(rows)}")
-    fold_of = assign_folds([r.case for r in rows], k, seed)
+    if groups is not None:
+        names = sorted({groups.get(row.case.path, "") for row in rows})
+        if len(names) < 2:
+            raise ValueError("folds-by: every session is in one group; holding it out leaves nothing to choose on")
+        index = {name: i for i, name in enumerate(names)}
+        fold_of = [index[groups.get(row.case.path, "")] for row in rows]
+        k = len(names)
+    else:
+        if k < 2:
+            raise ValueError("folds: at least 2")
+        if len(rows) < k:
+            raise ValueError(f"folds: {k} folds need at least {k} readable sessions, got {len(rows)}")
+        fold_of = assign_folds([r.case for r in rows], k, seed)
     out_of_fold: list[tuple] = []
     chosen = []
     for fold in range(k):
         train = [row for row, f in zip(rows, fold_of) if f != fold]
         c = choose(train, cands, margin)
-        chosen.append({"fold": fold, "sessions": sum(1 for f in fold_of if f == fold), "chosen": cands[c].values})
-        for row, f in zip(rows, fold_of):
-            if f == fold:
-                out_of_fold.append(row.item(c))
+        held = [row.item(c) for row, f in zip(rows, fold_of) if f == fold]
+        entry: dict[str, Any] = {"fold": fold, "sessions": len(held), "chosen": cands[c].values}
+        if groups is not None:
+            entry["group"] = names[fold]
+            entry["figures"] = figures(held)
+        chosen.append(entry)
+        out_of_fold += held
     final = choose(rows, cands, margin)
     return {
         "folds": k,

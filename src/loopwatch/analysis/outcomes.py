@@ -33,7 +33,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["OutcomeError", "Outcomes", "load_outcomes", "parse_resolved"]
+__all__ = ["OutcomeError", "Outcomes", "load_groups", "load_outcomes", "parse_resolved"]
 
 _ID_COLUMNS = ("session", "instance_id", "task_id", "trial_name", "id")
 _PATH_COLUMNS = ("local_path", "path", "file")  # file: the console recordings' MANIFEST.tsv
@@ -131,6 +131,43 @@ def load_outcomes(paths: Iterable[str]) -> Outcomes:
     return outcomes
 
 
+def load_groups(paths: Iterable[str], column: str) -> dict[str, str]:
+    """Each session's value of `column` (absolute path -> value) in the TSV files among
+    `paths` that list sessions by path and have that column (the corpus' MANIFEST.tsv
+    has `agent` and `model`); folders and JSON files are passed over. Raises
+    `OutcomeError` when none of them has the column."""
+    groups: dict[str, str] = {}
+    seen: list[str] = []
+    found = False
+    for path in paths:
+        if os.path.isdir(path):
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise OutcomeError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if text.lstrip()[:1] in ("{", "["):
+            continue
+        rows = csv.DictReader(text.splitlines(), delimiter="\t")
+        fields = [f.strip() for f in rows.fieldnames or ()]
+        seen += [f for f in fields if f not in seen]
+        key = next((c for c in _PATH_COLUMNS if c in fields), None)
+        if column not in fields or key is None:
+            continue
+        found = True
+        folder = _norm(os.path.dirname(os.path.abspath(path)))
+        for row in rows:
+            row = {(k or "").strip(): v for k, v in row.items()}
+            where, value = (row.get(key) or "").strip(), (row.get(column) or "").strip()
+            if where and value:
+                groups[_norm(os.path.join(folder, where))] = value
+    if not found:
+        listed = ", ".join(seen[:12]) or "none"
+        raise OutcomeError(f"no TSV given lists sessions by path with a {column!r} column (columns seen: {listed})")
+    return groups
+
+
 def _load_file(path: str) -> Outcomes:
     try:
         with open(path, "rb") as fh:
@@ -207,7 +244,7 @@ def _from_json(data: Any, folder: str, result: Outcomes, path: str) -> None:
             if value is None:
                 continue
             where = next((item[c] for c in _PATH_COLUMNS if isinstance(item.get(c), str)), None)
-            if where:
+            if where and value:
                 result.by_path[_norm(os.path.join(folder, where))] = value
             for column in _ID_COLUMNS:
                 if isinstance(item.get(column), str):

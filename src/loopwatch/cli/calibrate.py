@@ -12,7 +12,15 @@ import orjson
 from ..analysis.evaluation import SWEEP, SWITCH, only, replay_many, score, with_param
 from ..analysis.replay import replay_files
 from ._common import config_options, make_config, progress_bar
-from .evaluate import cross_validated, fold_options, labels_or_usage, load_inputs, outcomes_or_usage, print_folds
+from .evaluate import (
+    cross_validated,
+    fold_groups,
+    fold_options,
+    labels_or_usage,
+    load_inputs,
+    outcomes_or_usage,
+    print_folds,
+)
 from .paths import expand
 
 if TYPE_CHECKING:
@@ -83,6 +91,7 @@ def calibrate(
     profile_out: str | None,
     windows: str,
     folds: int,
+    folds_by: str | None,
     seed: int,
     margin: int,
     resamples: int,
@@ -113,7 +122,8 @@ def calibrate(
     folds, scored on the one left out, with bootstrap intervals; then the setting chosen
     on every session, which --write saves as a TOML calibration with its out-of-fold
     evidence in comments. Load it with `--config FILE` (or copy its tables into
-    loopwatch.toml): its keys override any built-in calibration.
+    loopwatch.toml): its keys override any built-in calibration. --folds-by COLUMN
+    holds out one group (an agent, a model) per fold instead, as `evaluate` does.
 
     With --write-profile, a configuration for the agent these recordings are of. A raw
     console (`loopwatch run` on plain output, terminal recordings) only warns about
@@ -130,13 +140,15 @@ def calibrate(
       loopwatch calibrate runs/ --outcomes runs/ --folds 5 --write calibration.toml
     """
     config = make_config(config_path, profile or "unattended", mode)
-    if write_path and not folds:
-        raise click.UsageError("--write needs --folds K: a calibration is written with its out-of-fold evidence")
-    if folds == 1:
-        raise click.UsageError("--folds: 1 fold leaves nothing to score on; use 2 or more (or 0 for none)")
-    if folds:
+    if write_path and not (folds or folds_by):
+        raise click.UsageError(
+            "--write needs --folds K or --folds-by COLUMN: a calibration is written with its out-of-fold evidence"
+        )
+    if folds or folds_by:
         cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
-        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress)
+        groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
+        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups)
+        report["folds_by"] = folds_by
         if write_path:
             _write(write_path, report, cases)
         if as_json:
@@ -325,7 +337,13 @@ def calibration_toml(report: dict, sessions: int, command: str) -> str:
     lines = [
         "# loopwatch calibration, chosen by cross-validation on your own runs.",
         f"# written by: {command}",
-        f"# {sessions} sessions, {report['folds']} folds, seed {report['seed']}, margin {report['margin']}.",
+        f"# {sessions} sessions, "
+        + (
+            f"one fold per {report['folds_by']} ({report['folds']})"
+            if report.get("folds_by")
+            else f"{report['folds']} folds, seed {report['seed']}"
+        )
+        + f", margin {report['margin']}.",
         "# Out of fold (chosen on the other folds, scored on the one left out):",
     ]
     if stop["yes"]:

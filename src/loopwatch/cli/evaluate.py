@@ -98,6 +98,13 @@ def _outcome_options(func: Any) -> Any:
 
 def fold_options(func: Any) -> Any:
     func = click.option(
+        "--folds-by",
+        metavar="COLUMN",
+        help="Hold out whole groups instead: one fold per value of this column of the --labels or "
+        "--outcomes TSV (the corpus' MANIFEST.tsv has agent and model), or `folder` (each session "
+        "file's folder). Says how a setting chosen on the other agents does on one it never saw.",
+    )(func)
+    func = click.option(
         "--resamples",
         type=click.IntRange(0, 100_000),
         default=1000,
@@ -123,6 +130,32 @@ def fold_options(func: Any) -> Any:
     return func
 
 
+def fold_groups(
+    folds_by: str | None,
+    folds: int,
+    cases: list[Case],
+    corpus: str,
+    labels_path: str | None,
+    outcome_paths: tuple[str, ...],
+) -> dict[str, str] | None:
+    """Each case's group for `--folds-by` (None without it), or a one-line usage error."""
+    if folds == 1:
+        raise click.UsageError("--folds: 1 fold leaves nothing to score on; use 2 or more (or 0 for none)")
+    if not folds_by:
+        return None
+    if folds:
+        raise click.UsageError("give --folds K or --folds-by COLUMN, not both: --folds-by makes one fold per group")
+    if folds_by == "folder":
+        return {case.path: os.path.dirname(case.path) or "." for case in cases}
+    from ..analysis.outcomes import load_groups
+
+    try:
+        by_path = load_groups([p for p in (labels_path, *outcome_paths) if p], folds_by)
+    except (OSError, ValueError) as exc:
+        raise click.UsageError(f"--folds-by: {exc}") from None
+    return {case.path: by_path.get(os.path.normpath(os.path.join(corpus, case.path)), "(not listed)") for case in cases}
+
+
 @click.command()
 @click.argument("paths", nargs=-1)
 @_outcome_options
@@ -137,6 +170,7 @@ def evaluate(
     outcome_paths: tuple[str, ...],
     corpus: str | None,
     folds: int,
+    folds_by: str | None,
     seed: int,
     margin: int,
     resamples: int,
@@ -170,20 +204,24 @@ def evaluate(
     aggressive with --margin 1; then the most loops caught, less 5 per stop on a healthy
     session or before an onset; then the shortest delay) and scored on the fold left out.
     The figures printed are those out-of-fold scores, with bootstrap intervals, and the
-    setting each fold chose.
+    setting each fold chose. With --folds-by COLUMN each group (an agent, a model) is
+    one fold instead: the setting scored on an agent was chosen without any session of
+    it, as defaults shipped before you ran your agent were; each group's own figures
+    are printed too.
 
     \b
     Examples:
       loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv
       loopwatch evaluate --outcomes ../shared/corpus/MANIFEST.tsv --folds 5
+      loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds-by agent
       loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
     """
     config = make_config(config_path, profile or "unattended", mode)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
-    if folds == 1:
-        raise click.UsageError("--folds: 1 fold leaves nothing to score on; use 2 or more (or 0 for none)")
-    if folds:
-        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress)
+    groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
+    if folds or groups is not None:
+        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups)
+        report["folds_by"] = folds_by
         if as_json:
             sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
         else:
@@ -225,8 +263,10 @@ def cross_validated(
     resamples: int,
     jobs: int,
     no_progress: bool,
+    groups: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Replay every case under every candidate of the grid, then cross-validate."""
+    """Replay every case under every candidate of the grid, then cross-validate (one
+    fold per group with `groups`)."""
     from ..analysis.crossval import GRID, candidates, cross_validate
 
     cands = candidates(config)
@@ -238,7 +278,7 @@ def cross_validated(
     for r in results:
         r.results = r.results[:-1]
     try:
-        report = cross_validate(results, cands, folds, seed, margin, resamples)
+        report = cross_validate(results, cands, folds, seed, margin, resamples, groups)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     from ..analysis.crossval import figures
@@ -254,9 +294,13 @@ def print_folds(report: dict) -> None:
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 120)
+    by = report.get("folds_by")
+    if by:
+        split = f"one fold per {by} ({report['folds']}), margin {report['margin']}"
+    else:
+        split = f"{report['folds']} folds (seed {report['seed']}, margin {report['margin']})"
     console.print(
-        f"{report['sessions']} sessions, {report['folds']} folds (seed {report['seed']}, margin {report['margin']}), "
-        f"{report['candidates']} settings tried per fold"
+        f"{report['sessions']} sessions, {split}, {report['candidates']} settings tried per fold", markup=False
     )
     table = Table(title="out of fold (chosen on the other folds) vs the configuration as given", title_justify="left")
     for column in ("", "out of fold", "95% interval", "as configured"):
@@ -311,7 +355,10 @@ def print_folds(report: dict) -> None:
     console.print(table)
     console.print("chosen per fold:")
     for fold in report["per_fold"]:
-        console.print(f"  fold {fold['fold']} ({fold['sessions']} sessions): " + _values(fold["chosen"]))
+        name = f"{by} {fold['group']}" if "group" in fold else f"fold {fold['fold']}"
+        console.print(f"  {name} ({fold['sessions']} sessions): " + _values(fold["chosen"]), markup=False)
+        if "figures" in fold:
+            console.print("    held out: " + _held(fold["figures"]), markup=False)
     console.print("chosen on all sessions: " + _values(report["chosen"]))
     paths = oof["outcomes"]["stopped_succeeded_paths"] + oof["stop"]["false_paths"]
     if paths:
@@ -320,6 +367,24 @@ def print_folds(report: dict) -> None:
             console.print(f"  {path}")
     for item in report["errors"]:
         console.print(f"[red]could not read[/red] {item['path']}: {item['error']}")
+
+
+def _held(figures: dict) -> str:
+    """One group's own out-of-fold figures, on one line."""
+    stop, out = figures["stop"], figures["outcomes"]
+    parts = []
+    if stop["yes"]:
+        delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
+        parts.append(f"recall {stop['caught']}/{stop['yes']}, delay {delay}, before onset {stop['early_stops_on_yes']}")
+    if stop["no"]:
+        parts.append(f"on healthy {stop['false_stops_on_no']} of {stop['no']}")
+    if out["succeeded"]:
+        parts.append(
+            f"stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, nudged {out['nudges_on_succeeded']}"
+        )
+    if out["failed"]:
+        parts.append(f"stops on failed {out['stops_on_failed']} of {out['failed']}")
+    return "; ".join(parts) or "no labelled session and no outcome"
 
 
 def _agents(figures: dict) -> str:

@@ -53,6 +53,12 @@ __all__ = ["CALIBRATIONS"]
 #: (50/62), median delay 6, looping steps saved 56.2% -> 57.3%, 1 stop before onset, 0 on
 #: healthy sessions, the same 3 of 261 successful sessions stopped and the same 9 nudged:
 #: BENCHMARKS.md "Evidence, round 4" (with where the delay comes from).
+#:
+#: Round 5 (no change; `--folds-by agent`: each agent scored on a setting chosen on the
+#: other eight): 8 of 9 held-out agents get this setting (doubao same_error 8, a tie on
+#: the others); recall 79% (49/62), the same 3 stops on successful sessions, 1 before
+#: onset, 0 on healthy sessions. Seeds 0 to 4 of the 5 folds: recall 81-82%, the same
+#: harm: BENCHMARKS.md "Evidence, round 5".
 _MEASURED: dict[str, Any] = {
     "signals": {"repeat": {"threshold": 4}, "same_error": {"threshold": 6}},
     "evidence": {"confirm": 1, "second_signal": False},
