@@ -30,7 +30,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 __all__ = ["OutcomeError", "Outcomes", "load_groups", "load_outcomes", "parse_resolved"]
@@ -142,15 +142,10 @@ def load_groups(paths: Iterable[str], column: str) -> dict[str, str]:
     for path in paths:
         if os.path.isdir(path):
             continue
-        try:
-            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise OutcomeError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = _read(path)
         if text.lstrip()[:1] in ("{", "["):
             continue
-        rows = csv.DictReader(text.splitlines(), delimiter="\t")
-        fields = [f.strip() for f in rows.fieldnames or ()]
+        fields, rows = _tsv(text)
         seen += [f for f in fields if f not in seen]
         key = next((c for c in _PATH_COLUMNS if c in fields), None)
         if column not in fields or key is None:
@@ -158,7 +153,6 @@ def load_groups(paths: Iterable[str], column: str) -> dict[str, str]:
         found = True
         folder = _norm(os.path.dirname(os.path.abspath(path)))
         for row in rows:
-            row = {(k or "").strip(): v for k, v in row.items()}
             where, value = (row.get(key) or "").strip(), (row.get(column) or "").strip()
             if where and value:
                 groups[_norm(os.path.join(folder, where))] = value
@@ -168,13 +162,23 @@ def load_groups(paths: Iterable[str], column: str) -> dict[str, str]:
     return groups
 
 
-def _load_file(path: str) -> Outcomes:
+def _read(path: str) -> str:
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read().decode("utf-8", "replace")
     except OSError as exc:
         raise OutcomeError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    text = raw.decode("utf-8", "replace")
+
+
+def _tsv(text: str) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    """A tab-separated text's column names and its rows, names stripped."""
+    reader = csv.DictReader(text.splitlines(), delimiter="\t")
+    fields = [f.strip() for f in reader.fieldnames or ()]
+    return fields, ({(k or "").strip(): v for k, v in row.items()} for row in reader)
+
+
+def _load_file(path: str) -> Outcomes:
+    text = _read(path)
     folder = _norm(os.path.dirname(os.path.abspath(path)))
     result = Outcomes()
     result.sources.append(path)
@@ -205,8 +209,7 @@ def _lenient_json(text: str, path: str) -> Any:
 
 
 def _from_tsv(text: str, folder: str, result: Outcomes, path: str) -> None:
-    rows = csv.DictReader(text.splitlines(), delimiter="\t")
-    fields = [f.strip() for f in rows.fieldnames or ()]
+    fields, rows = _tsv(text)
     if "resolved" not in fields and "is_resolved" not in fields:
         raise OutcomeError(f"{path}: no resolved column in the header")
     key_path = next((c for c in _PATH_COLUMNS if c in fields), None)
@@ -215,7 +218,6 @@ def _from_tsv(text: str, folder: str, result: Outcomes, path: str) -> None:
         raise OutcomeError(f"{path}: no column naming the session ({', '.join(_PATH_COLUMNS + _ID_COLUMNS)})")
     ids: dict[str, bool] = {}
     for row in rows:
-        row = {(k or "").strip(): v for k, v in row.items()}
         value = parse_resolved(row.get("resolved", row.get("is_resolved")))
         if value is None:
             continue
