@@ -121,6 +121,15 @@ def test_json_and_tsv_of_session_to_resolved(tmp_path):
     assert load_outcomes([str(tmp_path / "list.json")]).lookup(str(tmp_path / "a" / "task-7.traj.json")) is True
 
 
+def test_a_json_list_by_path_keeps_failed_sessions_as_well_as_solved_ones(tmp_path):
+    items = [{"path": "runs/a.jsonl", "resolved": True}, {"path": "runs/b.jsonl", "is_resolved": False}]
+    (tmp_path / "list.json").write_text(json.dumps(items))
+    outcomes = load_outcomes([str(tmp_path / "list.json")])
+    assert outcomes.lookup(str(tmp_path / "runs" / "a.jsonl")) is True
+    assert outcomes.lookup(str(tmp_path / "runs" / "b.jsonl")) is False
+    assert len(outcomes.paths()) == 2
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

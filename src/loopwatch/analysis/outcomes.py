@@ -246,7 +246,7 @@ def _from_json(data: Any, folder: str, result: Outcomes, path: str) -> None:
             if value is None:
                 continue
             where = next((item[c] for c in _PATH_COLUMNS if isinstance(item.get(c), str)), None)
-            if where and value:
+            if where:
                 result.by_path[_norm(os.path.join(folder, where))] = value
             for column in _ID_COLUMNS:
                 if isinstance(item.get(column), str):
