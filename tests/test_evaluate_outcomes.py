@@ -219,7 +219,7 @@ def test_holding_out_an_agent_scores_it_on_a_choice_made_without_any_of_its_sess
     rows = [_replayed(c, [None, 14, 12]) for c in loops]
     rows.append(_replayed(_case(None, True, name="b-won"), [None, None, 40]))
     rows += [_replayed(_case(None, True, name=f"b-ok{i}"), [None, None, None]) for i in range(3)]
-    groups = {r.case.path: r.case.path.split("-")[0][0] for r in rows}
+    groups = {r.case.path: r.case.path[0] for r in rows}  # "a..." or "b..."
     report = cross_validate(rows, _cands(3), k=99, seed=0, margin=0, resamples=20, groups=groups)
     assert report["folds"] == 2  # one fold per group: k is ignored
     by_group = {fold["group"]: fold for fold in report["per_fold"]}
