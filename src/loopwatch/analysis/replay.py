@@ -19,7 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -31,10 +31,12 @@ from ..core.config import Config
 from ..core.events import ToolCall, Turn
 from ..core.monitor import Monitor
 from ..core.record import finding_record, verdict_record
+from ..core.step import Step
+from ..core.verdict import Action, Verdict
 from ..hosts import codex
 from ..readers import ReadError, Session, open_stdin, read
 
-__all__ = ["SessionResult", "default_jobs", "replay", "replay_file", "replay_files"]
+__all__ = ["SessionResult", "default_jobs", "replay", "replay_file", "replay_files", "replay_steps"]
 
 _MAX_SKIPPED = 100  # skipped-line messages kept per session; the rest are counted
 # Source refs of the latest counted actions kept while replaying, to name where a
@@ -106,17 +108,25 @@ class SessionResult:
         }
 
 
-def replay(session: Session, config: Config, path: str = "", *, keep_refs: bool = False) -> SessionResult:
+def replay(
+    session: Session,
+    config: Config,
+    path: str = "",
+    *,
+    keep_refs: bool = False,
+    make_monitor: Callable[[Config], Monitor] = Monitor,
+) -> SessionResult:
     """Feed one session to a fresh monitor and collect the result. Exceptions raised
     by the reader while its events are consumed are caught: the result keeps what was
     replayed and says what went wrong in `error`. Memory does not grow with the
     session: only the latest refs are kept (all of them with `keep_refs`). The monitor
     gets the built-in calibration of the session's format, if loopwatch has one
-    (`Config.for_source`)."""
+    (`Config.for_source`); `make_monitor` makes it (`replay_steps` passes one that
+    notes every event)."""
     config = config.for_source(session.format)
     if session.format == "codex":  # exec_command, command_execution, Bash: one shell tool
         config = config._replace(tools=codex.shared_tool_rules(config.tools))
-    monitor = Monitor(config)
+    monitor = make_monitor(config)
     recent: deque[str | None] = deque(maxlen=None if keep_refs else _REFS_KEPT)
     started: dict[int, str | None] = {}  # started action -> its ref, noted when reported
     noted = 0  # interventions whose start has been noted
@@ -199,6 +209,89 @@ def replay_file(
     if not results:
         results.append(SessionResult(path=label, format=format, error="no session in this file"))
     return results
+
+
+def replay_steps(
+    session: Session, config: Config, path: str = "", *, excerpts: bool = False
+) -> tuple[SessionResult, list[dict[str, Any]]]:
+    """`replay`, and what happened at each event, in order: one dict per event with
+    its `kind` (`call` for a counted tool call, `exempt` for one that is not counted,
+    else `text`, `correction`, `retry`, `output`, `turn`, `user`, `attempt`), `step`
+    (tool calls counted so far: a call's own number, as `at_action` counts it),
+    `after_stop` (the run would have ended before it), `ref` (its `source_ref`), and for
+    a counted call its `tool`, `call` (digest of the tool and its identifying input),
+    `action` (of the call and its result), `error` and `at` (seconds from the first
+    event); `verdict` (`{"action", "signal", "description", "started_action"}`) when the
+    event drew a warning, nudge, block or stop up to the first stop. Names, digests,
+    counts and times only; with `excerpts`, a call's `input` and `result` too (the
+    start of each, as text)."""
+    monitors: list[_Noting] = []
+
+    def make(config: Config) -> Monitor:
+        monitors.append(_Noting(config, excerpts))
+        return monitors[-1]
+
+    result = replay(session, config, path, make_monitor=make)
+    return result, monitors[0].noted if monitors else []
+
+
+_EXCERPT = 600  # characters of a tool input or result kept with --excerpts
+_KINDS = {"ToolCall": "call", "ModelText": "text", "UserMessage": "user"}
+
+
+class _Noting(Monitor):
+    """A monitor that notes each event it is fed, for `replay_steps`."""
+
+    def __init__(self, config: Config, excerpts: bool) -> None:
+        super().__init__(config)
+        self.noted: list[dict[str, Any]] = []
+        self._excerpts = excerpts
+        self._step: Step | None = None
+
+    def _digest(self, call: ToolCall, rule: Any, at: float) -> Step:
+        self._step = super()._digest(call, rule, at)
+        return self._step
+
+    def observe(self, event: Any) -> Verdict:
+        self._step = None
+        stopped = self.stop is not None
+        verdict = super().observe(event)
+        kind = _KINDS.get(type(event).__name__, type(event).__name__.lower())
+        note: dict[str, Any] = {"kind": kind, "step": self.actions, "after_stop": stopped}
+        note["ref"] = getattr(event, "source_ref", None)
+        step = self._step
+        if kind == "call" and step is None:
+            note["kind"] = "exempt"
+            note["tool"] = event.name
+        elif step is not None:
+            note.update(
+                tool=step.name,
+                call=step.call.hex()[:12],
+                action=step.action.hex()[:12],
+                error=bool(event.error),
+                at=round(step.at - (self.first_at or 0.0), 3),
+            )
+            if self._excerpts:
+                note.update(input=_excerpt(event.input), result=_excerpt(event.result))
+        if verdict.action is not Action.ALLOW and not stopped:
+            note["verdict"] = {
+                "action": verdict.action.value,
+                "signal": verdict.signal,
+                "description": verdict.description,
+                "started_action": verdict.finding.started_index if verdict.finding is not None else None,
+            }
+        self.noted.append(note)
+        return verdict
+
+
+def _excerpt(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        import json
+
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(value) <= _EXCERPT else value[:_EXCERPT] + "..."
 
 
 def default_jobs() -> int:
