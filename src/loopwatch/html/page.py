@@ -1,0 +1,62 @@
+"""One self-contained HTML page from the report's data: no file beside it, no request
+made (its Content-Security-Policy forbids any), its script and style inline with a
+fresh nonce, the data one JSON blob the script reads. Jinja2 renders it, autoescaping."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render", "script_json", "write"]
+
+_HERE = Path(__file__).parent
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside a `<script>` element: `<`, `>` and `&` are written as
+    `\\u003c`..., so no `</script>` or `<!--` in a tool name or result ends it early;
+    U+2028 and U+2029 too, for older parsers."""
+    import orjson
+
+    text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def render(data: dict[str, Any]) -> str:
+    """The page for `data` (`title`, `sessions`, ...: what `html.report_data` makes)."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE), autoescape=True, keep_trailing_newline=True)
+    script = (_HERE / "page.js").read_text(encoding="utf-8")
+    style = (_HERE / "page.css").read_text(encoding="utf-8")
+    # Ours, not the user's data: inserted as they are (the data goes in the JSON blob).
+    assert "</script" not in script.lower() and "</style" not in style.lower()
+    return env.get_template("page.html.j2").render(
+        title=data.get("title") or "loopwatch report",
+        nonce=secrets.token_urlsafe(18),
+        script=Markup(script),
+        style=Markup(style),
+        data=Markup(script_json(data)),
+    )
+
+
+def write(path: str, text: str) -> None:
+    """Write the page, private to the user (0600) like every file loopwatch creates,
+    replacing any file there only once it is complete."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
