@@ -164,6 +164,12 @@ def fold_groups(
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every figure, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the sessions as one HTML page, with their labels and outcomes (as `loopwatch report` does).",
+)
 def evaluate(
     paths: tuple[str, ...],
     labels_path: str | None,
@@ -180,6 +186,7 @@ def evaluate(
     as_json: bool,
     jobs: int,
     no_progress: bool,
+    report_path: str | None,
 ) -> None:
     """Measure detection on recorded sessions: against hand labels, and against
     outcomes (which sessions solved their task).
@@ -217,8 +224,28 @@ def evaluate(
       loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
     """
     config = make_config(config_path, profile or "unattended", mode)
+    if report_path is not None:
+        from .report_page import check_page_output
+
+        check_page_output(report_path)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
     groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
+
+    def page() -> None:
+        if report_path is not None:
+            from .report_page import write_page
+
+            items = [(os.path.join(corpus, case.path), case.path) for case in cases]
+            write_page(
+                report_path,
+                items,
+                config,
+                labels_path=labels_path,
+                outcome_paths=outcome_paths,
+                jobs=jobs or None,
+                progress=not no_progress,
+            )
+
     if folds or groups is not None:
         report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups)
         report["folds_by"] = folds_by
@@ -226,6 +253,7 @@ def evaluate(
             sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
         else:
             print_folds(report)
+        page()
         sys.exit(2 if report["errors"] else 0)
     names = list(config.signals)
     configs = [config] + [only(config, name) for name in names]
@@ -250,6 +278,7 @@ def evaluate(
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         _print(report)
+    page()
     sys.exit(2 if errors else 0)
 
 

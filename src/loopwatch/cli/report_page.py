@@ -70,6 +70,7 @@ def write_page(
         write(output, render(data))
     except OSError as exc:
         raise click.UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output}", err=True)
     return sum(1 for s in data["sessions"] if s["error"])
 
 
@@ -175,7 +176,6 @@ def report(
         progress=not no_progress,
         title=title,
     )
-    click.echo(f"wrote {output}", err=True)
     if open_page:
         import pathlib
         import webbrowser

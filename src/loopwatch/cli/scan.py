@@ -36,6 +36,12 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 @click.option(
     "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."
 )
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the sessions as one HTML page (as `loopwatch report` does; they are replayed again for it).",
+)
 def scan(
     paths: tuple[str, ...],
     as_json: bool,
@@ -45,6 +51,7 @@ def scan(
     format_name: str | None,
     jobs: int | None,
     no_progress: bool,
+    report_path: str | None,
 ) -> None:
     """Replay recorded agent sessions and report the ones that went in circles.
 
@@ -71,6 +78,12 @@ def scan(
     config = make_config(config_path, profile, mode)
     if format_name is not None:
         _check_format(format_name)
+    if report_path is not None:
+        from .report_page import check_page_output
+
+        check_page_output(report_path)
+        if "-" in paths:
+            raise click.UsageError("--report replays the files again: it cannot read standard input twice")
     out = sys.stdout.buffer
     totals = Totals()
     rows: list[SessionResult] = []
@@ -113,6 +126,13 @@ def scan(
     if not as_json:
         print_table(rows, totals)
     print_problems(totals, as_json)
+    if report_path is not None:
+        from .report_page import write_page
+
+        targets = list(expand(paths))
+        items = [(t.path, t.label) for t in targets if not t.problem]
+        problems = [(t.label, t.problem) for t in targets if t.problem]
+        write_page(report_path, items, config, problems=problems, format=format_name, jobs=jobs, progress=not no_progress)
     sys.exit(totals.exit_status)
 
 

@@ -227,7 +227,10 @@
   function row(s) {
     const tr = el("tr", { "data-session": s.id, "data-verdict": s.verdict, "data-index": s.index, tabindex: 0,
       class: "v-" + s.verdict + (s.error ? " error" : "") + (s.verdict === "stop" && s.outcome === "succeeded" ? " harm" : "") });
-    for (const col of COLUMNS) tr.appendChild(el("td", { class: col.num ? "num" : col.key }, cell(s, col.key)));
+    for (const col of COLUMNS) {
+      const text = cell(s, col.key);
+      tr.appendChild(el("td", { class: col.num ? "num" : col.key, title: col.num ? null : text }, text));
+    }
     return tr;
   }
 
@@ -434,13 +437,14 @@
     box.appendChild(el("h2", {}, s.path));
     const facts = [["session", s.id], ["format", s.format], ["agent", s.agent], ["model", s.model], ["actions", count(s.actions)],
       ["outcome", s.outcome], ["label", s.label ? s.label + (s.label_onset ? " (loop from step " + s.label_onset + " to " + s.label_end + ")" : "") + ": " + s.judgement : null]];
-    const dl = el("dl", { class: "facts" });
+    const line = el("p", { class: "facts" });
     for (const [k, v] of facts) {
       if (v === null || v === undefined) continue;
-      dl.appendChild(el("dt", {}, k));
-      dl.appendChild(el("dd", {}, v));
+      const fact = el("span", { class: "fact" }, k + ": ");
+      fact.appendChild(el("b", {}, v));
+      line.appendChild(fact);
     }
-    box.appendChild(dl);
+    box.appendChild(line);
     if (s.error) box.appendChild(el("p", { class: "bad" }, "could not be read: " + s.error));
     const verdictText = s.verdict === "stop"
       ? "Stopped after action " + s.stop + (s.stop_ref ? " (" + s.stop_ref + ")" : "") + " by " + s.signal + "; the loop began at action " +
