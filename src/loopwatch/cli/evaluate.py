@@ -242,6 +242,7 @@ def evaluate(
                 config,
                 labels_path=labels_path,
                 outcome_paths=outcome_paths,
+                corpus=corpus,
                 jobs=jobs or None,
                 progress=not no_progress,
             )

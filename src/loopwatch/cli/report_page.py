@@ -24,8 +24,6 @@ def check_page_output(path: str) -> None:
     if importlib.util.find_spec("jinja2") is None:
         raise click.UsageError("the HTML report needs Jinja2: pip install 'loopwatch[report]'")
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise click.UsageError(f"{path}: is a folder; give the HTML file to write")
     if not os.path.isdir(folder):
         raise click.UsageError(f"{path}: no such folder: {folder}")
 
@@ -37,6 +35,7 @@ def write_page(
     *,
     labels_path: str | None = None,
     outcome_paths: tuple[str, ...] = (),
+    corpus: str | None = None,
     problems: Iterable[tuple[str, str]] = (),
     format: str | None = None,
     excerpts: bool = False,
@@ -44,7 +43,8 @@ def write_page(
     progress: bool = True,
     title: str | None = None,
 ) -> int:
-    """Replay the files `(path, label)` and write the page to `output`; `problems` are
+    """Replay the files `(path, label)` and write the page to `output`; the labels' paths
+    are relative to `corpus` (default: the labels file's folder); `problems` are
     `(label, why)` for files that cannot be read at all, listed as such. Returns the
     number of files that could not be read."""
     from ..analysis.outcomes import load_groups
@@ -61,7 +61,9 @@ def write_page(
             columns[column] = load_groups(tables, column) if tables else {}
         except (OSError, ValueError):
             columns[column] = {}  # no TSV given has this column: the page leaves it empty
-    sources = Sources(labels, labels_path, outcomes, columns)
+    if corpus is None:
+        corpus = os.path.dirname(os.path.abspath(labels_path)) if labels_path else "."
+    sources = Sources(labels, corpus, outcomes, columns)
     items = list(items)
     with progress_bar(len(items), "report", progress, 10) as bar:
         data = report_data(items, config, sources, title=title, format=format, excerpts=excerpts, jobs=jobs, progress=bar.advance)
@@ -159,8 +161,8 @@ def report(
             else:
                 items.append((target.path, target.label))
     elif labels_path or outcome_paths:
-        cases, folder = load_inputs(labels_path, outcome_paths, corpus, ())
-        items = [(os.path.join(folder, case.path), case.path) for case in cases]
+        cases, corpus = load_inputs(labels_path, outcome_paths, corpus, ())
+        items = [(os.path.join(corpus, case.path), case.path) for case in cases]
     else:
         raise click.UsageError("give the session files (FILE...), or --labels or --outcomes that list them")
     failed = write_page(
@@ -169,6 +171,7 @@ def report(
         config,
         labels_path=labels_path,
         outcome_paths=outcome_paths,
+        corpus=corpus,
         problems=problems,
         format=format_name,
         excerpts=excerpts,

@@ -32,11 +32,11 @@ class Sources:
     def __init__(
         self,
         labels: Iterable[Label] | None = None,
-        labels_path: str | None = None,
+        folder: str = ".",
         outcomes: Outcomes | None = None,
         columns: dict[str, dict[str, str]] | None = None,
     ) -> None:
-        folder = os.path.dirname(os.path.abspath(labels_path)) if labels_path else os.getcwd()
+        """`folder`: the one the labels' paths are relative to (`evaluate`'s corpus)."""
         self.labels = {_norm(os.path.join(folder, label.path)): label for label in labels or ()}
         self.has_labels = labels is not None
         self.outcomes = outcomes
