@@ -47,7 +47,7 @@ def load(browser, path):
 
 def rows(browser):
     return browser.execute_script(
-        "return Array.from(document.querySelectorAll('#sessions tbody tr'))"
+        "return Array.from(document.querySelectorAll('#sessions tbody tr[data-session]'))"
         ".map(tr => [tr.dataset.session, tr.dataset.verdict, Number(tr.dataset.index)])"
     )
 
@@ -177,3 +177,32 @@ def test_the_corpus_page(browser, tmp_path):
     assert [s for k, s in marks if k == "stop"] == ([record["verdict"]["at_action"]] if record["verdict"] else [])
     assert sessions[first]["outcome"] == "succeeded" and record["verdict"]
     assert_clean(browser, out)
+
+
+def test_thousands_of_rows_are_built_as_the_table_is_scrolled(browser, tmp_path):
+    from loopwatch.html.page import render
+
+    out = tmp_path / "examples.html"
+    assert run("report", "--no-progress", EXAMPLES, "-o", out).exit_code == 0
+    data = page_data(out)
+    data["sessions"] = data["sessions"] * 700  # 1,400 rows
+    big = tmp_path / "big.html"
+    big.write_text(render(data))
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(page_url(big))
+    count = "return document.querySelectorAll('#sessions tbody tr[data-session]').length"
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return !!document.querySelector('#sessions tr.more')"))
+    assert browser.execute_script(count) == 1000
+    assert browser.execute_script("return document.querySelector('#sessions tbody').dataset.complete") is None
+    browser.execute_script("const w = document.querySelector('#table-section .table-wrap'); w.scrollTop = w.scrollHeight;")
+    WebDriverWait(browser, 60).until(
+        lambda d: d.execute_script("return document.querySelector('#sessions tbody').dataset.complete === 'true'")
+    )
+    assert browser.execute_script(count) == 1400
+    # a filter starts again from the first rows
+    browser.execute_script(
+        "const f = document.getElementById('verdict-filter'); f.value = 'stop'; f.dispatchEvent(new Event('change'))"
+    )
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script(count) == 700)
+    assert_clean(browser, big)

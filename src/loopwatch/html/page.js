@@ -176,6 +176,8 @@
   let sortKey = null;
   let sortDir = 1;
   let generation = 0;
+  let observer = null;
+  const EAGER = 1000;  // rows built at once; the rest as the table is scrolled
 
   function defaultOrder(a, b) {
     // Stops on successful sessions first (the worst outcome), then stops, nudges, the rest.
@@ -250,17 +252,39 @@
       status.appendChild(document.createTextNode(" "));
       status.appendChild(clear);
     }
-    // Rows are built in slices, one per frame: the first ones show at once, thousands
-    // never hold the page.
+    // Rows are built in slices, one per frame: the first ones show at once. Past the
+    // first EAGER rows, more are built only when the end of the table is scrolled to
+    // (or asked for), so thousands of sessions never hold the page.
     const mine = ++generation;
     let next = 0;
+    let limit = EAGER;
+    const more = el("tr", { class: "more" });
+    const moreButton = el("button", { type: "button", class: "link" });
+    more.appendChild(el("td", { colspan: COLUMNS.length })).appendChild(moreButton);
+    const grow = function () { if (mine === generation && next >= limit) { limit += EAGER; more.remove(); slice(500); } };
+    moreButton.addEventListener("click", grow);
+    if (observer) observer.disconnect();
+    observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) grow();
+    }, { root: document.querySelector("#table-section .table-wrap"), rootMargin: "400px" }) : null;
     function slice(size) {
       const part = document.createDocumentFragment();
-      const end = Math.min(shown.length, next + size);
+      const end = Math.min(shown.length, limit, next + size);
       for (; next < end; next++) part.appendChild(row(shown[next]));
       body.appendChild(part);
-      if (next < shown.length) requestAnimationFrame(function () { if (mine === generation) slice(500); });
-      else body.setAttribute("data-complete", "true");
+      if (mine === 1 && !performance.getEntriesByName("rows-first").length) performance.mark("rows-first");
+      if (next < Math.min(limit, shown.length)) {
+        requestAnimationFrame(function () { if (mine === generation) slice(500); });
+      } else if (next < shown.length) {
+        moreButton.textContent = "show more (" + (shown.length - next).toLocaleString("en") + " not shown yet)";
+        body.appendChild(more);
+        if (observer) observer.observe(more);
+      } else {
+        body.setAttribute("data-complete", "true");
+      }
+      if (mine === 1 && next >= Math.min(limit, shown.length) && !performance.getEntriesByName("rows-shown").length) {
+        performance.mark("rows-shown");  // bench/report.py reads this and rows-first
+      }
     }
     body.removeAttribute("data-complete");
     slice(100);
