@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from browser_support import have_browser, page_url, requests_made, start_browser  # noqa: E402
+from browser_support import have_browser, page_url, requests_made, start_browser
 
 
 def find_corpus(given: str | None) -> Path | None:
@@ -85,7 +85,9 @@ def main() -> int:
     if not have_browser():
         print("no chromium, chromedriver or selenium: nothing to measure")
         return 0
-    from loopwatch.cli.report_page import write_page
+    from loopwatch.analysis.evaluation import load_labels
+    from loopwatch.analysis.outcomes import load_outcomes
+    from loopwatch.cli.page_output import write_page
     from loopwatch.cli.paths import expand
     from loopwatch.core.config import Config
 
@@ -97,8 +99,10 @@ def main() -> int:
         str(page),
         items,
         Config.make(profile="unattended"),
-        labels_path=str(corpus / "labels.tsv"),
-        outcome_paths=(str(corpus / "MANIFEST.tsv"),),
+        labels=load_labels(str(corpus / "labels.tsv")),
+        outcomes=load_outcomes([str(corpus / "MANIFEST.tsv")]),
+        tables=[str(corpus / "labels.tsv"), str(corpus / "MANIFEST.tsv")],
+        corpus=str(corpus),
         progress=False,
     )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

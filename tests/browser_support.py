@@ -35,9 +35,18 @@ def start_browser(width: int = 1400, height: int = 1000):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={width},{height}", "--no-first-run", "--disable-background-networking",
-                     "--disable-extensions", "--disable-component-update", "--disable-sync"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-extensions",
+        "--disable-component-update",
+        "--disable-sync",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)

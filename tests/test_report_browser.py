@@ -195,7 +195,9 @@ def test_thousands_of_rows_are_built_as_the_table_is_scrolled(browser, tmp_path)
     WebDriverWait(browser, 60).until(lambda d: d.execute_script("return !!document.querySelector('#sessions tr.more')"))
     assert browser.execute_script(count) == 1000
     assert browser.execute_script("return document.querySelector('#sessions tbody').dataset.complete") is None
-    browser.execute_script("const w = document.querySelector('#table-section .table-wrap'); w.scrollTop = w.scrollHeight;")
+    browser.execute_script(
+        "const w = document.querySelector('#table-section .table-wrap'); w.scrollTop = w.scrollHeight;"
+    )
     WebDriverWait(browser, 60).until(
         lambda d: d.execute_script("return document.querySelector('#sessions tbody').dataset.complete === 'true'")
     )

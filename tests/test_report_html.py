@@ -50,9 +50,7 @@ def hostile_events() -> list[dict]:
         "result": SECRET_RESULT + HOSTILE,
         "error": True,
     }
-    return [{"type": "user", "session": "s" + HOSTILE}] + [
-        dict(call, at=float(i)) for i in range(8)
-    ]
+    return [{"type": "user", "session": "s" + HOSTILE}] + [dict(call, at=float(i)) for i in range(8)]
 
 
 @pytest.fixture
@@ -145,7 +143,14 @@ def test_labels_and_outcomes_judge_each_session(tmp_path):
     )
     out = tmp_path / "report.html"
     result = run(
-        "report", "--no-progress", "--labels", tmp_path / "labels.tsv", "--outcomes", tmp_path / "MANIFEST.tsv", "-o", out
+        "report",
+        "--no-progress",
+        "--labels",
+        tmp_path / "labels.tsv",
+        "--outcomes",
+        tmp_path / "MANIFEST.tsv",
+        "-o",
+        out,
     )
     assert result.exit_code == 0, result.output
     data = page_data(out)

@@ -13,7 +13,10 @@ __all__ = ["cli"]
 COMMANDS = {
     "scan": ("loopwatch.cli.scan:scan", "Find loops in recorded sessions (files, folders, globs, -)."),
     "evaluate": ("loopwatch.cli.evaluate:evaluate", "Measure detection against hand-labelled sessions."),
-    "report": ("loopwatch.cli.report_page:report", "Write recorded sessions as one HTML page (offline, self-contained)."),
+    "report": (
+        "loopwatch.cli.report_page:report",
+        "Write recorded sessions as one HTML page (offline, self-contained).",
+    ),
     "calibrate": ("loopwatch.cli.calibrate:calibrate", "Show the figures behind each threshold, per session."),
     "run": ("loopwatch.cli.run:run", "Run an agent command and stop it when it goes in circles."),
     "install": ("loopwatch.cli.install:install", "Install the hook into Claude Code or Codex settings."),

@@ -225,7 +225,7 @@ def evaluate(
     """
     config = make_config(config_path, profile or "unattended", mode)
     if report_path is not None:
-        from .report_page import check_page_output
+        from .page_output import check_page_output
 
         check_page_output(report_path)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
@@ -233,15 +233,16 @@ def evaluate(
 
     def page() -> None:
         if report_path is not None:
-            from .report_page import write_page
+            from .page_output import write_page
 
             items = [(os.path.join(corpus, case.path), case.path) for case in cases]
             write_page(
                 report_path,
                 items,
                 config,
-                labels_path=labels_path,
-                outcome_paths=outcome_paths,
+                labels=labels_or_usage(labels_path),
+                outcomes=outcomes_or_usage(outcome_paths),
+                tables=[p for p in (labels_path, *outcome_paths) if p],
                 corpus=corpus,
                 jobs=jobs or None,
                 progress=not no_progress,

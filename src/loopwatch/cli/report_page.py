@@ -1,79 +1,20 @@
-"""`loopwatch report`: recorded sessions as one self-contained HTML page (and the page
-`scan --report` and `evaluate --report` write). The scan's terminal table is
-`cli/report.py`; the page itself is `loopwatch.html`."""
+"""`loopwatch report`: recorded sessions as one self-contained HTML page. The page is
+written by `page_output` (for `scan --report` and `evaluate --report` too) and made
+by `loopwatch.html`; the scan's terminal table is `cli/report.py`."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
-from collections.abc import Iterable
 
 import click
 
-from ..core.config import Config
-from ._common import config_options, make_config, progress_bar
+from ..readers import FORMATS
+from ._common import config_options, make_config
 from .evaluate import labels_or_usage, load_inputs, outcomes_or_usage
+from .page_output import check_page_output, write_page
 
-__all__ = ["check_page_output", "report", "write_page"]
-
-
-def check_page_output(path: str) -> None:
-    """A one-line usage error, before any work, when the page cannot be written there
-    or Jinja2 is missing."""
-    if importlib.util.find_spec("jinja2") is None:
-        raise click.UsageError("the HTML report needs Jinja2: pip install 'loopwatch[report]'")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise click.UsageError(f"{path}: no such folder: {folder}")
-
-
-def write_page(
-    output: str,
-    items: Iterable[tuple[str, str]],
-    config: Config,
-    *,
-    labels_path: str | None = None,
-    outcome_paths: tuple[str, ...] = (),
-    corpus: str | None = None,
-    problems: Iterable[tuple[str, str]] = (),
-    format: str | None = None,
-    excerpts: bool = False,
-    jobs: int | None = None,
-    progress: bool = True,
-    title: str | None = None,
-) -> int:
-    """Replay the files `(path, label)` and write the page to `output`; the labels' paths
-    are relative to `corpus` (default: the labels file's folder); `problems` are
-    `(label, why)` for files that cannot be read at all, listed as such. Returns the
-    number of files that could not be read."""
-    from ..analysis.outcomes import load_groups
-    from ..html import Sources, report_data
-    from ..html.page import render, write
-    from ..html.sessions import error_row
-
-    labels = labels_or_usage(labels_path)
-    outcomes = outcomes_or_usage(outcome_paths)
-    tables = [p for p in (labels_path, *outcome_paths) if p]
-    columns: dict[str, dict[str, str]] = {}
-    for column in ("agent", "model"):
-        try:
-            columns[column] = load_groups(tables, column) if tables else {}
-        except (OSError, ValueError):
-            columns[column] = {}  # no TSV given has this column: the page leaves it empty
-    if corpus is None:
-        corpus = os.path.dirname(os.path.abspath(labels_path)) if labels_path else "."
-    sources = Sources(labels, corpus, outcomes, columns)
-    items = list(items)
-    with progress_bar(len(items), "report", progress, 10) as bar:
-        data = report_data(items, config, sources, title=title, format=format, excerpts=excerpts, jobs=jobs, progress=bar.advance)
-    data["sessions"] = [error_row(label, why) for label, why in problems] + data["sessions"]
-    try:
-        write(output, render(data))
-    except OSError as exc:
-        raise click.UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
-    click.echo(f"wrote {output}", err=True)
-    return sum(1 for s in data["sessions"] if s["error"])
+__all__ = ["report"]
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -98,11 +39,20 @@ def write_page(
     type=click.Path(exists=True, file_okay=False),
     help="Without FILE: the folder the labels' and outcomes' paths are relative to.",
 )
-@click.option("--excerpts", is_flag=True, help="Include the start of each tool input and result (off: names, digests, counts, times only).")
+@click.option(
+    "--excerpts",
+    is_flag=True,
+    help="Include the start of each tool input and result (off: names, digests, counts, times only).",
+)
 @click.option("--open", "open_page", is_flag=True, help="Open the page in the web browser when written.")
 @click.option("--title", help="The page's title (default: loopwatch report).")
 @config_options
-@click.option("--format", "format_name", help="Read every file as this format instead of detecting it.")
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(list(FORMATS)),
+    help="Read every file as this format instead of detecting it.",
+)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes to use (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def report(
@@ -165,12 +115,15 @@ def report(
         items = [(os.path.join(corpus, case.path), case.path) for case in cases]
     else:
         raise click.UsageError("give the session files (FILE...), or --labels or --outcomes that list them")
+    if corpus is None and labels_path:  # the labels' paths are relative to their file
+        corpus = os.path.dirname(os.path.abspath(labels_path))
     failed = write_page(
         output,
         items,
         config,
-        labels_path=labels_path,
-        outcome_paths=outcome_paths,
+        labels=labels_or_usage(labels_path),
+        outcomes=outcomes_or_usage(outcome_paths),
+        tables=[p for p in (labels_path, *outcome_paths) if p],
         corpus=corpus,
         problems=problems,
         format=format_name,

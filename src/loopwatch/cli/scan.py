@@ -79,7 +79,7 @@ def scan(
     if format_name is not None:
         _check_format(format_name)
     if report_path is not None:
-        from .report_page import check_page_output
+        from .page_output import check_page_output
 
         check_page_output(report_path)
         if "-" in paths:
@@ -127,12 +127,12 @@ def scan(
         print_table(rows, totals)
     print_problems(totals, as_json)
     if report_path is not None:
-        from .report_page import write_page
+        from .page_output import write_page
 
         targets = list(expand(paths))
         items = [(t.path, t.label) for t in targets if not t.problem]
-        problems = [(t.label, t.problem) for t in targets if t.problem]
-        write_page(report_path, items, config, problems=problems, format=format_name, jobs=jobs, progress=not no_progress)
+        unread = [(t.label, t.problem) for t in targets if t.problem]
+        write_page(report_path, items, config, problems=unread, format=format_name, jobs=jobs, progress=not no_progress)
     sys.exit(totals.exit_status)
 
 

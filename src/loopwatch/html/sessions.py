@@ -122,7 +122,9 @@ def session_rows(
         error = f"reader failed: {type(exc).__name__}: {exc}"
         rows.append(_row(SessionResult(path=label, format=format, error=error), [], {}, path, sources))
     if not rows:
-        rows.append(_row(SessionResult(path=label, format=format, error="no session in this file"), [], {}, path, sources))
+        rows.append(
+            _row(SessionResult(path=label, format=format, error="no session in this file"), [], {}, path, sources)
+        )
     for row in rows:
         row["multi"] = len(rows) > 1  # the table then names the session beside the file
     return rows
