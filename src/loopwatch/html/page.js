@@ -68,7 +68,7 @@
       ["cost saved", t.cost === null ? "-" : approx + money(t.cost), t.cost === null ? "not recorded" : ""],
     ];
     if (D.outcomes) cards.push(["stops on succeeded", count(t.succeededStopped), "the worst outcome", t.succeededStopped ? "bad" : ""]);
-    if (D.labels) cards.push(["missed loops", count(t.missed), count(t.falseStops) + " false stops", t.falseStops ? "bad" : ""]);
+    if (D.labels) cards.push(["missed loops", count(t.missed), count(t.falseStops) + (t.falseStops === 1 ? " false stop" : " false stops"), t.falseStops ? "bad" : ""]);
     if (t.errors) cards.push(["unreadable", count(t.errors), "files with an error", "bad"]);
     for (const [name, value, note, tone] of cards) {
       const card = el("div", { class: "card" + (tone ? " " + tone : ""), "data-total": name });
