@@ -288,6 +288,43 @@ def test_evaluate_with_outcomes_alone(tmp_path):
     assert outcomes["failed_steps_saved"] > 0.5
 
 
+def test_labels_kept_apart_from_their_sessions_are_found_beside_the_outcomes(tmp_path):
+    # labels in a repository, sessions in a corpus whose manifest is the outcomes file
+    runs = _runs(tmp_path)
+    labels = tmp_path / "repo" / "labels" / "labels.tsv"
+    labels.parent.mkdir(parents=True)
+    labels.write_text("local_path\tlabel\tonset_step\tend_step\nloop.jsonl\tyes\t1\t12\nwork.jsonl\tno\t\t\n")
+    result = run(
+        "evaluate", "--labels", str(labels), "--outcomes", os.path.join(runs, "results.json"), "--json", "--jobs", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["labelled"], report["errors"]) == (2, [])
+    stop = report["detectors"]["all"]["stop"]
+    assert (stop["yes"], stop["caught"], stop["no"], stop["false_stops"]) == (1, 1, 1, 0)
+
+
+def test_labels_beside_their_sessions_keep_their_own_folder(tmp_path):
+    runs = _runs(tmp_path)
+    (tmp_path / "runs" / "labels.tsv").write_text("local_path\tlabel\tonset_step\tend_step\nloop.jsonl\tyes\t1\t12\n")
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "loop.jsonl").write_text("")  # an empty namesake beside the outcomes: not the one read
+    (elsewhere / "results.json").write_text(json.dumps({"resolved": [], "unresolved_ids": ["loop"]}))
+    result = run(
+        "evaluate",
+        "--labels",
+        os.path.join(runs, "labels.tsv"),
+        "--outcomes",
+        str(elsewhere / "results.json"),
+        "--json",
+        "--jobs",
+        "1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["detectors"]["all"]["stop"]["caught"] == 1
+
+
 def test_evaluate_needs_labels_or_outcomes(tmp_path):
     result = run("evaluate", _runs(tmp_path))
     assert result.returncode == 2 and "--outcomes" in result.stderr and "Traceback" not in result.stderr

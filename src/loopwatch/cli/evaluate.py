@@ -17,7 +17,7 @@ from ._common import config_options, make_config, progress_bar
 if TYPE_CHECKING:
     from ..analysis.outcomes import Outcomes
 
-__all__ = ["evaluate", "load_inputs"]
+__all__ = ["corpus_of", "evaluate", "load_inputs"]
 
 
 def labels_or_usage(path: str | None) -> list | None:
@@ -54,8 +54,7 @@ def load_inputs(
     labels = labels_or_usage(labels_path)
     outcomes = outcomes_or_usage(outcome_paths)
     if corpus is None:
-        anchor = labels_path or outcome_paths[0]
-        corpus = anchor if os.path.isdir(anchor) else os.path.dirname(os.path.abspath(anchor))
+        corpus = corpus_of(labels, labels_path, outcome_paths)
     files = []
     for target in expand(paths):
         if target.problem:
@@ -70,6 +69,22 @@ def load_inputs(
             "no sessions to measure: the outcomes list no session file by path; give the session files too"
         )
     return cases, corpus
+
+
+def corpus_of(labels: list | None, labels_path: str | None, outcome_paths: tuple[str, ...]) -> str:
+    """The folder the listed paths are relative to, when --corpus is not given: the
+    labels' own folder, else the first outcomes folder that holds every labelled
+    session (labels kept in a repository, apart from the corpus whose manifest is the
+    outcomes), else the first given."""
+    anchors = [
+        path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        for path in (labels_path, *outcome_paths)
+        if path
+    ]
+    for anchor in anchors if labels else ():
+        if all(os.path.isfile(os.path.join(anchor, label.path)) for label in labels or ()):
+            return anchor
+    return anchors[0]
 
 
 def _outcome_options(func: Any) -> Any:
@@ -91,7 +106,10 @@ def _outcome_options(func: Any) -> Any:
     func = click.option(
         "--corpus",
         type=click.Path(exists=True, file_okay=False),
-        help="Folder the listed paths are relative to (default: the labels' or outcomes' folder).",
+        help=(
+            "Folder the listed paths are relative to (default: the labels' folder, or the "
+            "outcomes' folder when it holds every labelled session)."
+        ),
     )(func)
     return func
 
