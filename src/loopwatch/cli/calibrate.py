@@ -354,7 +354,8 @@ def calibration_toml(report: dict, sessions: int, command: str) -> str:
         delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
         lines.append(
             f"#   recall {stop['recall']:.0%} ({stop['caught']}/{stop['yes']}), median delay {delay}, "
-            f"stops before onset {stop['early_stops_on_yes']}, on healthy {stop['false_stops_on_no']}"
+            f"stops before onset {stop['stops_before_onset']} (early {stop['early_stops_on_yes']}), "
+            f"on healthy {stop['false_stops_on_no']}, on brief {stop['stops_on_brief']}"
         )
     if out["succeeded"] or out["failed"]:
         lines.append(

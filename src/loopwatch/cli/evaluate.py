@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from ..analysis.evaluation import Case, harm, load_labels, make_cases, only, replay_cases, score
+from ..analysis.evaluation import EARLY_STEPS, Case, harm, load_labels, make_cases, only, replay_cases, score
 from ._common import config_options, make_config, progress_bar
 
 if TYPE_CHECKING:
@@ -342,9 +342,18 @@ def print_folds(report: dict) -> None:
             lambda f: "-" if f["stop"]["median_delay"] is None else f"{f['stop']['median_delay']:g}",
             interval("median_delay"),
         ),
-        ("stops before onset", lambda f: str(f["stop"]["early_stops_on_yes"]), interval("early_stops_on_yes")),
+        (
+            f"stops before onset (more than {EARLY_STEPS} steps)",
+            lambda f: str(f["stop"]["stops_before_onset"]),
+            interval("stops_before_onset"),
+        ),
         ("stops on healthy (no)", lambda f: str(f["stop"]["false_stops_on_no"]), interval("false_stops_on_no")),
-        ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), "-"),
+        ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), interval("stops_on_brief")),
+        (
+            f"early stops (within {EARLY_STEPS} of onset: not harm)",
+            lambda f: str(f["stop"]["early_stops_on_yes"]),
+            interval("early_stops_on_yes"),
+        ),
         ("looping steps saved", lambda f: f"{f['stop']['saved']:.0%}", "-"),
         (
             "stops on succeeded",
@@ -353,8 +362,11 @@ def print_folds(report: dict) -> None:
         ),
         ("  of them: session's own agent / sub-agent", _agents, "-"),
         (
-            "  of them: after the last file change",
-            lambda f: str(f["outcomes"]["stops_on_succeeded_after_last_write"]),
+            "  of them: before / after the last file change",
+            lambda f: (
+                f"{f['outcomes']['stops_on_succeeded_before_last_write']} / "
+                f"{f['outcomes']['stops_on_succeeded_after_last_write']}"
+            ),
             "-",
         ),
         (
@@ -393,9 +405,14 @@ def _held(figures: dict) -> str:
     parts = []
     if stop["yes"]:
         delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
-        parts.append(f"recall {stop['caught']}/{stop['yes']}, delay {delay}, before onset {stop['early_stops_on_yes']}")
+        parts.append(
+            f"recall {stop['caught']}/{stop['yes']}, delay {delay}, before onset {stop['stops_before_onset']}"
+            f" (early {stop['early_stops_on_yes']})"
+        )
     if stop["no"]:
         parts.append(f"on healthy {stop['false_stops_on_no']} of {stop['no']}")
+    if stop["brief"]:
+        parts.append(f"on brief {stop['stops_on_brief']} of {stop['brief']}")
     if out["succeeded"]:
         parts.append(
             f"stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, nudged {out['nudges_on_succeeded']}"
@@ -435,8 +452,8 @@ def _print(report: dict) -> None:
                 "median delay",
                 "saved",
                 false,
-                "(on no / early)",
-                "on brief",
+                "(on no / brief / before onset)",
+                "early (not harm)",
             ):
                 table.add_column(column, justify="left" if column == "detector" else "right")
             for name, figures in report["detectors"].items():
@@ -449,8 +466,8 @@ def _print(report: dict) -> None:
                     delay,
                     f"{f['saved']:.0%}",
                     str(f["false_stops"]),
-                    f"{f['false_stops_on_no']} / {f['early_stops_on_yes']}",
-                    str(f["stops_on_brief"]),
+                    f"{f['false_stops_on_no']} / {f['stops_on_brief']} / {f['stops_before_onset']}",
+                    str(f["early_stops_on_yes"]),
                 )
             console.print(table)
     out = all_["outcomes"]
@@ -463,7 +480,7 @@ def _print(report: dict) -> None:
             "detector",
             "stops on succeeded",
             "(own agent / sub-agent)",
-            "(after last write)",
+            "(before / after last write)",
             "nudged, succeeded",
             "stops on failed",
             "failed steps saved",
@@ -475,7 +492,7 @@ def _print(report: dict) -> None:
                 name,
                 f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})",
                 _agents(figures),
-                str(o["stops_on_succeeded_after_last_write"]),
+                f"{o['stops_on_succeeded_before_last_write']} / {o['stops_on_succeeded_after_last_write']}",
                 f"{o['nudges_on_succeeded']} ({o['nudges_on_succeeded_rate']:.1%})",
                 f"{o['stops_on_failed']}/{o['failed']}",
                 f"{o['failed_steps_saved']:.0%}",
