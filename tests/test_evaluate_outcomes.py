@@ -22,7 +22,7 @@ from loopwatch.analysis.crossval import (
     choose,
     cross_validate,
 )
-from loopwatch.analysis.evaluation import Case, Label, Replayed, harm
+from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Label, Replayed, harm, judge, score
 from loopwatch.analysis.outcomes import OutcomeError, load_groups, load_outcomes, parse_resolved
 
 HERE = os.path.dirname(__file__)
@@ -180,10 +180,56 @@ def test_the_choice_never_stops_a_successful_session_and_keeps_a_margin():
     assert choose(rows, _cands(4), margin=1) == 1
 
 
-def test_a_stop_before_onset_is_unsafe():
+def test_a_stop_well_before_onset_is_unsafe():
     loop = _case("yes", None, onset=10, name="loop")
-    rows = [_Row(_replayed(loop, [None, 12, 8]))]
+    rows = [_Row(_replayed(loop, [None, 12, 10 - EARLY_STEPS - 1]))]
     assert choose(rows, _cands(3), margin=0) == 1
+
+
+def test_a_stop_on_a_loop_the_agent_escaped_is_false():
+    # the choice trades a stop on a `brief` session like one on a healthy one
+    loops = [_case("yes", False, 10, f"l{i}") for i in range(2)]
+    escaped = _case("brief", False, 10, name="escaped")
+    rows = [_Row(_replayed(loops[0], [None, 12, 12])), _Row(_replayed(loops[1], [None, None, 12]))]
+    rows.append(_Row(_replayed(escaped, [None, None, 11])))
+    assert choose(rows, _cands(3), margin=0) == 1
+
+
+@pytest.mark.parametrize(
+    "label, step, expected",
+    [
+        ("yes", None, None),
+        ("yes", 10, "caught"),
+        ("yes", 30, "caught"),
+        ("yes", 10 - EARLY_STEPS, "early"),
+        ("yes", 9, "early"),
+        ("yes", 10 - EARLY_STEPS - 1, "false"),
+        ("yes", 1, "false"),
+        ("brief", 12, "false"),
+        ("brief", None, None),
+        ("no", 3, "false"),
+    ],
+)
+def test_the_yardstick(label, step, expected):
+    assert judge(_case(label, False, 10 if label != "no" else None).label, step) == expected
+
+
+def test_early_stops_are_neither_caught_nor_harm_and_brief_stops_are_harm():
+    labels = [_case("yes", False, 10, f"l{i}").label for i in range(4)] + [
+        _case("brief", False, 10, "b").label,
+        _case("no", False, name="n").label,
+    ]
+    result = score(zip(labels, [8, 3, 12, None, 11, None]))
+    assert (result.caught, result.early_yes, result.before_onset, result.brief_stopped, result.false_no) == (
+        1,
+        1,
+        1,
+        1,
+        0,
+    )
+    assert result.false_stops == 2  # before the onset, and the brief one
+    assert sorted(result.false_paths) == ["b", "l1"]
+    assert result.as_dict()["early_stops_on_yes"] == 1 and result.as_dict()["stops_before_onset"] == 1
 
 
 def test_folds_are_stratified_and_deterministic():
@@ -286,6 +332,43 @@ def test_evaluate_with_outcomes_alone(tmp_path):
     assert (outcomes["succeeded"], outcomes["failed"]) == (1, 1)
     assert outcomes["stops_on_succeeded"] == 0 and outcomes["stops_on_failed"] == 1
     assert outcomes["failed_steps_saved"] > 0.5
+
+
+def test_labels_kept_apart_from_their_sessions_are_found_beside_the_outcomes(tmp_path):
+    # labels in a repository, sessions in a corpus whose manifest is the outcomes file
+    runs = _runs(tmp_path)
+    labels = tmp_path / "repo" / "labels" / "labels.tsv"
+    labels.parent.mkdir(parents=True)
+    labels.write_text("local_path\tlabel\tonset_step\tend_step\nloop.jsonl\tyes\t1\t12\nwork.jsonl\tno\t\t\n")
+    result = run(
+        "evaluate", "--labels", str(labels), "--outcomes", os.path.join(runs, "results.json"), "--json", "--jobs", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["labelled"], report["errors"]) == (2, [])
+    stop = report["detectors"]["all"]["stop"]
+    assert (stop["yes"], stop["caught"], stop["no"], stop["false_stops"]) == (1, 1, 1, 0)
+
+
+def test_labels_beside_their_sessions_keep_their_own_folder(tmp_path):
+    runs = _runs(tmp_path)
+    (tmp_path / "runs" / "labels.tsv").write_text("local_path\tlabel\tonset_step\tend_step\nloop.jsonl\tyes\t1\t12\n")
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "loop.jsonl").write_text("")  # an empty namesake beside the outcomes: not the one read
+    (elsewhere / "results.json").write_text(json.dumps({"resolved": [], "unresolved_ids": ["loop"]}))
+    result = run(
+        "evaluate",
+        "--labels",
+        os.path.join(runs, "labels.tsv"),
+        "--outcomes",
+        str(elsewhere / "results.json"),
+        "--json",
+        "--jobs",
+        "1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["detectors"]["all"]["stop"]["caught"] == 1
 
 
 def test_evaluate_needs_labels_or_outcomes(tmp_path):
@@ -561,6 +644,8 @@ def test_harm_says_which_stops_were_a_sub_agent_s_and_which_came_after_the_last_
         1,
         2,
     )
+    assert result.stopped_before_last_write == 1  # s1: stopped at 12, its last write at 20
+    assert result.as_dict()["stops_on_succeeded_before_last_write"] == 1
     # the plain count is not changed by the breakdown
     assert harm(item[:4] for item in items).stopped == 3
 
@@ -611,9 +696,10 @@ def test_evaluate_shows_both_counts_of_stops_on_successful_sessions():
     assert out["stops_on_succeeded"] == 2  # the plain count keeps both
     assert (out["stops_on_succeeded_of_session_agent"], out["stops_on_succeeded_by_sub_agent"]) == (1, 1)
     assert out["stops_on_succeeded_after_last_write"] == 1  # jib-4035; seaborn-3010 was stopped before its fix
+    assert out["stops_on_succeeded_before_last_write"] == 1  # seaborn-3010
     text = run(*args)
     assert all(
-        words in text.stdout for words in ("(own agent /", "sub-agent)", "(after last", "write)")
+        words in text.stdout for words in ("(own agent /", "sub-agent)", "(before /", "write)")
     )  # wrapped headers
 
 

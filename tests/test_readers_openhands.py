@@ -42,8 +42,17 @@ def test_event_list_in_order_with_index_refs():
         ("UserMessage", None, "[18]"),
         ("ToolCall", "execute_bash", "[19]"),
         ("ModelText", None, "[21]"),  # the finish action's final thought
+        ("ToolCall", "finish", "[21]"),  # and the call itself
     ]
     assert session.skipped == []
+
+
+def test_the_finish_call_is_a_call_with_no_result():
+    _, events = events_of(TRAJECTORY)
+    finish = calls(events)[-1]
+    assert (finish.name, finish.result, finish.error, finish.changed) == ("finish", None, False, ())
+    assert finish.input == {"task_completed": "true", "outputs": {}}  # its thought is the text before it
+    assert finish.cost == pytest.approx(0.084 - 0.078)  # the growth since the metrics before it
 
 
 def test_observations_join_their_action_by_cause():
@@ -74,7 +83,7 @@ def test_costs_and_tokens_from_llm_metrics():
     session, events = events_of(TRAJECTORY)
     assert session.cost == pytest.approx(0.084)
     assert session.tokens == 36600 + 910  # the last accumulated prompt + completion tokens
-    assert [c.cost for c in calls(events)] == pytest.approx([0.01] * 7)
+    assert [c.cost for c in calls(events)] == pytest.approx([0.01] * 7 + [0.006])  # the last: finish
 
 
 def test_older_pairs_in_an_evaluation_record():
@@ -118,7 +127,7 @@ def test_a_non_object_event_is_skipped_and_counted(tmp_path):
     path.write_text(json.dumps(events))
     session, read_events = events_of(str(path))
     assert session.skipped == ["[5]: not an event object"]
-    assert len(calls(read_events)) == 7
+    assert len(calls(read_events)) == 8  # every call of the fixture, finish included
 
 
 def test_an_action_without_observation_is_kept(tmp_path):

@@ -13,9 +13,10 @@ The choice (`choose`), on the sessions it may see:
    (the floor, reported); with `margin` 1, every setting one step more aggressive on
    any single axis must keep to that too (the shipped value is one step back from the
    edge the sample shows, not on it);
-2. then the most loops caught, less `FALSE_STOP_COST` per false stop (on a healthy
-   session, or before a loop's onset): a false stop on a session that failed anyway
-   ended no successful work, but it must buy 5 loops to be accepted;
+2. then the most loops caught, less `FALSE_STOP_COST` per false stop (`judge`: on a
+   healthy session, on a loop the agent escaped, or well before a loop's onset): a
+   false stop on a session that failed anyway ended no successful work, but it must
+   buy 5 loops to be accepted;
 3. then the shortest median delay, the fewest nudges on successful sessions, the most
    failed sessions stopped (what outcomes alone can say), and the more conservative
    setting (the grid's order).
@@ -33,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..core.config import Config
-from .evaluation import Case, Replayed, Score, harm, score, with_param
+from .evaluation import Case, Replayed, Score, harm, judge, score, with_param
 
 __all__ = ["GRID", "Candidate", "assign_folds", "bootstrap", "candidates", "choose", "cross_validate", "figures"]
 
@@ -138,13 +139,13 @@ def _harmful(row: _Row, c: int) -> bool:
 
 
 def _false(row: _Row, c: int) -> bool:
-    """A stop the labels call false: on a healthy (`no`) session or before a loop's
-    onset (on a session that did not succeed: those are `_harmful` already)."""
-    stop, case = row.stops[c], row.case
-    if stop is None or case.resolved is True or case.label is None:
+    """A stop the labels call false (`judge`): on a healthy (`no`) session, on a loop
+    the agent escaped (`brief`), or well before a loop's onset (on a session that did
+    not succeed: those are `_harmful` already)."""
+    case = row.case
+    if case.resolved is True or case.label is None:
         return False
-    label = case.label
-    return label.label == "no" or (label.label == "yes" and label.onset is not None and stop < label.onset)
+    return judge(case.label, row.stops[c]) == "false"
 
 
 def _unsafe(row: _Row, c: int) -> bool:
@@ -167,13 +168,8 @@ def _merit(rows: Sequence[_Row], c: int) -> tuple:
     for row in rows:
         case, stop = row.case, row.stops[c]
         label = case.label
-        if (
-            label is not None
-            and label.label == "yes"
-            and stop is not None
-            and label.onset is not None
-            and stop >= label.onset
-        ):
+        if label is not None and judge(label, stop) == "caught":
+            assert stop is not None and label.onset is not None
             caught += 1
             delays.append(stop - label.onset)
         if case.resolved is True and (stop is not None or row.nudges[c] is not None):
@@ -227,7 +223,9 @@ def _summary(items: list[tuple]) -> dict[str, float]:
         "recall": stop["recall"],
         "median_delay": stop["median_delay"] if stop["median_delay"] is not None else float("nan"),
         "early_stops_on_yes": stop["early_stops_on_yes"],
+        "stops_before_onset": stop["stops_before_onset"],
         "false_stops_on_no": stop["false_stops_on_no"],
+        "stops_on_brief": stop["stops_on_brief"],
         "stops_on_succeeded": out["stops_on_succeeded"],
         "nudges_on_succeeded_rate": out["nudges_on_succeeded_rate"],
         "stops_on_failed": out["stops_on_failed"],

@@ -10,13 +10,18 @@ compared with the label:
 - delay: steps from onset to the stop, median over the caught ones;
 - saved: looping steps the stop would have spared (end - stop step), over all looping
   steps (end - onset + 1) of all `yes` sessions;
-- false stops: stops on `no` sessions, and stops on `yes` sessions before their onset;
-- stops on `brief` sessions (premature: the agent would have escaped by itself).
+- early stops: on a `yes` session, at most `EARLY_STEPS` before its onset. The agent
+  never escaped that loop, so the stop ended nothing that would have come to good: not
+  harm, not a catch either (`judge`);
+- false stops (harm): stops on `no` sessions, on `brief` ones (the agent would have
+  escaped by itself), and on `yes` sessions further before their onset (they ended the
+  work before the loop).
 
 Outcomes (`loopwatch.analysis.outcomes`: did the session solve its task?) need no hand labels:
-a stop on a session that succeeded ended successful work (`Harm.stopped`), a nudge
-there interrupted it (`Harm.nudged`), and a stop on one that failed spared the rest of
-it (`Harm.failed_stopped`, `Harm.saved_steps`).
+a stop on a session that succeeded ended successful work (`Harm.stopped`), reported
+with whether it came before or after the session's last file change; a nudge there
+interrupted it (`Harm.nudged`), and a stop on one that failed spared the rest of it
+(`Harm.failed_stopped`, `Harm.saved_steps`).
 
 Each session is replayed with its source's calibration (`Config.for_source`), as
 `scan` does; configurations made with `calibration = "none"` are replayed as given.
@@ -42,6 +47,7 @@ from ..core.monitor import Monitor
 from ..core.verdict import Action
 
 __all__ = [
+    "EARLY_STEPS",
     "Case",
     "Harm",
     "Label",
@@ -50,6 +56,7 @@ __all__ = [
     "Score",
     "first_interventions",
     "harm",
+    "judge",
     "last_write",
     "load_labels",
     "load_session",
@@ -342,6 +349,30 @@ def last_write(events: Iterable[Any], step_of: dict[str, int]) -> int | None:
     return last
 
 
+#: How many steps before a `yes` loop's labelled onset a stop is early rather than
+#: false. The onset is the first occurrence of the repeated action (PROTOCOL.md); a
+#: detector may see the circle forming a round ahead of it (a 2- or 3-step cycle's
+#: round, labellers agreeing within a step). The agent never escaped that loop, so such
+#: a stop ends nothing that would have come to good. Further ahead, it ended the work
+#: before the loop: a false stop.
+EARLY_STEPS = 3
+
+
+def judge(label: Label, step: int | None) -> str | None:
+    """What a label makes of a stop (or nudge) at `step`: None when there was none;
+    `caught` at or after a loop's onset; `early` at most EARLY_STEPS before the onset
+    of a loop the agent never escaped (not harm); else `false` (harm): on a session
+    that never looped (`no`), on one that escaped (`brief`), or further before a
+    loop's onset."""
+    if step is None:
+        return None
+    if label.label != "yes" or label.onset is None:
+        return "false"
+    if step >= label.onset:
+        return "caught"
+    return "early" if label.onset - step <= EARLY_STEPS else "false"
+
+
 @dataclass
 class Score:
     yes: int = 0
@@ -350,7 +381,8 @@ class Score:
     looping_steps: int = 0
     saved_steps: int = 0
     false_no: int = 0
-    early_yes: int = 0
+    early_yes: int = 0  # within EARLY_STEPS before the onset: not harm
+    before_onset: int = 0  # further before the onset: harm
     brief: int = 0
     brief_stopped: int = 0
     no: int = 0
@@ -370,7 +402,8 @@ class Score:
 
     @property
     def false_stops(self) -> int:
-        return self.false_no + self.early_yes
+        """The stops the labels call harm: on `no`, on `brief`, and well before an onset."""
+        return self.false_no + self.brief_stopped + self.before_onset
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -381,6 +414,7 @@ class Score:
             "saved": round(self.saved, 4),
             "false_stops": self.false_stops,
             "false_stops_on_no": self.false_no,
+            "stops_before_onset": self.before_onset,
             "early_stops_on_yes": self.early_yes,
             "no": self.no,
             "brief": self.brief,
@@ -400,16 +434,22 @@ def score(pairs: Iterable[tuple[Label, int | None]]) -> Score:
                 result.false_paths.append(label.path)
         elif label.label == "brief":
             result.brief += 1
-            result.brief_stopped += step is not None
+            if step is not None:
+                result.brief_stopped += 1
+                result.false_paths.append(label.path)
         else:
             result.yes += 1
             assert label.onset is not None and label.end is not None
             result.looping_steps += label.end - label.onset + 1
-            if step is None:
-                continue
-            if step < label.onset:
+            verdict = judge(label, step)
+            if verdict == "early":
                 result.early_yes += 1
+                continue
+            if verdict == "false":
+                result.before_onset += 1
                 result.false_paths.append(label.path)
+                continue
+            if step is None:
                 continue
             result.caught += 1
             result.delays.append(step - label.onset)
@@ -493,6 +533,7 @@ class Harm:
     stopped_sub_agent: int = 0
     stopped_session: int = 0
     stopped_after_last_write: int = 0
+    stopped_before_last_write: int = 0  # the rest of `stopped` left the files unknown
 
     @property
     def stopped_rate(self) -> float:
@@ -520,6 +561,7 @@ class Harm:
             "stops_on_succeeded_by_sub_agent": self.stopped_sub_agent,
             "stops_on_succeeded_of_session_agent": self.stopped_session,
             "stops_on_succeeded_after_last_write": self.stopped_after_last_write,
+            "stops_on_succeeded_before_last_write": self.stopped_before_last_write,
         }
 
 
@@ -540,6 +582,7 @@ def harm(items: Iterable[tuple]) -> Harm:
                 result.stopped_sub_agent += agent is not None
                 result.stopped_session += session_stop is not None
                 result.stopped_after_last_write += written is not None and stop >= written  # the stopped call ran
+                result.stopped_before_last_write += written is not None and stop < written
             if nudge is not None or stop is not None:
                 result.nudged += 1
         elif case.resolved is False:

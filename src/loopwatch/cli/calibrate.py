@@ -13,6 +13,7 @@ from ..analysis.evaluation import SWEEP, SWITCH, only, replay_many, score, with_
 from ..analysis.replay import replay_files
 from ._common import config_options, make_config, progress_bar
 from .evaluate import (
+    corpus_of,
     cross_validated,
     fold_groups,
     fold_options,
@@ -52,7 +53,10 @@ _COLUMNS = (
 @click.option(
     "--corpus",
     type=click.Path(exists=True, file_okay=False),
-    help="Folder the label paths are relative to (default: the labels file's folder).",
+    help=(
+        "Folder the label paths are relative to (default: the labels file's folder, or the "
+        "outcomes' folder when it holds every labelled session)."
+    ),
 )
 @click.option(
     "--outcomes",
@@ -166,7 +170,7 @@ def calibrate(
         raise click.UsageError("--windows: each window must be at least 2 calls")
     labels = labels_or_usage(labels_path)
     if labels_path:
-        corpus = corpus or os.path.dirname(os.path.abspath(labels_path))
+        corpus = corpus or corpus_of(labels, labels_path, outcome_paths)
     if not paths and labels is None:
         raise click.UsageError("give files or folders to calibrate on, or --labels")
     outcomes = outcomes_or_usage(outcome_paths)
@@ -350,7 +354,8 @@ def calibration_toml(report: dict, sessions: int, command: str) -> str:
         delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
         lines.append(
             f"#   recall {stop['recall']:.0%} ({stop['caught']}/{stop['yes']}), median delay {delay}, "
-            f"stops before onset {stop['early_stops_on_yes']}, on healthy {stop['false_stops_on_no']}"
+            f"stops before onset {stop['stops_before_onset']} (early {stop['early_stops_on_yes']}), "
+            f"on healthy {stop['false_stops_on_no']}, on brief {stop['stops_on_brief']}"
         )
     if out["succeeded"] or out["failed"]:
         lines.append(

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from ..analysis.evaluation import Case, harm, load_labels, make_cases, only, replay_cases, score
+from ..analysis.evaluation import EARLY_STEPS, Case, harm, load_labels, make_cases, only, replay_cases, score
 from ._common import config_options, make_config, progress_bar
 
 if TYPE_CHECKING:
     from ..analysis.outcomes import Outcomes
 
-__all__ = ["evaluate", "load_inputs"]
+__all__ = ["corpus_of", "evaluate", "load_inputs"]
 
 
 def labels_or_usage(path: str | None) -> list | None:
@@ -54,8 +54,7 @@ def load_inputs(
     labels = labels_or_usage(labels_path)
     outcomes = outcomes_or_usage(outcome_paths)
     if corpus is None:
-        anchor = labels_path or outcome_paths[0]
-        corpus = anchor if os.path.isdir(anchor) else os.path.dirname(os.path.abspath(anchor))
+        corpus = corpus_of(labels, labels_path, outcome_paths)
     files = []
     for target in expand(paths):
         if target.problem:
@@ -70,6 +69,22 @@ def load_inputs(
             "no sessions to measure: the outcomes list no session file by path; give the session files too"
         )
     return cases, corpus
+
+
+def corpus_of(labels: list | None, labels_path: str | None, outcome_paths: tuple[str, ...]) -> str:
+    """The folder the listed paths are relative to, when --corpus is not given: the
+    labels' own folder, else the first outcomes folder that holds every labelled
+    session (labels kept in a repository, apart from the corpus whose manifest is the
+    outcomes), else the first given."""
+    anchors = [
+        path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        for path in (labels_path, *outcome_paths)
+        if path
+    ]
+    for anchor in anchors if labels else ():
+        if all(os.path.isfile(os.path.join(anchor, label.path)) for label in labels or ()):
+            return anchor
+    return anchors[0]
 
 
 def _outcome_options(func: Any) -> Any:
@@ -91,7 +106,10 @@ def _outcome_options(func: Any) -> Any:
     func = click.option(
         "--corpus",
         type=click.Path(exists=True, file_okay=False),
-        help="Folder the listed paths are relative to (default: the labels' or outcomes' folder).",
+        help=(
+            "Folder the listed paths are relative to (default: the labels' folder, or the "
+            "outcomes' folder when it holds every labelled session)."
+        ),
     )(func)
     return func
 
@@ -355,9 +373,18 @@ def print_folds(report: dict) -> None:
             lambda f: "-" if f["stop"]["median_delay"] is None else f"{f['stop']['median_delay']:g}",
             interval("median_delay"),
         ),
-        ("stops before onset", lambda f: str(f["stop"]["early_stops_on_yes"]), interval("early_stops_on_yes")),
+        (
+            f"stops before onset (more than {EARLY_STEPS} steps)",
+            lambda f: str(f["stop"]["stops_before_onset"]),
+            interval("stops_before_onset"),
+        ),
         ("stops on healthy (no)", lambda f: str(f["stop"]["false_stops_on_no"]), interval("false_stops_on_no")),
-        ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), "-"),
+        ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), interval("stops_on_brief")),
+        (
+            f"early stops (within {EARLY_STEPS} of onset: not harm)",
+            lambda f: str(f["stop"]["early_stops_on_yes"]),
+            interval("early_stops_on_yes"),
+        ),
         ("looping steps saved", lambda f: f"{f['stop']['saved']:.0%}", "-"),
         (
             "stops on succeeded",
@@ -366,8 +393,11 @@ def print_folds(report: dict) -> None:
         ),
         ("  of them: session's own agent / sub-agent", _agents, "-"),
         (
-            "  of them: after the last file change",
-            lambda f: str(f["outcomes"]["stops_on_succeeded_after_last_write"]),
+            "  of them: before / after the last file change",
+            lambda f: (
+                f"{f['outcomes']['stops_on_succeeded_before_last_write']} / "
+                f"{f['outcomes']['stops_on_succeeded_after_last_write']}"
+            ),
             "-",
         ),
         (
@@ -406,9 +436,14 @@ def _held(figures: dict) -> str:
     parts = []
     if stop["yes"]:
         delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
-        parts.append(f"recall {stop['caught']}/{stop['yes']}, delay {delay}, before onset {stop['early_stops_on_yes']}")
+        parts.append(
+            f"recall {stop['caught']}/{stop['yes']}, delay {delay}, before onset {stop['stops_before_onset']}"
+            f" (early {stop['early_stops_on_yes']})"
+        )
     if stop["no"]:
         parts.append(f"on healthy {stop['false_stops_on_no']} of {stop['no']}")
+    if stop["brief"]:
+        parts.append(f"on brief {stop['stops_on_brief']} of {stop['brief']}")
     if out["succeeded"]:
         parts.append(
             f"stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, nudged {out['nudges_on_succeeded']}"
@@ -448,8 +483,8 @@ def _print(report: dict) -> None:
                 "median delay",
                 "saved",
                 false,
-                "(on no / early)",
-                "on brief",
+                "(on no / brief / before onset)",
+                "early (not harm)",
             ):
                 table.add_column(column, justify="left" if column == "detector" else "right")
             for name, figures in report["detectors"].items():
@@ -462,8 +497,8 @@ def _print(report: dict) -> None:
                     delay,
                     f"{f['saved']:.0%}",
                     str(f["false_stops"]),
-                    f"{f['false_stops_on_no']} / {f['early_stops_on_yes']}",
-                    str(f["stops_on_brief"]),
+                    f"{f['false_stops_on_no']} / {f['stops_on_brief']} / {f['stops_before_onset']}",
+                    str(f["early_stops_on_yes"]),
                 )
             console.print(table)
     out = all_["outcomes"]
@@ -476,7 +511,7 @@ def _print(report: dict) -> None:
             "detector",
             "stops on succeeded",
             "(own agent / sub-agent)",
-            "(after last write)",
+            "(before / after last write)",
             "nudged, succeeded",
             "stops on failed",
             "failed steps saved",
@@ -488,7 +523,7 @@ def _print(report: dict) -> None:
                 name,
                 f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})",
                 _agents(figures),
-                str(o["stops_on_succeeded_after_last_write"]),
+                f"{o['stops_on_succeeded_before_last_write']} / {o['stops_on_succeeded_after_last_write']}",
                 f"{o['nudges_on_succeeded']} ({o['nudges_on_succeeded_rate']:.1%})",
                 f"{o['stops_on_failed']}/{o['failed']}",
                 f"{o['failed_steps_saved']:.0%}",

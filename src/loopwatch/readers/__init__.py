@@ -20,8 +20,11 @@ from .base import ReadError, Session
 
 __all__ = ["FORMATS", "ReadError", "Session", "detect", "open_stdin", "open_transcript", "read", "reader", "register"]
 
-#: format name -> module, in the order formats are sniffed (most specific first).
+#: format name -> module, in the order formats are sniffed. loopwatch's own events come
+#: first: their first line is an object whose `type` is an event type, which no other
+#: format writes, and a session's texts may quote any other format's markers.
 FORMATS: dict[str, str] = {
+    "events": "loopwatch.readers.events",
     "asciicast": "loopwatch.readers.asciicast",
     "swe-agent": "loopwatch.readers.swe_agent",
     "mini-swe-agent": "loopwatch.readers.mini_swe_agent",
@@ -31,7 +34,6 @@ FORMATS: dict[str, str] = {
     "codex": "loopwatch.readers.codex",
     "openhands": "loopwatch.readers.openhands",
     "chat": "loopwatch.readers.chat",
-    "events": "loopwatch.readers.events",
 }
 
 HEAD_SIZE = 64 * 1024

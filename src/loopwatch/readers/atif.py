@@ -11,6 +11,7 @@ User steps are user messages; agent text is model text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -18,15 +19,19 @@ from ..core.events import ModelText, ToolCall, UserMessage
 from ..hosts import WRITERS
 from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
-from .jsonio import tokens_of
+from .jsonio import keys_at, tokens_of
 
 __all__ = ["NAME", "read", "sniff"]
 
 NAME = "atif"
 
+_SCHEMA = re.compile(rb'"schema_version"\s*:\s*"ATIF')
+
 
 def sniff(path: str, head: bytes) -> bool:
-    return b'"schema_version"' in head and b"ATIF" in head
+    """One JSON document whose top-level `schema_version` names ATIF."""
+    text = head.lstrip()
+    return text[:1] == b"{" and _SCHEMA.search(text) is not None and "schema_version" in keys_at(text, 1)
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:

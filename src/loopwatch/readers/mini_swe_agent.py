@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from ..core.events import Correction, ModelText, Turn
 from ._common import load_json, mapping_at, shell_call
 from .base import ReadError, Session
-from .jsonio import number_of, tokens_of
+from .jsonio import keys_at, number_of, tokens_of
 
 __all__ = ["NAME", "bash_block", "read", "sniff"]
 
@@ -27,15 +27,25 @@ NAME = "mini-swe-agent"
 
 _BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n?```", re.DOTALL)
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)  # mini-swe-agent's own action_regex
+#: the top-level keys of a trajectory
+_TOP = frozenset({"info", "messages", "trajectory_format", "instance_id"})
 _CORRECTIONS = ("Please always provide EXACTLY ONE action", "Please always provide exactly one action")
 
 
 def sniff(path: str, head: bytes) -> bool:
-    if head.lstrip()[:1] != b"{":
+    """One JSON document whose top-level keys are a trajectory's, by structure: a
+    session's text that only mentions mini-swe-agent is not one."""
+    text = head.lstrip()
+    if text[:1] != b"{":
         return False
-    if b'"mini-swe-agent' in head or b'"mini_version"' in head or (b'"messages"' in head and b"<returncode>" in head):
+    top = set(keys_at(text, 1))
+    if not top or top - _TOP:
+        return False  # another document; JSON Lines name all their lines' keys at depth 1
+    if "trajectory_format" in top or "mini_version" in keys_at(text, 2):  # info.mini_version
         return True
-    return path.endswith(".traj.json") and b'"trajectory"' not in head  # the head may be all patch text
+    if "messages" in top:
+        return b"<returncode>" in text  # its observation template, in the messages
+    return path.endswith(".traj.json")  # only `info` seen: the head may be all patch text
 
 
 def bash_block(text: str) -> str | None:

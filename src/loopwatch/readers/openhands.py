@@ -25,7 +25,10 @@ Events:
   code (`extras.metadata.exit_code`, or `extras.exit_code` in older files).
   `changed`: the path of a `write`, or of an `edit` other than `view`, that did not
   fail.
-- `ModelText` for the agent's `message` actions and a `finish` action's final thought;
+- a `finish` action (the model's call to end its run): its final thought as
+  `ModelText`, then a `ToolCall` named by the function (`finish`) with `result=None`
+  (no observation answers it);
+- `ModelText` for the agent's `message` actions;
   `UserMessage` for the user's messages. System prompts, recalls, state changes and
   condensations yield nothing.
 - cost and tokens: events carrying `llm_metrics` give the run's running totals
@@ -203,6 +206,8 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
                         yield _complete(call, observation)
                     else:
                         pending[("pair", index)] = call
+                elif isinstance(call, list):
+                    yield from call
                 elif call is not None:
                     yield call
             continue
@@ -213,6 +218,8 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
             call = _action(entry, index, session, last_cost)
             if isinstance(call, _Pending):
                 pending[entry.get("id", ("index", index))] = call
+            elif isinstance(call, list):
+                yield from call
             elif call is not None:
                 yield call
         elif "observation" in entry:
@@ -227,8 +234,9 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
             session.cost = float(cost)
 
 
-def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pending | Event | None:
-    """A tool call waiting for its observation, a text event, or None."""
+def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pending | Event | list[Event] | None:
+    """A tool call waiting for its observation, a text event, the events of a finish
+    call, or None."""
     kind = entry.get("action")
     args = mapping_at(entry, "args")
     at = iso_seconds(entry.get("timestamp"))
@@ -241,20 +249,30 @@ def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pend
         text = args.get("content") or entry.get("message")
         return ModelText(text, at=at, source_ref=ref) if isinstance(text, str) and text.strip() else None
     if kind == "finish":
+        # The model called a tool to end its run: a call like any other (no observation
+        # answers it), after its final thought.
         session.outcome = "finished"
         text = args.get("final_thought") or args.get("thought")
-        return ModelText(text, at=at, source_ref=ref) if isinstance(text, str) and text.strip() else None
+        thought = [ModelText(text, at=at, source_ref=ref)] if isinstance(text, str) and text.strip() else []
+        value = {k: v for k, v in args.items() if k not in NOISE and k != "final_thought"}
+        return [*thought, ToolCall(_function(entry) or kind, value, None, at=at, source_ref=ref, cost=cost)]
     if kind in _NOT_CALLS or not isinstance(kind, str) or source not in (None, "agent"):
         return None
-    metadata = entry.get("tool_call_metadata")
-    name = metadata.get("function_name") if isinstance(metadata, dict) else None
+    name = _function(entry)
     # a think call's thought is its whole input; elsewhere a thought is commentary
     value = args if kind == "think" else {k: v for k, v in args.items() if k not in NOISE}
     changes = None
     if kind == "write" or (kind == "edit" and args.get("command") != "view"):
         path = args.get("path")
         changes = path if isinstance(path, str) and path else None
-    return _Pending(index, name if isinstance(name, str) and name else kind, value, changes, cost)
+    return _Pending(index, name or kind, value, changes, cost)
+
+
+def _function(entry: dict) -> str | None:
+    """The function the model called, when the event records it."""
+    metadata = entry.get("tool_call_metadata")
+    name = metadata.get("function_name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def _complete(call: _Pending, observation: dict) -> ToolCall:

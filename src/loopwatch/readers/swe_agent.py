@@ -22,11 +22,14 @@ from typing import Any, BinaryIO
 from ..core.events import ToolCall
 from ._common import empty_search, load_json, mapping_at, shell_error, shell_writes
 from .base import ReadError, Session
+from .jsonio import keys_at
 
 __all__ = ["NAME", "read", "sniff"]
 
 NAME = "swe-agent"
 
+#: the top-level keys of a trajectory (0.x, a few with `messages`; 1.x's `replay_config`)
+_TOP = frozenset({"environment", "trajectory", "history", "info", "messages", "replay_config"})
 _EXITS = {"exit_cost", "exit_context", "exit_format", "exit_error", "exit_api", "exit"}
 _ACI = {
     "open",
@@ -52,11 +55,17 @@ _REJECTED = "Your proposed edit has introduced new syntax error"
 
 
 def sniff(path: str, head: bytes) -> bool:
-    if head.lstrip()[:1] != b"{":
+    """One JSON document with a top-level `trajectory` whose steps have an `action`
+    and an `observation`, by structure (not words a session's text may hold)."""
+    text = head.lstrip()
+    if text[:1] != b"{":
         return False
-    if b'"trajectory"' in head and b'"action"' in head and b'"observation"' in head:
+    top = set(keys_at(text, 1))
+    if not top or top - _TOP:
+        return False  # another document; JSON Lines name all their lines' keys at depth 1
+    if "trajectory" in top and {"action", "observation"} <= set(keys_at(text, 3)):  # trajectory[i]'s keys
         return True
-    return path.endswith(".traj") and b'"messages"' not in head
+    return path.endswith(".traj") and "messages" not in top  # the head may end before the first step's keys
 
 
 def tool_name(action: str) -> str:

@@ -28,16 +28,17 @@ NAME = "tb-console"
 
 _ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_=>])")
 _HEADER = re.compile(r"^mini-swe-agent \(step (\d+), \$([0-9.]+)\):\s*$", re.MULTILINE)
+_HEAD_HEADER = re.compile(rb"^mini-swe-agent \(step \d+, \$[0-9.]+\):[ \t\r]*$", re.MULTILINE)
 _WAITING = re.compile(r"^[^\w\s]?\s*Waiting for the LM to respond\.*\s*$")
 _OUTPUT_CHUNK = 200  # lines per Output event in the fallback
 
 
 def sniff(path: str, head: bytes) -> bool:
-    if b"mini-swe-agent (step " in head:
-        return True
-    start = head.lstrip()[:1]
-    if start in (b"{", b"["):
+    # Plain text: a JSON transcript that quotes a console log is not one.
+    if head.lstrip()[:1] in (b"{", b"["):
         return False
+    if _HEAD_HEADER.search(head):  # a step header on a line of its own
+        return True
     return path.endswith((".log", ".txt")) and b"\x00" not in head
 
 
