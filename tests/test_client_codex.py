@@ -156,7 +156,10 @@ def test_reworded_runtime_fields_are_the_same_call_live_and_replayed(user):
     the 4th call as ever; the rollout Codex wrote keeps every field, and its replay
     must read the same loop: nudged at the 3rd call, by the same signal."""
     script = [
-        {"call": "exec_command", "arguments": {"cmd": LOOP, "yield_time_ms": 1000 + 250 * i, "max_output_tokens": 4000 + i}}
+        {
+            "call": "exec_command",
+            "arguments": {"cmd": LOOP, "yield_time_ms": 1000 + 250 * i, "max_output_tokens": 4000 + i},
+        }
         for i in range(12)
     ]
     home, server = user(script)

@@ -46,7 +46,9 @@ def test_timeouts_and_background_flags_do_not_identify_a_claude_code_call():
 def test_codex_runtime_fields_do_not_identify_an_exec_command_call():
     m = only("repeat", {"threshold": 3})
     calls = [
-        ToolCall("exec_command", {"cmd": LS, "yield_time_ms": 1000 + i, "max_output_tokens": 2000 + i}, FAIL, error=True)
+        ToolCall(
+            "exec_command", {"cmd": LS, "yield_time_ms": 1000 + i, "max_output_tokens": 2000 + i}, FAIL, error=True
+        )
         for i in range(3)
     ]
     assert feed(m, calls)[-1].action is Action.NUDGE
@@ -154,10 +156,70 @@ def test_a_bad_identity_in_loopwatch_toml_exits_2_with_one_line(tmp_path):
     )
     assert done.returncode == 2, done.stdout + done.stderr
     said = [line for line in done.stderr.splitlines() if "tools.Bash.identity" in line]
-    assert len(said) == 1 and said[0].endswith("tools.Bash.identity: expected a list of input field names, got 'command'")
+    assert len(said) == 1 and said[0].endswith(
+        "tools.Bash.identity: expected a list of input field names, got 'command'"
+    )
     assert "Traceback" not in done.stderr
 
 
 def test_monitor_keyword_tools_reach_the_same_rule():
     m = Monitor(Config.make(tools={"Bash": {"role": "writer"}}))
     assert m.config.rule("Bash") == Config.make().rule("Bash")._replace(role="writer")
+
+
+# -- the hook and `loopwatch status` ---------------------------------------------------
+
+
+def _status(agent, *args: str) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "status", *args],
+        env=agent.env(),
+        cwd=agent.cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _failing_bash(agent, description: str) -> None:
+    value = {"command": LS, "description": description}
+    agent.pre("Bash", value)
+    agent.send(
+        {
+            **agent.base("PostToolUseFailure"),
+            "tool_name": "Bash",
+            "tool_input": value,
+            "error": "Exit code 2\n" + FAIL,
+            "tool_use_id": agent._id(),
+        }
+    )
+
+
+def test_status_shows_what_identifies_a_call_and_the_hook_follows_it(tmp_path):
+    import json
+
+    from hook_support import Agent, user_config
+
+    agent = Agent(tmp_path / "state", tmp_path)
+    for i in range(3):
+        _failing_bash(agent, f"List it, take {i}")
+    assert agent.pre("Bash", {"command": LS, "description": "Once more, in new words"}).denied
+    (row,) = [json.loads(line) for line in _status(agent, "--json").splitlines()]
+    assert row["identity"]["Bash"] == {"ignored": ["description", "run_in_background", "timeout"]}
+    assert row["identity"]["Agent"] == {"ignored": ["description", "run_in_background"]}
+    assert "Bash not by description, run_in_background, timeout" in _status(agent, agent.session)
+
+    # The user's own rule: the description counts again; status says so.
+    other = Agent(tmp_path / "state2", tmp_path, session="sess-0002")
+    user_config(other, '[tools.Bash]\nidentity = ["command", "description"]\n')
+    for i in range(3):
+        _failing_bash(other, f"List it, take {i}")
+    assert not other.pre("Bash", {"command": LS, "description": "Once more, in new words"}).denied
+    (row,) = [json.loads(line) for line in _status(other, "--json").splitlines()]
+    assert row["identity"]["Bash"] == {"only": ["command", "description"]}
+    assert "Bash by command, description only" in _status(other, other.session)

@@ -96,7 +96,7 @@ def _merged(hosts: Mapping[str, Mapping[str, tuple[str, ...]]]) -> Mapping[str, 
 IGNORED: Mapping[str, frozenset[str]] = _merged(HOSTS)
 
 
-def identifying(value: Any, identity: tuple[str, ...] | None, ignore: frozenset[str] | tuple[str, ...]) -> Any:
+def identifying(value: Any, identity: tuple[str, ...] | None, ignore: frozenset[str]) -> Any:
     """The part of a call's input that identifies it: only the `identity` fields when
     they are given, else every field but those in `ignore`. An input that is not a
     table (a patch's text, a list) is returned whole, and so is one that has none of
