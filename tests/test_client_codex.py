@@ -154,7 +154,7 @@ def test_reworded_runtime_fields_are_the_same_call_live_and_replayed(user):
     """The model words `yield_time_ms` and `max_output_tokens` anew at every call of the
     same failing command. The hook is told `Bash {command}` only, so it blocks from
     the 4th call as ever; the rollout Codex wrote keeps every field, and its replay
-    must read the same loop: nudged at the 3rd call, by the same signal."""
+    must read the same loop: nudged at the 3rd call, stopped at the 4th."""
     script = [
         {
             "call": "exec_command",
@@ -171,9 +171,11 @@ def test_reworded_runtime_fields_are_the_same_call_live_and_replayed(user):
     asked = [json.loads(line)["payload"] for line in rollout.read_text().splitlines() if '"function_call"' in line]
     assert len({(a["arguments"]) for a in asked if a.get("type") == "function_call"}) == 12  # all worded anew
     scanned = json.loads(home.loopwatch("scan", "--json", str(rollout)).stdout)
-    first = scanned["interventions"][0]
-    assert (first["action"], first["signal"], first["at_action"]) == ("nudge", "repeat", 3), scanned["interventions"]
-    assert scanned["verdict"] is not None and scanned["verdict"]["signal"] == "repeat"
+    # The replay reads the hook's refusals as calls that never ran: nudged at the 3rd, the
+    # 4th refused, as the hook did.
+    said = [(i["action"], i["signal"], i["at_action"]) for i in scanned["interventions"]]
+    assert said == [("nudge", "repeat", 3), ("stop", "repeat", 4)], said
+    assert scanned["actions"] == 3
 
 
 def _run(home: CodexHome, prompt: str, record) -> subprocess.CompletedProcess:
