@@ -109,15 +109,22 @@ def _identity(config: Any, host: str) -> dict[str, dict[str, list[str]]]:
 
 
 def _identity_text(rules: dict[str, dict[str, list[str]]]) -> str:
+    """The rules that leave out some of the input, wrapped for a terminal."""
+    import textwrap
+
     parts = []
     for name, rule in rules.items():
         if "only" in rule:
             parts.append(f"{name} by {', '.join(rule['only'])} only")
         elif rule["ignored"]:
             parts.append(f"{name} not by {', '.join(rule['ignored'])}")
-        else:
-            parts.append(f"{name} by its whole input")
-    return "; ".join(parts)
+    said = "; ".join(parts) if parts else "none"
+    return textwrap.fill(
+        f"calls identified by what they do, every tool by its whole input but: {said}",
+        width=96,
+        initial_indent="  ",
+        subsequent_indent="    ",
+    )
 
 
 def _ago(at: float) -> str:
@@ -152,7 +159,7 @@ def _show(item: dict, full: bool) -> None:
             f" ({decision['signal']}): {decision['description']}"
         )
     if full and item.get("identity"):
-        click.echo(f"  calls identified by what they do: {_identity_text(item['identity'])}")
+        click.echo(_identity_text(item["identity"]))
     if full and item.get("calibration"):
         figures = ", ".join(f"{k}={v}" for k, v in item["calibration"].items() if v)
         if figures:
