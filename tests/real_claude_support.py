@@ -37,24 +37,27 @@ from typing import Any
 import pytest
 
 CLAUDE_CODE_VERSION = "2.1.197"
+#: The current npm release (`npm view @anthropic-ai/claude-code version`), tested beside the pin.
+CURRENT_CLAUDE_CODE_VERSION = "2.1.332"
 ROOT = Path(__file__).resolve().parent.parent
 SRC = str(ROOT / "src")
 LOOP_COMMAND = "ls /nonexistent-dir-xyz"
 _INSTALL_LOCK = threading.Lock()
 
 
-def cache_dir() -> Path:
+def cache_dir(version: str = CLAUDE_CODE_VERSION) -> Path:
     base = os.environ.get("LOOPWATCH_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "loopwatch-tests")
-    return Path(base) / f"claude-code-{CLAUDE_CODE_VERSION}"
+    return Path(base) / f"claude-code-{version}"
 
 
-def claude_binary() -> str:
-    """The pinned CLI, installed on first use. Skips where node/npm are missing;
-    fails (never skips) when npm is there but the install does not work."""
-    prefix = cache_dir()
+def claude_binary(version: str = CLAUDE_CODE_VERSION) -> str:
+    """The CLI at `version` (the pinned one by default), installed on first use. Skips
+    where node/npm are missing; fails (never skips) when npm is there but the install
+    does not work."""
+    prefix = cache_dir(version)
     binary = prefix / "node_modules" / ".bin" / "claude"
     with _INSTALL_LOCK:
-        if not _works(binary):
+        if not _works(binary, version):
             if shutil.which("node") is None or shutil.which("npm") is None:
                 pytest.skip("real Claude Code tests need node and npm (not found on PATH)")
             prefix.mkdir(parents=True, exist_ok=True)
@@ -67,29 +70,29 @@ def claude_binary() -> str:
                     "--no-audit",
                     "--no-fund",
                     "--loglevel=error",
-                    f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}",
+                    f"@anthropic-ai/claude-code@{version}",
                 ],
                 check=False,
                 capture_output=True,
                 text=True,
                 timeout=900,
             )
-            if done.returncode != 0 or not _works(binary):
+            if done.returncode != 0 or not _works(binary, version):
                 pytest.fail(
-                    f"npm could not install @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} into {prefix}:\n"
+                    f"npm could not install @anthropic-ai/claude-code@{version} into {prefix}:\n"
                     f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
                 )
     return str(binary)
 
 
-def _works(binary: Path) -> bool:
+def _works(binary: Path, version: str) -> bool:
     if not binary.exists():
         return False
     try:
         out = subprocess.run([str(binary), "--version"], check=False, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return out.returncode == 0 and out.stdout.startswith(CLAUDE_CODE_VERSION)
+    return out.returncode == 0 and out.stdout.startswith(version)
 
 
 # -- the scripted model ---------------------------------------------------------------------
@@ -108,6 +111,21 @@ def loop_script(times: int = 12) -> list[Step]:
     """The same failing command `times` times, then "done"."""
     steps = [
         Step(f"Step {i + 1}: listing.", "Bash", {"command": LOOP_COMMAND, "description": "List the directory"})
+        for i in range(times)
+    ]
+    return steps + [Step(f"Done after {times} tool calls.")]
+
+
+def reworded_script(times: int = 12) -> list[Step]:
+    """The same failing command `times` times, with what the model writes for the
+    person (the description) and for the runtime (the timeout) worded anew each time."""
+    words = ("List the directory", "Show the folder's files", "Check what the folder holds", "Look in the folder")
+    steps = [
+        Step(
+            f"Step {i + 1}: listing.",
+            "Bash",
+            {"command": LOOP_COMMAND, "description": f"{words[i % len(words)]}, try {i + 1}", "timeout": 30000 + i},
+        )
         for i in range(times)
     ]
     return steps + [Step(f"Done after {times} tool calls.")]
@@ -180,6 +198,8 @@ class ScriptedAnthropic:
     def __init__(self, scripts: dict[str, list[Step]]) -> None:
         self.scripts = scripts
         self.requests: list[Request] = []
+        #: tool name -> the input schema Claude Code offered the model for it
+        self.tools: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._ids = 0
         owner = self
@@ -262,6 +282,9 @@ class ScriptedAnthropic:
         with self._lock:
             self._ids += 1
             n = self._ids
+            for tool in body.get("tools") or []:
+                if isinstance(tool, dict) and isinstance(tool.get("input_schema"), dict):
+                    self.tools[str(tool.get("name"))] = tool["input_schema"]
         if script is None or not tools:
             content = [{"type": "text", "text": "ok"}]
             answered, stop = "aux", "end_turn"
@@ -551,6 +574,10 @@ class ClaudeRun:
             os.waitpid(pid, 0)
             os.close(fd)
         return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07", "", screen.decode("utf-8", "replace"))
+
+    def sessions(self) -> list[Path]:
+        """The session transcripts Claude Code wrote (`~/.claude/projects/<dir>/*.jsonl`)."""
+        return sorted((self.home / ".claude" / "projects").glob("*/*.jsonl"))
 
     def settings(self) -> dict:
         return json.loads((self.home / ".claude" / "settings.json").read_text())

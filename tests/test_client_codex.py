@@ -150,6 +150,34 @@ def test_unattended_hook_nudges_then_blocks_but_cannot_end_codex_exec(user):
     assert len(server.requests) == 13 and done.returncode == 0
 
 
+def test_reworded_runtime_fields_are_the_same_call_live_and_replayed(user):
+    """The model words `yield_time_ms` and `max_output_tokens` anew at every call of the
+    same failing command. The hook is told `Bash {command}` only, so it blocks from
+    the 4th call as ever; the rollout Codex wrote keeps every field, and its replay
+    must read the same loop: nudged at the 3rd call, stopped at the 4th."""
+    script = [
+        {
+            "call": "exec_command",
+            "arguments": {"cmd": LOOP, "yield_time_ms": 1000 + 250 * i, "max_output_tokens": 4000 + i},
+        }
+        for i in range(12)
+    ]
+    home, server = user(script)
+    home.install()
+    done = home.exec("list the missing dir")
+    assert len(stream_items(done.stdout)) == 3  # the 4th call and every later one were blocked
+    assert NUDGE not in server.texts(3) and NUDGE in server.texts(4)
+    (rollout,) = home.rollouts()
+    asked = [json.loads(line)["payload"] for line in rollout.read_text().splitlines() if '"function_call"' in line]
+    assert len({(a["arguments"]) for a in asked if a.get("type") == "function_call"}) == 12  # all worded anew
+    scanned = json.loads(home.loopwatch("scan", "--json", str(rollout)).stdout)
+    # The replay reads the hook's refusals as calls that never ran: nudged at the 3rd, the
+    # 4th refused, as the hook did.
+    said = [(i["action"], i["signal"], i["at_action"]) for i in scanned["interventions"]]
+    assert said == [("nudge", "repeat", 3), ("stop", "repeat", 4)], said
+    assert scanned["actions"] == 3
+
+
 def _run(home: CodexHome, prompt: str, record) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *home.exec_args(prompt)],

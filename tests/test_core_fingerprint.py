@@ -204,8 +204,12 @@ def test_configured_identity_makes_reworded_calls_a_repeat():
         ToolCall("Bash", {"command": "make", "description": f"build, {w}"}, "error: x", error=True)
         for w in ("first try", "again", "once more")
     ]
+    # Bash's description is written for the person: by default it identifies nothing
+    # (`core.identity`); a user who wants the whole input counted says `ignore = []`.
+    whole = only("repeat", {"threshold": 3}, tools={"Bash": {"ignore": []}})
+    assert strongest(feed(whole, events)) is Action.ALLOW
     plain = only("repeat", {"threshold": 3})
-    assert strongest(feed(plain, events)) is Action.ALLOW
+    assert strongest(feed(plain, events)) is Action.NUDGE
     keyed = only("repeat", {"threshold": 3}, tools={"Bash": {"identity": ["command"]}})
     assert strongest(feed(keyed, events)) is Action.NUDGE
 

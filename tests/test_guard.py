@@ -100,16 +100,18 @@ def test_non_consecutive_repeats_are_not_a_streak():
 
 
 def test_key_function_lets_a_cosmetic_argument_not_hide_a_repeat():
-    def calls(guard: Guard):
+    def calls(guard: Guard, tool: str = "run_tests"):
         return [
-            run_call(guard, "Bash", {"command": "pytest", "description": f"run the tests, try {i}"}, FAILED, f"c{i}")[
+            run_call(guard, tool, {"command": "pytest", "description": f"run the tests, try {i}"}, FAILED, f"c{i}")[
                 1
             ].action
             for i in range(3)
         ]
 
-    assert calls(attended()) == [Action.ALLOW] * 3  # every input differs
-    assert calls(attended(keys={"Bash": drop("description")}))[-1] is Action.NUDGE
+    assert calls(attended()) == [Action.ALLOW] * 3  # every input differs: a tool of the user's own
+    assert calls(attended(keys={"run_tests": drop("description")}))[-1] is Action.NUDGE
+    # A host's tool needs no key function: Bash's description identifies nothing by default.
+    assert calls(attended(), "Bash")[-1] is Action.NUDGE
 
 
 def test_a_key_function_that_raises_does_not_disarm_the_guard():

@@ -90,6 +90,9 @@ def test_the_denial_prefixes_are_loopwatchs_own_words():
     assert host.loopwatch_denial(block, "Error: " + for_model(finding, Action.BLOCK)) == "block"
     assert host.loopwatch_denial({"is_error": False}, for_model(finding, Action.STOP)) is None
     assert host.loopwatch_denial(block, "Exit code 2\nloopwatch stopped the run") is None
+    # Claude Code 2.1.332 puts the hook's name before the reason (seen in its session files).
+    assert host.loopwatch_denial(block, "PreToolUse:Bash hook error: " + for_model(finding, Action.STOP)) == "stop"
+    assert host.loopwatch_denial(block, "PreToolUse:Bash hook error: another hook said no") is None
 
 
 def _parse_stream(name: str) -> tuple[StreamParser, list]:

@@ -127,6 +127,20 @@ def test_output_forms(output, error):
     assert call.error is error
 
 
+def test_a_call_loopwatchs_hook_refused_is_an_attempt_it_never_ran():
+    # As Codex 0.171.0 writes it in a rollout (../shared/clients/codex/rollouts/c4-*).
+    parser = codex.StreamParser()
+    parser.feed({"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "ls x"}', "call_id": "c"})
+    refused = "Command blocked by PreToolUse hook: loopwatch stopped the run: you ran `ls x` 3 times"
+    [attempt] = parser.feed({"type": "function_call_output", "call_id": "c", "output": refused})
+    assert attempt == Attempt("exec_command", {"cmd": "ls x"}, call_id="c")
+    # Another hook's refusal is a call's failed output, as before.
+    parser.feed({"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "ls y"}', "call_id": "d"})
+    other = "Command blocked by PreToolUse hook: policy says no"
+    [call] = parser.feed({"type": "function_call_output", "call_id": "d", "output": other})
+    assert isinstance(call, ToolCall) and call.result == other
+
+
 def test_exec_json():
     session, events = events_of(EXEC)
     assert (session.session, session.meta["variant"]) == ("0199b0c1-d2e3-7f40-9152-63748596a7b8", "exec-json")

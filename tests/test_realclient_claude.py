@@ -18,12 +18,14 @@ import sys
 import pytest
 from real_claude_support import (
     CLAUDE_CODE_VERSION,
+    CURRENT_CLAUDE_CODE_VERSION,
     LOOP_COMMAND,
     ClaudeRun,
     ScriptedAnthropic,
     claude_binary,
     healthy_script,
     loop_script,
+    reworded_script,
     same_error_script,
     subagent_script,
     tool_results,
@@ -123,6 +125,41 @@ def test_unattended_loop_ends_right_after_the_fourth_call(tmp_path, claude, scri
     assert row["profile"] == "unattended" and row["profile_reason"] == "CLAUDE_CODE_ENTRYPOINT=sdk-cli"
     assert row["actions"] == 3 and row["stops"] == 1 and row["stopped"]
     assert [(d["event"], d["action"]) for d in row["decisions"]][-1] == ("PreToolUse", "stop")
+
+
+@pytest.mark.parametrize("version", [CLAUDE_CODE_VERSION, CURRENT_CLAUDE_CODE_VERSION])
+def test_a_reworded_description_and_timeout_are_the_same_call(tmp_path, version):
+    """The model words Bash's `description` (written for the person) and `timeout` anew
+    at every call of the same failing command: it is still the same call, stopped
+    right after the 4th as with a fixed description, by the live hook and by a
+    replay of the session file Claude Code wrote."""
+    from loopwatch.core.identity import HOSTS
+
+    claude = claude_binary(version)
+    with ScriptedAnthropic({"loop": reworded_script(12)}) as server:
+        machine = _machine(tmp_path, server, claude)
+        run = machine.claude("SCENARIO:loop do the task")
+        turns = server.of("loop")
+        offered = server.tools
+    calls = tool_uses(run.lines)
+    assert len({c["input"]["description"] for c in calls}) == len(calls) == 4, [c["input"] for c in calls]
+    assert [t.answered for t in turns] == ["tool:Bash"] * 4
+    # (2.1.332 puts `PreToolUse:Bash hook error: ` before a denial's reason; 2.1.197 does not.)
+    denied = tool_results(run.lines)[calls[3]["id"]]
+    assert denied["error"] and "loopwatch stopped the run" in denied["text"], denied
+    assert run.result["terminal_reason"] == "hook_stopped"
+    row = machine.status()[""]
+    assert row["actions"] == 3 and row["stops"] == 1
+    # The replay of this session agrees: the same stop, before the 4th call.
+    (session,) = machine.sessions()
+    scanned = json.loads(machine.loopwatch("scan", "--json", str(session), check=False).stdout)
+    assert scanned["verdict"]["action"] == "stop" and scanned["verdict"]["at_action"] == 4, scanned["verdict"]
+    # Every field the defaults ignore is one this release offers the model, for each
+    # of its tools the defaults name (what the real CLI sends, not a reading of docs).
+    for tool, fields in HOSTS["claude-code"].items():
+        if tool in offered:
+            assert set(fields) <= set(offered[tool].get("properties", {})), (version, tool, fields)
+    assert {"Bash", "Agent"} <= set(offered)
 
 
 def test_attended_blocks_every_repeat_after_the_nudge(tmp_path, claude, scripts):

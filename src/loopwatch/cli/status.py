@@ -3,7 +3,8 @@
 Reads the hook's state database (read-only queries; the hook keeps writing). Shows,
 per session and agent: the profile and why it was chosen, the tool calls counted,
 the nudges, blocks and stops, the strongest finding of each signal, and the last
-decisions, so a user can tell why a call was blocked.
+decisions, so a user can tell why a call was blocked; for one session, which input
+fields identify a call of each of its host's tools (`core.identity`, `[tools.X]`).
 """
 
 from __future__ import annotations
@@ -86,9 +87,44 @@ def _details(store: Any, row: dict, limit: int) -> dict:
             warnings=record["warnings"],
             findings=record["findings"],
             calibration=record["calibration"],
+            identity=_identity(state.monitor.config, state.host),
         )
     item["decisions"] = list(store.decisions(row["session"], row["agent"], limit))
     return item
+
+
+def _identity(config: Any, host: str) -> dict[str, dict[str, list[str]]]:
+    """Which input fields identify a call, for the host's tools and the user's own
+    rules: `{"only": [...]}` (an identity list) or `{"ignored": [...]}`."""
+    from ..core.identity import HOSTS
+
+    names = sorted(set(HOSTS.get(host, {})) | set(config.tools))
+    out: dict[str, dict[str, list[str]]] = {}
+    for name in names:
+        rule = config.rule(name)
+        out[name] = (
+            {"only": list(rule.identity)} if rule.identity is not None else {"ignored": sorted(rule.ignore or ())}
+        )
+    return out
+
+
+def _identity_text(rules: dict[str, dict[str, list[str]]]) -> str:
+    """The rules that leave out some of the input, wrapped for a terminal."""
+    import textwrap
+
+    parts = []
+    for name, rule in rules.items():
+        if "only" in rule:
+            parts.append(f"{name} by {', '.join(rule['only'])} only")
+        elif rule["ignored"]:
+            parts.append(f"{name} not by {', '.join(rule['ignored'])}")
+    said = "; ".join(parts) if parts else "none"
+    return textwrap.fill(
+        f"calls identified by what they do, every tool by its whole input but: {said}",
+        width=96,
+        initial_indent="  ",
+        subsequent_indent="    ",
+    )
 
 
 def _ago(at: float) -> str:
@@ -122,6 +158,8 @@ def _show(item: dict, full: bool) -> None:
             f"  {_ago(decision['at'])}: {decision['action']} at {decision['event']}{tool}"
             f" ({decision['signal']}): {decision['description']}"
         )
+    if full and item.get("identity"):
+        click.echo(_identity_text(item["identity"]))
     if full and item.get("calibration"):
         figures = ", ".join(f"{k}={v}" for k, v in item["calibration"].items() if v)
         if figures:

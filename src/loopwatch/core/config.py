@@ -16,6 +16,8 @@ Example::
 
     [tools.Bash]
     identity = ["command"]    # only these input fields identify a call
+    [tools.exec_command]
+    ignore = ["yield_time_ms"]  # or: all input fields but these (default: `identity.IGNORED`)
     [tools.Write]
     role = "writer"           # its success is progress
     [tools.BashOutput]
@@ -42,6 +44,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from .identity import IGNORED
+
 __all__ = ["MODES", "PROFILES", "Config", "ConfigError", "ToolRule", "check_keys"]
 
 MODES = ("off", "warn", "enforce")
@@ -66,12 +70,15 @@ class ConfigError(ValueError):
 class ToolRule(NamedTuple):
     """How one tool's calls are identified and judged.
 
-    `identity`: the input fields that identify a call (None: the whole input).
+    `identity`: the only input fields that identify a call (None: see `ignore`).
     `role`: "writer" (its success is progress), "poller" (same call, changing result
-    is waiting), "exempt" (never counted), or "" (ordinary)."""
+    is waiting), "exempt" (never counted), or "" (ordinary).
+    `ignore`: without `identity`, the input fields that do not identify a call (None:
+    the tool's default from `identity.IGNORED`; empty: the whole input identifies it)."""
 
     identity: tuple[str, ...] | None = None
     role: str = ""
+    ignore: frozenset[str] | None = None
 
 
 class Config(NamedTuple):
@@ -112,7 +119,14 @@ class Config(NamedTuple):
         return self.signals[signal]
 
     def rule(self, tool: str) -> ToolRule:
-        return self.tools.get(tool, _DEFAULT_RULE)
+        """The rule for `tool`'s calls: the configuration's, with the tool's default
+        identity (`identity.IGNORED`) where it sets none."""
+        given = self.tools.get(tool)
+        if given is None:
+            return _DEFAULT_RULES.get(tool, _DEFAULT_RULE)
+        if given.identity is None and given.ignore is None and tool in IGNORED:
+            return given._replace(ignore=IGNORED[tool])
+        return given
 
     def for_source(self, source: str | None) -> Config:
         """This configuration with the built-in calibration of `source` (a reader's
@@ -165,6 +179,7 @@ class Config(NamedTuple):
 
 
 _DEFAULT_RULE = ToolRule()
+_DEFAULT_RULES = {tool: ToolRule(ignore=fields) for tool, fields in IGNORED.items()}
 
 #: Largest count or number of seconds a setting may hold. A threshold past a million
 #: calls, lines or seconds (11 days) never fires in any session recorded so far (the
@@ -259,17 +274,24 @@ def _validate(data: Mapping[str, Any]) -> Config:
     tools = {}
     for tool, rule in raw_tools.items():
         if not isinstance(rule, Mapping):
-            raise ConfigError(f"tools.{tool}: expected a table with identity and/or role")
-        check_keys(f"tools.{tool}: ", rule, ["identity", "role"])
+            raise ConfigError(f"tools.{tool}: expected a table with identity, ignore and/or role")
+        check_keys(f"tools.{tool}: ", rule, ["identity", "ignore", "role"])
+        if "identity" in rule and "ignore" in rule:
+            raise ConfigError(f"tools.{tool}: set identity (only these fields) or ignore (all but these), not both")
         identity = rule.get("identity")
         if identity is not None:
-            if not isinstance(identity, (list, tuple)) or not all(isinstance(x, str) for x in identity):
-                raise ConfigError(f"tools.{tool}.identity: expected a list of input field names")
-            identity = tuple(identity)
+            identity = _field_names(f"tools.{tool}.identity", identity)
+            if not identity:
+                raise ConfigError(
+                    f"tools.{tool}.identity: expected at least one input field name (none would make every call the same)"
+                )
+        ignore = rule.get("ignore")
+        if ignore is not None:
+            ignore = frozenset(_field_names(f"tools.{tool}.ignore", ignore))
         role = rule.get("role", "")
         if role not in ROLES:
             raise ConfigError(f"tools.{tool}.role: {role!r} is not one of writer, poller, exempt")
-        tools[str(tool)] = ToolRule(identity=identity, role=role)
+        tools[str(tool)] = ToolRule(identity=identity, role=role, ignore=ignore)
     return Config(
         mode=mode,
         profile=profile,
@@ -282,6 +304,16 @@ def _validate(data: Mapping[str, Any]) -> Config:
         calibration=calibration,
         given=frozenset(given),
     )
+
+
+def _field_names(where: str, value: Any) -> tuple[str, ...]:
+    """A list of distinct, non-empty input field names, as given."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) and x for x in value):
+        raise ConfigError(f"{where}: expected a list of input field names, got {value!r}")
+    for name in value:
+        if value.count(name) > 1:
+            raise ConfigError(f"{where}: {name!r} is listed twice")
+    return tuple(value)
 
 
 class _Params(Protocol):

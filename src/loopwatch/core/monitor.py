@@ -40,6 +40,7 @@ from .events import (
 )
 from .finding import Finding
 from .fingerprint import digest, digest_call, normalize, text_of
+from .identity import identifying
 from .lines import LineCutter
 from .policy import Policy
 from .signals import SIGNALS
@@ -210,6 +211,7 @@ class Monitor:
             rule.role,
             rule.identity,
             call.source_ref,
+            rule.ignore or frozenset(),
         )
 
     def _new_success(self, step: Step) -> bool:
@@ -238,10 +240,7 @@ class Monitor:
         rule = self.config.rule(attempt.name)
         if rule.role == "exempt":
             return ALLOW
-        value = attempt.input
-        if rule.identity is not None and isinstance(value, dict):
-            value = {k: value[k] for k in rule.identity if k in value}
-        call = digest_call(attempt.name, value)
+        call = digest_call(attempt.name, identifying(attempt.input, rule.identity, rule.ignore or frozenset()))
         best: tuple[int, Finding, Action] | None = None
         for signal in self._signals:
             finding = signal.predict(call)

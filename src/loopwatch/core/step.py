@@ -12,6 +12,7 @@ import zlib
 from typing import NamedTuple
 
 from .fingerprint import Digest, arguments_of, call_fingerprint, digest, normalize, text_of
+from .identity import identifying
 
 __all__ = ["Step", "make_step", "sketch_of"]
 
@@ -124,11 +125,12 @@ def make_step(
     role: str = "",
     identity: tuple[str, ...] | None = None,
     source_ref: str | None = None,
+    ignore: frozenset[str] = frozenset(),
 ) -> Step:
-    """Digest one tool call. `identity` names the input fields that identify the call
-    (others are ignored); `role` is "", "writer", "poller" or "exempt"."""
-    if identity is not None and isinstance(input_value, dict):
-        input_value = {k: input_value[k] for k in identity if k in input_value}
+    """Digest one tool call. `identity` names the only input fields that identify the
+    call, else `ignore` those that do not (`identity.identifying`); `role` is "",
+    "writer", "poller" or "exempt"."""
+    input_value = identifying(input_value, identity, ignore)
     call, body = call_fingerprint(name, input_value)
     text = normalize(text_of(result), arguments_of(input_value))
     result_digest = digest(text)

@@ -178,6 +178,8 @@ def loopwatch_denial(block: dict, text: Any) -> str | None:
     if block.get("is_error") is not True or not isinstance(text, str):
         return None
     head = text.lstrip().removeprefix("Error: ")  # "Error: ...": a session file's toolUseResult copy
+    if head.startswith("PreToolUse:"):  # 2.1.332: "PreToolUse:Bash hook error: <the reason>"
+        head = head.partition(" hook error: ")[2]
     if head.startswith(STOP_TEXT):
         return "stop"
     if head.startswith(BLOCK_TEXT):

@@ -45,6 +45,7 @@ __all__ = [
     "hook_key",
     "is_shell",
     "item_exit_code",
+    "loopwatch_denial",
     "output_exit_code",
     "rollout_exit_code",
     "shared_tool_rules",
@@ -99,6 +100,19 @@ def shared_tool_rules(tools: Mapping[str, Any]) -> dict[str, Any]:
                 out.setdefault(other, tools[name])
             break
     return out
+
+
+#: How Codex words a call a PreToolUse hook refused, before the hook's reason (0.171.0).
+BLOCKED_BY_HOOK = "Command blocked by PreToolUse hook: "
+
+
+def loopwatch_denial(output: Any) -> bool:
+    """Is a call's output loopwatch's own refusal through the hook (the call never ran)?"""
+    if not isinstance(output, str) or not output.startswith(BLOCKED_BY_HOOK):
+        return False
+    from .claude_code import BLOCK_TEXT, STOP_TEXT  # the hook's words, one place for both hosts
+
+    return output[len(BLOCKED_BY_HOOK) :].startswith((STOP_TEXT, BLOCK_TEXT))
 
 
 def output_exit_code(text: Any) -> int | None:

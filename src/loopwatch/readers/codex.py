@@ -270,6 +270,11 @@ class StreamParser:
             call = self._calls.pop(call_id, None) if isinstance(call_id, str) else None
             if call is None or not isinstance(call_id, str):
                 return
+            if codex.loopwatch_denial(item.get("output")):  # refused by loopwatch's hook: it never ran
+                self._exit_codes.pop(call_id, None)
+                if not self.attempts:  # the model asked for it again: a replay's guard judges that
+                    out.append(Attempt(call.name, call.input, at=at, call_id=call_id, source_ref=call.ref))
+                return
             result, error, known = _output(item.get("output"), self._exit_codes.pop(call_id, None))
             patch = _patch_of(call)
             if patch is not None and not known:  # a bare apply_patch reply: only success says so

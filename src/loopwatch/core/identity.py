@@ -1,0 +1,112 @@
+"""What identifies a call: the input fields that say what a tool does.
+
+Two calls are the same call when the tool and what it is asked to do are the same:
+the command, the path, the content, the pattern, the patch. Some fields are written
+for the person watching or for the runtime, and a model words them anew at will:
+Claude Code's Bash `description` ("List the directory", "Show the folder"), its
+`timeout` and `run_in_background`, Codex's `yield_time_ms` and `max_output_tokens`.
+Counted, they hid a loop: the real `claude -p` ran the same failing `ls` 12 times of
+12 when its description was reworded each time (issue 23).
+
+`IGNORED` names those fields per tool, for the tools of each host, read from what the
+real CLIs offer the model (the tools and input schemas Claude Code 2.1.197 and 2.1.332
+and Codex 0.171.0 send in their requests, captured by the real-client tests) and from
+the recorded sessions in the shared corpora (Gemini CLI, OpenHands). Every other field
+identifies the call, a field unknown here included: an unknown field may change what
+the call does, and treating two different calls as one could stop work that was
+succeeding, while counting a reworded one only misses a loop.
+
+A tool's rule in the configuration (`[tools.X] identity = [...]` or `ignore = [...]`)
+replaces the default; `identifying` is the one place a call's input is reduced to
+what identifies it, for the live hook and for replays alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["HOSTS", "IGNORED", "identifying"]
+
+#: Per host, tool name -> the input fields written for the person or the runtime.
+HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        # Claude Code 2.1.197 and 2.1.332, the input schemas each sends the model:
+        # `description` is "what this command does", shown to the person; `timeout`
+        # and `run_in_background` say how to wait. `dangerouslyDisableSandbox` stays:
+        # a call retried outside the sandbox can succeed where the first could not.
+        "claude-code": {
+            "Bash": ("description", "timeout", "run_in_background"),
+            "Agent": ("description", "run_in_background"),  # the prompt says what it does
+            "Task": ("description", "run_in_background"),  # the Agent tool's older name
+            "TaskOutput": ("block", "timeout"),
+            "Workflow": ("description", "title"),  # "Ignored" by the tool itself
+            "ScheduleWakeup": ("reason",),  # "goes to telemetry"
+            "SendMessage": ("summary",),  # "shown as a preview in the UI"
+            "TaskCreate": ("activeForm",),  # "shown in spinner"
+            "TaskUpdate": ("activeForm",),
+        },
+        # Codex 0.171.0 (its tool schemas; the shell is `exec_command {cmd}` in rollouts;
+        # its hooks are told `Bash {command}` only). `justification` is the approval
+        # question put to the person; `workdir`, `shell`, `tty`, `login` and
+        # `sandbox_permissions` change what runs, so they stay.
+        "codex": {
+            "exec_command": ("justification", "yield_time_ms", "max_output_tokens"),
+            "write_stdin": ("yield_time_ms", "max_output_tokens"),
+            "shell": ("justification", "timeout_ms"),  # older Codex: `{command: [...], workdir, ...}`
+            "shell_command": ("justification", "timeout_ms"),
+            "update_plan": ("explanation",),  # the plan itself is what changes
+        },
+        # Gemini CLI (its tool docs; corpus-tb2 sessions): the description is "shown
+        # to the user".
+        "gemini-cli": {
+            "run_shell_command": ("description",),
+        },
+        # OpenHands CodeAct tools (corpus-tb2 sessions): the model's own risk rating
+        # and a soft timeout say nothing of what runs.
+        "openhands": {
+            "execute_bash": ("timeout", "security_risk"),
+            "execute_ipython_cell": ("security_risk",),
+            "str_replace_editor": ("security_risk",),
+            "browser": ("security_risk",),
+        },
+        # Common framework shapes: the OpenAI Responses API's shell actions
+        # (`commands`, `timeout_ms`, `max_output_length`; `local_shell`'s `command`,
+        # `timeout_ms`), as the Agents SDK passes them on.
+        "frameworks": {
+            "shell": ("timeout_ms", "max_output_length"),
+            "local_shell": ("timeout_ms",),
+        },
+    }
+)
+
+
+def _merged(hosts: Mapping[str, Mapping[str, tuple[str, ...]]]) -> Mapping[str, frozenset[str]]:
+    """One table by tool name: a name two hosts share ignores what either ignores
+    (every field here is one no host uses to say what the call does)."""
+    out: dict[str, set[str]] = {}
+    for tools in hosts.values():
+        for tool, fields in tools.items():
+            out.setdefault(tool, set()).update(fields)
+    return MappingProxyType({tool: frozenset(fields) for tool, fields in out.items()})
+
+
+#: Tool name -> the input fields that do not identify its calls (all hosts).
+IGNORED: Mapping[str, frozenset[str]] = _merged(HOSTS)
+
+
+def identifying(value: Any, identity: tuple[str, ...] | None, ignore: frozenset[str]) -> Any:
+    """The part of a call's input that identifies it: only the `identity` fields when
+    they are given, else every field but those in `ignore`. An input that is not a
+    table (a patch's text, a list) is returned whole, and so is one that has none of
+    the `identity` fields (`identity = ["command"]` meeting tb2's `Bash {cmd}`): an
+    empty identity would make every call of the tool the same call."""
+    if not isinstance(value, dict):
+        return value
+    if identity is not None:
+        kept = {k: value[k] for k in identity if k in value}
+        return kept if kept else value
+    if ignore and not ignore.isdisjoint(value):
+        return {k: v for k, v in value.items() if k not in ignore}
+    return value
