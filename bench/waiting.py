@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from loopwatch import ToolCall  # noqa: E402
-from loopwatch.core.config import Config  # noqa: E402
-from loopwatch.core.signals.repeat import Params  # noqa: E402
-from loopwatch.core.step import make_step  # noqa: E402
-from loopwatch.readers import ReadError, read  # noqa: E402
+from loopwatch import ToolCall
+from loopwatch.core.config import Config
+from loopwatch.core.signals.repeat import Params
+from loopwatch.core.step import make_step
+from loopwatch.readers import ReadError, read
 
 TIMED = ("mini-swe-agent", "atif")
 
@@ -38,7 +38,7 @@ def quantiles(values: list[float]) -> str:
     if not values:
         return "none"
     values = sorted(values)
-    at = lambda p: values[min(len(values) - 1, int(p * len(values)))]  # noqa: E731
+    at = lambda p: values[min(len(values) - 1, int(p * len(values)))]
     return f"n {len(values)}, p50 {at(0.5):g} s, p90 {at(0.9):g} s, p99 {at(0.99):g} s, p99.9 {at(0.999):g} s, max {values[-1]:g} s"
 
 
@@ -74,7 +74,17 @@ def main() -> None:
                 if not isinstance(event, ToolCall) or event.at is None:
                     continue
                 rule = config.rule(event.name)
-                step = make_step(0, event.name, event.input, event.result, event.error, event.changed, event.at, rule.role, rule.identity)
+                step = make_step(
+                    0,
+                    event.name,
+                    event.input,
+                    event.result,
+                    event.error,
+                    event.changed,
+                    event.at,
+                    rule.role,
+                    rule.identity,
+                )
                 if last is not None:
                     rounds.append(step.at - last.at)
                     if step.call == last.call and step.result == last.result:

@@ -84,7 +84,9 @@ def test_calibrate_shows_what_it_read_and_still_exits_2_for_what_it_could_not(tm
     report = json.loads(result.stdout)
     assert [row["path"] for row in report["sessions"]] == [str(good)]
     assert report["unreadable"] == [f"{plain}: unknown format (use --format to name it)"]
-    assert result.stderr.splitlines() == [f"loopwatch calibrate: cannot read {plain}: unknown format (use --format to name it)"]
+    assert result.stderr.splitlines() == [
+        f"loopwatch calibrate: cannot read {plain}: unknown format (use --format to name it)"
+    ]
 
 
 def test_calibrate_format_reads_a_file_its_name_does_not_tell(tmp_path):

@@ -39,7 +39,9 @@ class LazyGroup(click.Group):
         except (ImportError, AttributeError):
             return None
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and name not in COMMANDS and not name.startswith("-"):
             close = difflib.get_close_matches(name, COMMANDS, n=1, cutoff=0.6)

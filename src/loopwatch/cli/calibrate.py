@@ -205,7 +205,7 @@ def calibrate(
         # Nothing to show: one line (the first problem; the count of the others).
         more = f" (and {plural(len(problems) - 1, 'more file')})" if len(problems) > 1 else ""
         fail("calibrate", f"no session could be read: {problems[0]}{more}" if problems else "no session found")
-    report: dict[str, Any] = {"sessions": sessions}
+    report = {"sessions": sessions}
     if problems:
         report["unreadable"] = problems
     if labels is not None:

@@ -203,8 +203,10 @@ def summary(totals: Totals) -> list[str]:
     """The totals, in sentences."""
     unread = f"; {len(totals.failed)} could not be read" if totals.failed else ""
     lines = [
-        f"Scanned {plural(totals.files, 'file')}: {plural(totals.sessions, 'session')}, "
-        f"{plural(totals.actions, 'action')}{unread}."
+        (
+            f"Scanned {plural(totals.files, 'file')}: {plural(totals.sessions, 'session')}, "
+            f"{plural(totals.actions, 'action')}{unread}."
+        )
     ]
     if totals.stopped:
         share = f" ({totals.saved_actions / totals.actions:.0%} of all)" if totals.actions else ""
