@@ -37,12 +37,14 @@ Time. A streak whose copies came mostly `wait` seconds or more apart (more than 
 of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same
 check an hour later. It warns at most (its severity stays under 1, and the next copy is
 not blocked); a burst of copies, or one long pause in a burst, is still a loop. The
-gap is measured between the calls' completions, so a call that itself runs for
-`wait` seconds and more (a long build re-run unchanged) reads as waiting too: the
-events carry each call's completion time only. Where a source has no times, the
-monitor places events a second apart, and nothing changes.
-Grade: judgement, from the time a model takes to answer. In the 10,134 rounds of the
-timed sessions of the shared corpus (mini-swe-agent, whose responses carry their
+gap is measured between the calls' completions, the call's own run included: a poll
+often waits inside its call (`sleep 60 && gh run view`), and ending that would end
+work that was going well, while a long call re-run unchanged (a ten-minute build)
+then only warns: a loop let run costs less than work ended. Where a source has no times, the monitor places
+events a second apart, and nothing changes. The pre-dispatch guard judges the streak
+so far: after a burst, the same call attempted an hour later is still blocked.
+Grade: judgement, from the time a model takes to answer. In the 10,135 rounds of the
+timed sessions of the shared corpus (mini-swe-agent and ATIF, whose steps carry their
 time), a round (one call to the next) took 4 s at the median, 47 s at the 99th
 percentile, 95 s at the 99.9th: 100 s is beyond what a model takes for 999 rounds in
 1000, and under the two minutes of a typical poll. No streak of identical copies there

@@ -26,8 +26,9 @@ it, each copy `beat_min` to under `beat_max` seconds after the last, is a heartb
 rounds, and it warns at most, however long it goes on. Grade: judgement. Not a flood
 (copies read together, under a quarter of a second apart: still proof over
 `min_span`), and faster than any round of an agent, which waits for a model: of the
-10,134 rounds of the timed sessions of the shared corpus (mini-swe-agent), none took
-under a second (6 took 1 s, at the recording's one-second resolution; the median 4 s).
+10,135 rounds of the timed sessions of the shared corpus (mini-swe-agent and ATIF), none
+took under a second (6 took 1 s, at mini-swe-agent's one-second resolution; the median
+4 s; `python bench/waiting.py`).
 A heartbeat slower than that is not told apart by its time. No verdict changes on the
 consoles or the corpora (BENCHMARKS.md, "Time as evidence": `python bench/consoles.py`,
 `loopwatch scan --json` before and after).
