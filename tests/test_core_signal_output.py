@@ -227,3 +227,41 @@ def test_min_span_must_be_seconds():
     for bad in (-1.0, float("nan")):
         with pytest.raises(ConfigError, match="min_span"):
             only("repeated_lines", {"min_span": bad})
+
+
+# -- time: a heartbeat is waiting ----------------------------------------------------------
+
+
+def test_a_heartbeat_line_every_0_8_s_only_warns_however_long():
+    m = only("repeated_lines", {"repeats": 8})
+    beats = [Output("Waiting for the model to respond...\n", at=i * 0.8) for i in range(200)]
+    verdicts = feed(m, beats)
+    assert strongest(verdicts) is Action.WARN
+    assert "a heartbeat, waiting" in m.strongest["repeated_lines"].description
+
+
+def test_a_flood_of_one_line_over_time_still_stops():
+    """Copies read together (a tight loop printing), the reads going on: not a heartbeat."""
+    m = only("repeated_lines", {"repeats": 8})
+    reads = [Output("Waiting for the model to respond...\n" * 50, at=i * 0.8) for i in range(20)]
+    assert Action.STOP in {v.action for v in feed(m, reads)}
+
+
+def test_a_line_alone_at_the_pace_of_an_agents_rounds_still_stops():
+    m = only("repeated_lines", {"repeats": 8})
+    high = LinesParams().beat_max
+    lines = [Output("Waiting for the model to respond...\n", at=i * high) for i in range(20)]
+    assert Action.STOP in {v.action for v in feed(m, lines)}
+
+
+def test_a_failing_line_every_0_8_s_is_no_heartbeat():
+    m = only("repeated_lines", {"repeats": 8})
+    lines = [Output("Error: connect ECONNREFUSED 127.0.0.1:5432\n", at=i * 0.8) for i in range(20)]
+    assert Action.STOP in {v.action for v in feed(m, lines)}
+
+
+def test_a_heartbeat_between_two_other_lines_is_a_cycle_not_a_heartbeat():
+    """Only a line alone is a heartbeat: a two-line cycle repeated exactly over time stays proof."""
+    m = only("repeated_lines", {"repeats": 8})
+    lines = [Output("Waiting for the model to respond...\nchecking job 7\n", at=i * 0.8) for i in range(20)]
+    assert Action.STOP in {v.action for v in feed(m, lines)}

@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch import Action, Monitor, ToolCall
+from loopwatch import Action, Attempt, Monitor, ToolCall
 from loopwatch.core.finding import PROOF, SUSPICION
+from loopwatch.core.signals.repeat import Params as RepeatParams
 
-from core_support import actions, bash, call, feed, only, severity, strongest
+from core_support import actions, bash, call, feed, looping, only, severity, strongest
 from conftest import corpus_label, needs_corpus
 from conftest import replay_corpus as replay
 
@@ -280,3 +281,57 @@ def test_labelled_loops_of_the_corpus_that_begin_with_a_near_copy_are_stopped_so
 def test_a_pair_of_near_copies_in_healthy_work_of_the_corpus_is_not_stopped(path):
     label = corpus_label(path)
     assert label.label == "no" and replay(path)[0] is None
+
+
+# -- time: waiting is not circling ---------------------------------------------------------
+
+
+def _at_times(events, times):
+    return [e._replace(at=t) for e, t in zip(events, times)]
+
+
+def test_the_same_call_an_hour_apart_is_waiting_and_never_blocked():
+    """The same check every hour, same answer: at most a warning, and the next copy runs."""
+    m = only("repeat", {"threshold": 3}, profile="attended")
+    verdicts = feed(m, _at_times(looping(5), [i * 3600.0 for i in range(5)]))
+    assert strongest(verdicts) is Action.WARN
+    assert m.check(Attempt("Bash", {"command": "pytest -x"}, at=5 * 3600.0)).action is Action.ALLOW
+    assert m.strongest["repeat"].severity < 1 and "over 2h00m" in m.strongest["repeat"].description
+
+
+def test_a_poll_every_two_minutes_is_never_stopped_unattended():
+    m = only("repeat", {"threshold": 3}, profile="unattended")
+    polls = [bash("gh run view 42", "in_progress  CI  main  push  42") for _ in range(30)]
+    verdicts = feed(m, _at_times(polls, [i * 120.0 for i in range(30)]))
+    assert strongest(verdicts) is Action.WARN
+
+
+def test_a_burst_of_identical_failing_calls_two_seconds_apart_is_still_a_loop():
+    m = only("repeat", {"threshold": 3}, profile="unattended")
+    verdicts = feed(m, _at_times(looping(5), [i * 2.0 for i in range(5)]))
+    assert actions(verdicts)[2:] == [Action.NUDGE, Action.STOP, Action.STOP]
+
+
+def test_one_long_pause_in_a_burst_is_still_a_loop():
+    """Most gaps short: the run circled, paused once (a slow model answer), circled on."""
+    m = only("repeat", {"threshold": 3}, profile="unattended")
+    verdicts = feed(m, _at_times(looping(5), [0.0, 3.0, 600.0, 603.0, 606.0]))
+    assert Action.STOP in actions(verdicts)
+
+
+def test_gaps_just_under_the_wait_are_circling_and_at_it_waiting():
+    wait = RepeatParams().wait
+    under = only("repeat", {"threshold": 3}, profile="unattended")
+    assert Action.STOP in actions(feed(under, _at_times(looping(5), [i * (wait - 1) for i in range(5)])))
+    at = only("repeat", {"threshold": 3}, profile="unattended")
+    assert strongest(feed(at, _at_times(looping(5), [i * wait for i in range(5)]))) is Action.WARN
+
+
+def test_without_times_nothing_changes():
+    """Events with no time are placed a second apart: the verdicts of a timeless source
+    are those of a one-second pace."""
+    timeless = only("repeat", {"threshold": 3}, profile="unattended")
+    paced = only("repeat", {"threshold": 3}, profile="unattended")
+    got = [timeless.observe(e) for e in looping(6)]
+    assert actions(got) == actions(feed(paced, looping(6)))
+    assert Action.STOP in actions(got)

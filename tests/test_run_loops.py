@@ -63,6 +63,18 @@ def test_a_healthy_run_with_progress_bars_and_pytest_dots_is_not_ended(tmp_path)
     assert ran.ours == []  # no warning either
 
 
+def test_a_heartbeat_line_while_the_model_thinks_is_waiting_not_a_loop(tmp_path):
+    """`Waiting for the model to respond...` every 0.8 s for 12 s: the run goes on to
+    its answer (a line repeated over time used to end it at about 9 s)."""
+    ran = loopwatch(tmp_path, agent("heartbeat"))
+    assert ran.status == 0, ran.ours
+    assert ran.record["ended_by"] == "exit" and ran.record["exit_code"] == 0
+    assert b"The model answered" in ran.stdout
+    assert ran.stdout.count(b"Waiting for the model to respond") == 15
+    assert not any("stopping the run" in line for line in ran.ours)
+    assert_nothing_left(ran)
+
+
 def test_without_record_one_summary_line(tmp_path):
     ran = loopwatch(tmp_path, agent("progress_then_ok"), record=False)
     assert ran.status == 0

@@ -244,7 +244,7 @@ def test_broken_lines_are_skipped_counted_and_reported_with_line_numbers(tmp_pat
     assert record["error"] is None and record["actions"] == 8
     assert [s.split(":")[0] for s in record["skipped"]] == ["line 4", "line 7"]
     table = scan(path)
-    assert "skipped 2 unreadable line(s)" in table.stderr and "line 4: not JSON" in table.stderr
+    assert "skipped 2 unreadable lines" in table.stderr and "line 4: not JSON" in table.stderr
 
 
 def test_a_file_of_nothing_but_broken_lines_is_an_error(tmp_path):

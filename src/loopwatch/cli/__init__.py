@@ -3,6 +3,7 @@ imported only when called, so `loopwatch --help` and each command start fast."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 import click
@@ -41,6 +42,15 @@ class LazyGroup(click.Group):
             return getattr(importlib.import_module(module), attribute)
         except (ImportError, AttributeError):
             return None
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-"):
+            close = difflib.get_close_matches(name, COMMANDS, n=1, cutoff=0.6)
+            ctx.fail(f"no such command {name!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]

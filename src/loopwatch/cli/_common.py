@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 import click
 
@@ -13,7 +13,7 @@ from ..core.config import Config, ConfigError
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["WRAPPER_CONTEXT", "config_options", "make_config", "progress_bar"]
+__all__ = ["WRAPPER_CONTEXT", "config_options", "fail", "make_config", "plural", "progress_bar"]
 
 # The context of a command that wraps another command line (`run`, `mcp-proxy`): from
 # the first argument that is not an option of ours on, everything is that command's own.
@@ -38,6 +38,17 @@ def config_options(func: Any) -> Any:
         help="A loopwatch.toml (default: ./loopwatch.toml or [tool.loopwatch] in pyproject.toml).",
     )(func)
     return func
+
+
+def fail(command: str, message: str) -> NoReturn:
+    """Bad input: one line on stderr, `loopwatch COMMAND: message`, and exit 2."""
+    click.echo(f"loopwatch {command}: {message}", err=True)
+    sys.exit(2)
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """`1 session`, `2 sessions` (`nouns` when the plural is not NOUN + s)."""
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def make_config(config_path: str | None, profile: str | None, mode: str | None) -> Config:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,7 +12,8 @@ import orjson
 
 from ..analysis.evaluation import SWEEP, SWITCH, only, replay_many, score, with_param
 from ..analysis.replay import replay_files
-from ._common import config_options, make_config, progress_bar
+from ..readers import FORMATS
+from ._common import config_options, fail, make_config, plural, progress_bar
 from .evaluate import (
     corpus_of,
     cross_validated,
@@ -40,6 +42,8 @@ _COLUMNS = (
     ("lines_most", "lines"),
     ("retry_longest", "retries"),
 )
+#: Characters of a session's name shown in the table.
+_NAME_WIDTH = 48
 
 
 @click.command()
@@ -84,6 +88,12 @@ _COLUMNS = (
     help="With --folds: write the setting chosen on all sessions as a TOML calibration (load it with --config).",
 )
 @config_options
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(list(FORMATS)),
+    help="Read every file as this format instead of detecting it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
@@ -103,6 +113,7 @@ def calibrate(
     config_path: str | None,
     profile: str | None,
     mode: str | None,
+    format_name: str | None,
     as_json: bool,
     jobs: int,
     no_progress: bool,
@@ -176,12 +187,31 @@ def calibrate(
     outcomes = outcomes_or_usage(outcome_paths)
     if profile_out is not None and os.path.exists(profile_out):
         raise click.UsageError(f"--write-profile: {profile_out} exists; remove it or name another file")
+    problems: list[str] = []
     if paths:
-        items = [(t.path, t.label) for t in expand(paths) if not t.problem and t.path != "-"]
+        items = []
+        for target in expand(paths):
+            if target.problem:
+                problems.append(f"{target.label}: {target.problem}")
+            elif target.path == "-":
+                problems.append("-: calibrate reads files, not standard input")
+            else:
+                items.append((target.path, target.label))
+        if not items and not problems:
+            fail("calibrate", f"no transcript found in {', '.join(paths)}")
     else:
         assert labels is not None and corpus is not None, "no paths: --labels was given, and the corpus with it"
         items = [(os.path.join(corpus, label.path), label.path) for label in labels]
-    report = {"sessions": _sessions(items, config, sizes, jobs, no_progress)}
+    sessions = _sessions(items, config, sizes, jobs, no_progress, format_name)
+    problems += [f"{row['path']}: {row['error']}" for row in sessions if row["error"]]
+    sessions = [row for row in sessions if not row["error"]]
+    if not sessions:
+        # Nothing to show: one line (the first problem; the count of the others).
+        more = f" (and {plural(len(problems) - 1, 'more file')})" if len(problems) > 1 else ""
+        fail("calibrate", f"no session could be read: {problems[0]}{more}" if problems else "no session found")
+    report = {"sessions": sessions}
+    if problems:
+        report["unreadable"] = problems
     if labels is not None:
         assert corpus is not None, "the corpus is set with --labels"
         report["thresholds"] = _sweep(labels, corpus, config, jobs, no_progress)
@@ -197,9 +227,15 @@ def calibrate(
                 f"wrote {written['path']}: masked console repeats may end a run from {written['repeats']} copies "
                 f"in a row ({written['healthy_sessions']} healthy sessions, at most {written['lines_most']})"
             )
+    for problem in problems:
+        click.echo(f"loopwatch calibrate: cannot read {problem}", err=True)
+    if problems:
+        sys.exit(2)
 
 
-def _sessions(items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool) -> list[dict]:
+def _sessions(
+    items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool, format_name: str | None
+) -> list[dict]:
     quiet = config._replace(mode="off")
     passes = [quiet] + [with_param(only(quiet, "churn"), "churn", "window", w)._replace(mode="off") for w in sizes]
     passes = [
@@ -209,7 +245,7 @@ def _sessions(items: list[tuple[str, str]], config: Any, sizes: list[int], jobs:
     rows: dict[str, dict] = {}
     with progress_bar(len(items) * len(passes), "calibrating", not no_progress) as bar:
         for k, cfg in enumerate(passes):
-            for results in replay_files(items, cfg, jobs=jobs or None):
+            for results in replay_files(items, cfg, format_name, jobs=jobs or None):
                 for result in results:
                     key = f"{result.path}#{result.session}"
                     row = rows.setdefault(
@@ -306,17 +342,18 @@ def _print(report: dict, sizes: list[int]) -> None:
         table.add_column(title, justify="right")
     for w in sizes:
         table.add_column(f"W={w}", justify="right")
-    for row in report["sessions"]:
+    sessions = report["sessions"]
+    per_file = Counter(row["path"] for row in sessions)
+    for row in sessions:
         figures = row["calibration"]
-        name = os.path.basename(row["path"]) if row["session"] in (None, "") else str(row["session"])
         cells = [_cell(figures.get(key)) for key, _ in _COLUMNS]
         churn = [_cell(row["churn_fewest_distinct"].get(str(w))) for w in sizes]
-        table.add_row(name[:40], str(row["actions"]), *cells, *churn)
+        table.add_row(_name(row, per_file[row["path"]] > 1), str(row["actions"]), *cells, *churn)
     console.print(table)
     for name, entry in report.get("thresholds", {}).items():
         sweep = Table(
             title=f"{name}.{entry['parameter']} (default {entry['default']}; most aggressive with no false stop: "
-            f"{entry['most_aggressive_without_false_stops']})",
+            f"{_cell(entry['most_aggressive_without_false_stops'])})",
             title_justify="left",
         )
         for column in ("value", "recall", "caught", "false stops", "median delay", "saved", "on brief"):
@@ -393,6 +430,14 @@ def _write(path: str, report: dict, cases: list) -> None:
             fh.write(text)
     except OSError as exc:
         raise click.UsageError(f"--write {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _name(row: dict, several: bool) -> str:
+    """A row's name: its file as given (its end, when long: many runs share a file name,
+    as `agent.log`, or a session id, as one task run by several models), and the
+    session when the file holds several."""
+    name = row["path"] + (f" [{row['session']}]" if several and row["session"] else "")
+    return name if len(name) <= _NAME_WIDTH else "…" + name[-(_NAME_WIDTH - 1) :]
 
 
 def _cell(value: Any) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.replay import SessionResult
+from ._common import plural
 
 __all__ = ["Totals", "first_block", "print_problems", "print_table"]
 
@@ -77,8 +78,9 @@ def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    # Piped output is read by people too (in CI logs): wide enough for paths.
-    width = None if stream.isatty() else max(shutil.get_terminal_size((200, 24)).columns, 200)
+    # Piped output is read by people too (in CI logs): wide enough for paths, unless
+    # $COLUMNS says how wide (`get_terminal_size` reads it first).
+    width = None if stream.isatty() else shutil.get_terminal_size((200, 24)).columns
     return Console(file=stream, width=width, highlight=False)
 
 
@@ -121,37 +123,80 @@ def _count(n: int) -> str:
     return str(n)
 
 
+#: Below this many columns the sessions are listed, not tabled: the table's five
+#: short columns and their borders take about 110, and a path needs some room.
+_TABLE_MIN_WIDTH = 140
+
+
 def print_table(rows: list[SessionResult], totals: Totals) -> None:
     """The sessions that looped, then the totals, on stdout."""
+    console = _console()
+    if rows and console.width < _TABLE_MIN_WIDTH:
+        _print_list(console, rows, totals)
+    elif rows:
+        _print_rows(console, rows, totals)
+    for line in summary(totals):
+        console.print(line, markup=False)
+
+
+def _cells(result: SessionResult, totals: Totals) -> tuple[str, ...]:
+    """A looping session: name, signal, where the loop began, where it was stopped,
+    what was wasted after, and what loopwatch saw."""
+    verdict = result.verdict or first_block(result)
+    assert verdict is not None, "a row is a session stopped or blocked"
+    name = _short(result.path) + (f"\n[{result.session}]" if result.path in totals.multi else "")
+    wasted = _saved_text(result) if result.verdict else "(blocked; not stopped)"
+    return (
+        name,
+        verdict["signal"],
+        _at(verdict.get("started_action"), verdict.get("started_ref")),
+        _at(verdict["at_action"], verdict["source_ref"], after=True),
+        wasted,
+        verdict["description"] or "",
+    )
+
+
+def _print_rows(console: Any, rows: list[SessionResult], totals: Totals) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = _console()
-    if rows:
-        table = Table(show_lines=True)
-        names = [_short(r.path) for r in rows]
-        # Paths first: the description wraps instead.
-        table.add_column("session", style="bold", overflow="fold", min_width=min(max(map(len, names)), 80))
-        for title in ("signal", "loop began", "stopped at", "wasted after the stop"):
-            table.add_column(title)
-        table.add_column("what loopwatch saw", ratio=1, min_width=30)
-        for result in rows:
-            verdict = result.verdict or first_block(result)
-            assert verdict is not None, "a row is a session stopped or blocked"
-            name = _short(result.path) + (f"\n[{result.session}]" if result.path in totals.multi else "")
-            wasted = _saved_text(result) if result.verdict else "(blocked; not stopped)"
-            cells = (
-                name,
-                verdict["signal"],
-                _at(verdict.get("started_action"), verdict.get("started_ref")),
-                _at(verdict["at_action"], verdict["source_ref"], after=True),
-                wasted,
-                verdict["description"] or "",
-            )
-            table.add_row(*(Text(cell) for cell in cells))  # Text: paths and refs are not markup
-        console.print(table)
-    for line in summary(totals):
-        console.print(line, markup=False)
+    table = Table(show_lines=True)
+    names = [_short(r.path) for r in rows]
+    # Paths first, in what the short columns leave: the description wraps instead.
+    wide = min(max(map(len, names)), 80, console.width - 110)
+    table.add_column("session", style="bold", overflow="fold", min_width=wide)
+    for title in ("signal", "loop began", "stopped at", "wasted after the stop"):
+        table.add_column(title)
+    table.add_column("what loopwatch saw", ratio=1, min_width=30)
+    for result in rows:
+        table.add_row(*(Text(cell) for cell in _cells(result, totals)))  # Text: paths and refs are not markup
+    console.print(table)
+
+
+def _print_list(console: Any, rows: list[SessionResult], totals: Totals) -> None:
+    """The table's rows as short paragraphs, for a narrow terminal."""
+    import textwrap
+
+    width = console.width
+    for result in rows:
+        name, signal, began, stopped, wasted, saw = _cells(result, totals)
+        console.print(name.replace("\n", " "), style="bold", markup=False, highlight=False)
+        lines = [f"{signal}: {saw}", f"loop began at {_inline(began)}"]
+        if result.verdict:
+            lines[-1] += f"; stopped {_inline(stopped)}"
+            lines.append(f"wasted after the stop: {wasted.replace(chr(10), ', ')}")
+        else:
+            lines.append(wasted)
+        for line in lines:
+            text = textwrap.fill(line, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
+        console.print()
+
+
+def _inline(where: str) -> str:
+    """`action 5\nline 16` (a table cell) as `action 5 (line 16)`."""
+    action, newline, ref = where.partition("\n")
+    return f"{action} ({ref})" if newline else action
 
 
 def summary(totals: Totals) -> list[str]:
@@ -159,17 +204,17 @@ def summary(totals: Totals) -> list[str]:
     unread = f"; {len(totals.failed)} could not be read" if totals.failed else ""
     lines = [
         (
-            f"Scanned {totals.files} file{'s' if totals.files != 1 else ''}: {totals.sessions} "
-            f"session{'s' if totals.sessions != 1 else ''}, {totals.actions:,} actions{unread}."
+            f"Scanned {plural(totals.files, 'file')}: {plural(totals.sessions, 'session')}, "
+            f"{plural(totals.actions, 'action')}{unread}."
         )
     ]
     if totals.stopped:
         share = f" ({totals.saved_actions / totals.actions:.0%} of all)" if totals.actions else ""
         lines.append(
-            f"Loops found: {totals.stopped} session{'s' if totals.stopped != 1 else ''} would have been stopped"
+            f"Loops found: {plural(totals.stopped, 'session')} would have been stopped"
             + (f", {totals.nudged_only} more only nudged." if totals.nudged_only else ".")
         )
-        figures = [f"{totals.saved_actions:,} actions{share}"]
+        figures = [f"{plural(totals.saved_actions, 'action')}{share}"]
         approx = "~" if totals.estimated else ""
         if totals.saved_tokens is not None:
             figures.append(f"{approx}{_count(totals.saved_tokens)} tokens")
@@ -180,7 +225,12 @@ def summary(totals: Totals) -> list[str]:
             lines.append("(~: prorated from session totals, where the file has no per-step figures; an underestimate.)")
     else:
         lines.append(
-            "No loop found" + (f" ({totals.nudged_only} sessions were nudged)." if totals.nudged_only else ".")
+            "No loop found"
+            + (
+                f" ({plural(totals.nudged_only, 'session was', 'sessions were')} nudged)."
+                if totals.nudged_only
+                else "."
+            )
         )
     return lines
 
@@ -195,7 +245,10 @@ def print_problems(totals: Totals, as_json: bool) -> None:
     for result in totals.skipped:
         shown = "; ".join(result.skipped[:3]) + ("; ..." if len(result.skipped) > 3 else "")
         console.print(
-            f"skipped {len(result.skipped)} unreadable line(s) in {result.path}: {shown}", markup=False, soft_wrap=True
+            f"skipped {plural(len(result.skipped), 'unreadable line')} in {result.path}: {shown}",
+            markup=False,
+            soft_wrap=True,
         )
     if totals.failed and as_json:
-        console.print(f"{len(totals.failed)} file(s) could not be read: see `error` in their records.", markup=False)
+        unread = plural(len(totals.failed), "file")
+        console.print(f"{unread} could not be read: see `error` in their records.", markup=False)

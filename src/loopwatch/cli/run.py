@@ -35,6 +35,26 @@ Examples:
 """
 
 
+#: Options of `run` that agent command lines commonly have too: not flagged after the command.
+_COMMON_OPTIONS = {"--config", "--mode", "--help"}
+
+
+def _warn_misplaced(ctx: click.Context, command: tuple[str, ...]) -> None:
+    """One line on stderr when the command's arguments hold options of `run` (`loopwatch
+    run -- agent --max-runtime 5`): they go to the command, and loopwatch does not apply them."""
+    ours = {name for param in ctx.command.params for name in param.opts if name.startswith("--")} - _COMMON_OPTIONS
+    found = list(dict.fromkeys(arg.partition("=")[0] for arg in command[1:] if arg.partition("=")[0] in ours))
+    if found:
+        names = ", ".join(found)
+        click.echo(
+            f"loopwatch: {names} after the command {'goes' if len(found) == 1 else 'go'} to "
+            f"{shlex.quote(command[0])}, not to loopwatch; to set loopwatch's, put "
+            f"{'it' if len(found) == 1 else 'them'} before the command: loopwatch run {found[0]} ... -- "
+            f"{shlex.quote(command[0])} ...",
+            err=True,
+        )
+
+
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     # `not 0 < value < inf`, not `value <= 0`: NaN compares false to everything, so it
     # passed, and a NaN deadline is never reached (SIGKILL was never sent).
@@ -161,6 +181,7 @@ def run(
     except ConfigError as exc:
         raise click.UsageError(f"configuration: {exc}") from None
 
+    _warn_misplaced(click.get_current_context(), command)
     sys.stdout.flush()
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):

@@ -10,11 +10,12 @@ fields identify a call of each of its host's tools (`core.identity`, `[tools.X]`
 from __future__ import annotations
 
 import os
-import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+
+from ._common import fail
 
 __all__ = ["status"]
 
@@ -22,7 +23,12 @@ __all__ = ["status"]
 @click.command()
 @click.argument("session", required=False)
 @click.option("--limit", default=10, show_default=True, help="Sessions (and decisions per session) to show.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per session and agent.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object per line, per session and agent (no line when there is none).",
+)
 def status(session: str | None, limit: int, as_json: bool) -> None:
     """Show recent hooked sessions, or one SESSION (an id or its first characters).
 
@@ -40,7 +46,10 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
     folder = state_dir()
     path = os.path.join(folder, "state.db")
     if not os.path.lexists(path):
-        click.echo(f"no hooked sessions yet (no state in {folder}); install with `loopwatch install claude-code`")
+        # With --json: no record (JSON lines, none), the note on stderr.
+        click.echo(
+            f"no hooked sessions yet (no state in {folder}); install with `loopwatch install claude-code`", err=as_json
+        )
         return
     try:
         if not os.path.isfile(path):
@@ -53,8 +62,11 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
             store.close()
     except (sqlite3.Error, OSError) as exc:
         _fail(f"cannot read the hook's state in {path}: {exc}")
+    if not rows and session:
+        raise click.ClickException(f"no session starting with {session!r}")
     if not rows:
-        raise click.ClickException(f"no session starting with {session!r}" if session else "no hooked sessions yet")
+        click.echo("no hooked sessions yet", err=as_json)
+        return
     if as_json:
         import orjson
 
@@ -65,10 +77,9 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
         _show(item, full=session is not None)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """One line on stderr and exit 2: the state could not be read."""
-    click.echo(f"loopwatch status: {message}", err=True)
-    sys.exit(2)
+    fail("status", message)
 
 
 def _details(store: Any, row: dict, limit: int) -> dict:
@@ -154,10 +165,9 @@ def _show(item: dict, full: bool) -> None:
     decisions = item.get("decisions", [])
     for decision in decisions if full else decisions[-1:]:
         tool = f" {decision['tool']}" if decision["tool"] else ""
-        click.echo(
-            f"  {_ago(decision['at'])}: {decision['action']} at {decision['event']}{tool}"
-            f" ({decision['signal']}): {decision['description']}"
-        )
+        signal = f" ({decision['signal']})" if decision["signal"] else ""
+        said = f": {decision['description']}" if decision["description"] else ""
+        click.echo(f"  {_ago(decision['at'])}: {decision['action']} at {decision['event']}{tool}{signal}{said}")
     if full and item.get("identity"):
         click.echo(_identity_text(item["identity"]))
     if full and item.get("calibration"):

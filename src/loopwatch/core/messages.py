@@ -306,6 +306,7 @@ _HOW = {
     "failing": " (a failing cycle)",
     "burst": " (in one burst)",
     "masked": " (alike once numbers are masked)",
+    "waiting": " (alone each time: a heartbeat, waiting)",
 }
 
 
@@ -314,7 +315,8 @@ class RepeatedOutput(Message):
 
     `how`: `exact` (repeated numbers and all, over time), `retry` (a retry message is
     among the lines), `failing` (a failing cycle, over time), `burst` (exact or failing,
-    but in one burst) or `masked` (alike only once numbers are masked)."""
+    but in one burst), `masked` (alike only once numbers are masked) or `waiting` (one
+    line alone each time, a beat apart: a heartbeat)."""
 
     template = "{what} repeated {count} times in a row{how_text}"
     hint_template = "the output is repeating itself; stop retrying and look at why"

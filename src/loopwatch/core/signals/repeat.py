@@ -32,17 +32,37 @@ sooner (the identical edit re-applied 29 times: step 20 -> 11; an edit rejected 
 then at 1:6: 10 -> 9); out of fold (with the policy's round 4 rule) recall (50/62), stops
 before onset (1), on `no` (0) and on successful sessions (the same 3), and successful
 sessions nudged (the same 9) are unchanged; looping steps saved 56.2% -> 57.3%.
+
+Time. A streak whose copies came mostly `wait` seconds or more apart (more than half
+of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same
+check an hour later. It warns at most (its severity stays under 1, and the next copy is
+not blocked); a burst of copies, or one long pause in a burst, is still a loop. The
+gap is measured between the calls' completions, the call's own run included: a poll
+often waits inside its call (`sleep 60 && gh run view`), and ending that would end
+work that was going well, while a long call re-run unchanged (a ten-minute build)
+then only warns: a loop let run costs less than work ended. Where a source has no times, the monitor places
+events a second apart, and nothing changes. The pre-dispatch guard judges the streak
+so far: after a burst, the same call attempted an hour later is still blocked.
+Grade: judgement, from the time a model takes to answer. In the 10,135 rounds of the
+timed sessions of the shared corpus (mini-swe-agent and ATIF, whose steps carry their
+time), a round (one call to the next) took 4 s at the median, 47 s at the 99th
+percentile, 95 s at the 99.9th: 100 s is beyond what a model takes for 999 rounds in
+1000, and under the two minutes of a typical poll. No streak of identical copies there
+has its gaps that long (the longest gap between two copies: 57 s, in a session that
+solved its task), so no verdict changes on the corpora (BENCHMARKS.md, "Time as
+evidence"); re-measured by `python bench/waiting.py`, and `loopwatch evaluate --labels
+../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds 5`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from ..finding import PROOF, SUSPICION, Finding
 from ..messages import MuchTheSame, SameResult
 from ..step import Step
 from .base import Signal
-from .params import Count, SignalParams
+from .params import Count, Seconds, SignalParams
 
 __all__ = ["Repeat"]
 
@@ -59,6 +79,9 @@ class Params(SignalParams):
     #: ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds 5
     #: --margin 0` chose 4 (BENCHMARKS.md).
     threshold: Count = 3
+    #: Seconds between two copies that read as waiting, not circling (see the module
+    #: docstring, "Time"): longer than 999 in 1000 of a model's rounds take.
+    wait: Annotated[float, Seconds()] = 100.0
 
 
 class Repeat(Signal[Params]):
@@ -73,6 +96,10 @@ class Repeat(Signal[Params]):
         # The streak's trailing run of identical copies (all of it when it has no near copy).
         self._run_first: Step | None = None
         self._run = 0
+        # Gaps of at least `wait` seconds between the copies of the streak, and of its
+        # trailing identical run.
+        self._waits = 0
+        self._run_waits = 0
         self.most = 0  # calibration: the longest run seen
 
     def on_step(self, step: Step) -> Finding | None:
@@ -80,14 +107,17 @@ class Repeat(Signal[Params]):
             return None
         last = self._last
         copy = _copy(last, step) if last is not None else None
+        waited = last is not None and step.at - last.at >= self.params.wait
         if copy is None:
-            self._count, self._first = 1, step
+            self._count, self._first, self._waits = 1, step, 0
         else:
             self._count += 1
+            self._waits += waited
         if copy:
             self._run += 1
+            self._run_waits += waited
         else:
-            self._run, self._run_first = 1, step
+            self._run, self._run_first, self._run_waits = 1, step, 0
         self._last = step
         self.most = max(self.most, self._count)
         return self._finding(step)
@@ -100,9 +130,12 @@ class Repeat(Signal[Params]):
         if count < 2 or first is None:
             return None
         span = step.at - first.at
+        severity = count / self.params.threshold
+        if self._waiting(exact):
+            severity = min(severity, 0.99)  # waiting: a warning at most
         return Finding(
             signal=self.name,
-            severity=count / self.params.threshold,
+            severity=severity,
             key=int.from_bytes(first.action[:6], "little") ^ first.index,
             message=SameResult(step.name, count, span)
             if exact
@@ -117,15 +150,21 @@ class Repeat(Signal[Params]):
             grade=PROOF if exact else SUSPICION,
         )
 
+    def _waiting(self, exact: bool) -> bool:
+        """Are most gaps between the streak's copies `wait` seconds or more?"""
+        count, waits = (self._run, self._run_waits) if exact else (self._count, self._waits)
+        return 2 * waits > count - 1
+
     def predict(self, call: bytes) -> Finding | None:
         last = self._last
         if last is None or last.call != call or self._count < self.params.threshold:
             return None
-        return self._finding(last)
+        finding = self._finding(last)
+        return finding if finding is not None and finding.conclusive else None
 
     def reset(self) -> None:
         self._last = self._first = self._run_first = None
-        self._count = self._run = 0
+        self._count = self._run = self._waits = self._run_waits = 0
 
     def calibration(self) -> dict[str, Any]:
         return {"repeat_most": self.most}

@@ -20,6 +20,18 @@ their task. So a streak is proof, and may end the run, only when
 - it spans at least `min_span` seconds and either repeated exactly (numbers and
   all) or is a cycle of two lines or more with a failure in it (`AssertionError:`,
   `FAILED`): the same failing step, again and again, over time.
+But one line repeated exactly, alone (a cycle of one line), with no failure or retry in
+it, each copy `beat_min` to under `beat_max` seconds after the last, is a heartbeat
+(`Waiting for the model to respond...` every 0.8 s): a clock prints it, not the agent's
+rounds, and it warns at most, however long it goes on. Grade: judgement. Not a flood
+(copies read together, under a quarter of a second apart: still proof over
+`min_span`), and faster than any round of an agent, which waits for a model: of the
+10,135 rounds of the timed sessions of the shared corpus (mini-swe-agent and ATIF), none
+took under a second (6 took 1 s, at mini-swe-agent's one-second resolution; the median
+4 s; `python bench/waiting.py`).
+A heartbeat slower than that is not told apart by its time. No verdict changes on the
+consoles or the corpora (BENCHMARKS.md, "Time as evidence": `python bench/consoles.py`,
+`loopwatch scan --json` before and after).
 Anything else warns and nudges, never stops (`can_stop` False), unless
 `masked_can_stop` is set: a profile written by `loopwatch calibrate` for an agent
 whose healthy runs were measured.
@@ -63,6 +75,13 @@ class Params(SignalParams):
     #: takes a model call (seconds; 8 rounds well over 5 s), while one command's
     #: output comes in a burst (the exact repeats of the console logs above).
     min_span: Annotated[float, Seconds()] = 5.0
+    #: Seconds between the copies of one line, each alone, that make it a heartbeat
+    #: (`Waiting for the model to respond...` every 0.8 s): waiting, a warning at most.
+    #: From `beat_min` (a quarter of a second: slower than a flood or one command's
+    #: output, whose lines are read together) to under `beat_max` (a second: faster than
+    #: an agent's round, a model call; see the module docstring).
+    beat_min: Annotated[float, Seconds()] = 0.25
+    beat_max: Annotated[float, Seconds()] = 1.0
 
 
 class RepeatedLines(Signal[Params]):
@@ -141,11 +160,22 @@ class RepeatedLines(Signal[Params]):
             return True, "retry"
         counted = min(copies, params.repeats)
         exact = exact_copies >= counted
+        if exact and period == 1 and not failure and self._beating(counted):
+            return False, "waiting"
         failing = period > 1 and failure
         if (exact or failing) and span >= params.min_span:
             return True, "exact" if exact else "failing"
         how = "burst" if exact or failing else "masked"
         return params.masked_can_stop, how
+
+    def _beating(self, copies: int) -> bool:
+        """Did the last `copies` lines each come alone, `beat_min` to under `beat_max`
+        seconds after the one before (a heartbeat: not a flood, not an agent's rounds)?"""
+        times = self._times
+        if len(times) < copies:
+            return False
+        low, high = self.params.beat_min, self.params.beat_max
+        return all(low <= times[-i] - times[-i - 1] < high for i in range(1, copies))
 
     def reset(self) -> None:
         self._tail.clear()
