@@ -58,13 +58,32 @@ def main(argv: list[str] | None = None) -> int:
     if host not in HOSTS or len(args) > 1:
         sys.stderr.write(f"loopwatch hook: expected one of {', '.join(HOSTS)}, got {' '.join(args)!r}\n")
         return 0  # a typo in a settings file must not block the agent: allow, loudly
+    # Claude Code hands a project's `.claude/settings.json` "env" to hooks: what the
+    # project set is taken out before anything reads the environment.
+    from ..trust import trusted_environ
+
+    notes: list[str] = []
+    tightened = trusted_environ(os.environ, _project_folders(), notes.append)
     if os.environ.get("LOOPWATCH_MODE", "").strip().lower() == "off":
         _drain()
         return 0
-    return _run(host)
+    return _run(host, tightened, notes)
 
 
-def _run(host: str) -> int:
+def _project_folders() -> list[str]:
+    """Where the project's Claude Code settings are: the folder the host runs us in
+    and the project folder it names."""
+    folders = []
+    try:
+        folders.append(os.getcwd())
+    except OSError:
+        pass
+    if os.environ.get("CLAUDE_PROJECT_DIR"):
+        folders.append(os.environ["CLAUDE_PROJECT_DIR"])
+    return folders
+
+
+def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | None = None) -> int:
     from .settings import state_dir
 
     folder = state_dir()
@@ -79,13 +98,15 @@ def _run(host: str) -> int:
         event, session = payload.event, payload.session
         if oversize:
             _log(folder, event, session, f"payload over {_MAX_PAYLOAD} bytes: identified, not read")
+        for note in notes or ():
+            _log(folder, event, session, note)
         if event not in EVENTS:
             _log(folder, event, session, "unknown event: allowed")
             return 0
         from . import settings as hook_settings
 
         config_settings, config, _ = hook_settings.load(
-            payload.cwd, log=lambda line: _log(folder, event, session, line)
+            payload.cwd, log=lambda line: _log(folder, event, session, line), tightened_by_env=tightened
         )
         fail_closed = config_settings.fail == "closed"
         from .guard import handle
