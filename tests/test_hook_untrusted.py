@@ -149,3 +149,70 @@ def test_scan_and_run_refuse_a_deep_project_file_in_one_line(agent, tmp_path, co
     )
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr and "nested deeper" in done.stderr
+
+
+# -- a held lock: the hook answers within its host's timeout ----------------------------------------
+
+HOLDER = r"""
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.pwrite(fd, b"%12d\n" % os.getpid(), 0)  # as a live loopwatch call holding the lock writes it
+print("held", flush=True)
+time.sleep(600)
+"""
+
+SQLITE_HOLDER = r"""
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def _held(agent: Agent, script: str, target: str):
+    holder = subprocess.Popen([sys.executable, "-c", script, str(agent.state / target)], stdout=subprocess.PIPE)
+    assert holder.stdout.readline() == b"held\n"
+    return holder
+
+
+def _release(holder) -> None:
+    holder.kill()
+    holder.wait()
+    holder.stdout.close()
+
+
+def test_a_held_lock_is_answered_within_the_host_timeout_and_fail_closed_honoured(agent):
+    from loopwatch.hook.settings import HOST_TIMEOUT
+
+    user_config(agent, '[hook]\nfail = "closed"\n')  # the default answer_within
+    agent.run("Bash", bash("ls"), response={"stdout": "a"})
+    holder = _held(agent, HOLDER, "state.lock")
+    try:
+        began = time.monotonic()
+        result = agent.pre("Bash", bash("ls"))
+        waited = time.monotonic() - began
+    finally:
+        _release(holder)
+    assert waited < HOST_TIMEOUT - 5, waited  # Python's start on a busy machine needs the rest
+    assert result.denied and "fail closed" in result.denied
+    assert "LockTimeout" in log_text(agent) and "denied (fail = closed)" in log_text(agent)
+
+
+@pytest.mark.parametrize("fail", ["open", "closed"])
+def test_a_database_locked_by_another_program_is_answered_in_time(agent, fail):
+    # SQLite itself would wait a minute for its lock: only the hook's deadline answers in time.
+    user_config(agent, f'[hook]\nfail = "{fail}"\nanswer_within = 3\nbusy_timeout = 60\n')
+    agent.run("Bash", bash("ls"), response={"stdout": "a"})
+    holder = _held(agent, SQLITE_HOLDER, "state.db")  # not our lock: SQLite's own, for ever
+    try:
+        began = time.monotonic()
+        result = agent.pre("Bash", bash("ls"))
+        waited = time.monotonic() - began
+    finally:
+        _release(holder)
+    assert waited < 3 + 10, waited  # 3 s, plus starting two Pythons on a busy machine
+    assert bool(result.denied) is (fail == "closed")
+    assert "no answer within 3s" in log_text(agent)
+    assert log_text(agent).rstrip().endswith("denied (fail = closed)" if fail == "closed" else "allowed")

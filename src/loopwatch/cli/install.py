@@ -28,6 +28,7 @@ from typing import Any
 
 import click
 
+from ..hook.settings import HOST_TIMEOUT
 from ..hosts import claude_code, codex
 
 __all__ = ["OURS", "install", "merge", "remove", "uninstall"]
@@ -40,7 +41,7 @@ EVENTS = {
     "codex": codex.HOOK_EVENTS,
 }
 _TOOL_EVENTS = claude_code.TOOL_EVENTS
-_TIMEOUT = 30  # seconds; the hook itself waits at most busy_timeout (10 s) for the database
+_TIMEOUT = HOST_TIMEOUT  # the hook answers well within it (`[hook] answer_within`)
 
 #: How an entry is recognised as loopwatch's own: its command runs `loopwatch hook`.
 OURS = re.compile(r"(?:^|[\s/\\])loopwatch(?:\.exe)?\s+hook\b")

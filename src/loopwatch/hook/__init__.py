@@ -83,10 +83,83 @@ def _project_folders() -> list[str]:
     return folders
 
 
+class _Watchdog:
+    """Answers for the hook when it cannot answer in time (a lock held, a disk that
+    hangs): the host would kill it at its timeout, and the call would then run
+    unchecked with nothing logged. At `within` seconds it logs the call, answers
+    allow, or deny under `fail = "closed"`, and ends the process. Whoever answers
+    first (the hook or the watchdog) takes `answering`; the other never writes."""
+
+    def __init__(self, host: str, folder: str, within: float) -> None:
+        import threading
+
+        self.host, self.folder = host, folder
+        self.event = self.session = "?"
+        self.data = b""
+        self.fail_closed: bool | None = None
+        self.answering = threading.Lock()
+        self.began = time.monotonic()
+        self._timer: threading.Timer | None = None
+        self.arm(within)
+
+    def arm(self, within: float) -> None:
+        import threading
+
+        if self._timer is not None:
+            self._timer.cancel()
+        self.within = within
+        self._timer = threading.Timer(max(within - (time.monotonic() - self.began), 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    @property
+    def deadline(self) -> float:
+        """When the hook's own waits should give up: a second before the watchdog."""
+        return self.began + max(self.within - 1.0, self.within / 2)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _fire(self) -> None:
+        if not self.answering.acquire(blocking=False):
+            return
+        try:
+            code = _fail(
+                self.host,
+                self.folder,
+                self.event,
+                self.session,
+                self.data,
+                self.fail_closed,
+                f"no answer within {self.within:g}s (answer_within)",
+            )
+        except BaseException:  # noqa: BLE001 - the process ends here whatever happens
+            code = 0
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
 def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | None = None) -> int:
-    from .settings import state_dir
+    from .settings import ANSWER_WITHIN, state_dir
 
     folder = state_dir()
+    watchdog = _Watchdog(host, folder, ANSWER_WITHIN)
+    try:
+        code = _check(host, folder, watchdog, tightened, notes)
+    except BaseException:
+        watchdog.cancel()
+        raise
+    watchdog.cancel()
+    return code
+
+
+def _check(
+    host: str, folder: str, watchdog: _Watchdog, tightened: dict[str, str] | None, notes: list[str] | None
+) -> int:
     event = session = "?"
     data = b""
     fail_closed: bool | None = None
@@ -94,8 +167,10 @@ def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | 
         from .payload import EVENTS, parse, read_stdin
 
         data, oversize = read_stdin(_MAX_PAYLOAD)
+        watchdog.data = data
         payload = parse(data, host, oversize)
         event, session = payload.event, payload.session
+        watchdog.event, watchdog.session = event, session
         if oversize:
             _log(folder, event, session, f"payload over {_MAX_PAYLOAD} bytes: identified, not read")
         for note in notes or ():
@@ -108,7 +183,9 @@ def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | 
         config_settings, config, _ = hook_settings.load(
             payload.cwd, log=lambda line: _log(folder, event, session, line), tightened_by_env=tightened
         )
-        fail_closed = config_settings.fail == "closed"
+        fail_closed = watchdog.fail_closed = config_settings.fail == "closed"
+        if config_settings.answer_within != watchdog.within:
+            watchdog.arm(config_settings.answer_within)
         from .guard import handle
         from .state import Store
 
@@ -122,35 +199,46 @@ def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | 
             config_settings.keep_sessions,
             log=log,
             origin=config_settings.origin,
+            deadline=watchdog.deadline,
         )
         try:
             answer = handle(payload, config, store, log=log)
         finally:
             store.close()
+        if not watchdog.answering.acquire(blocking=False):
+            _hang()  # the watchdog is answering; it ends the process
         return _write(answer)
     except Exception as exc:  # noqa: BLE001 - any failure: fail open (or closed, for a call we could not check)
-        if event == "?":
-            event = _probe_event(data)
-        if fail_closed is None:
-            fail_closed = _user_fails_closed()
-        refused = fail_closed and event == "PreToolUse"
-        _log(
-            folder,
-            event,
-            session,
-            f"{type(exc).__name__}: {str(exc)[:300]}; " + ("denied (fail = closed)" if refused else "allowed"),
-        )
-        if refused:
-            from .respond import refuse
+        if not watchdog.answering.acquire(blocking=False):
+            _hang()
+        return _fail(host, folder, event, session, data, fail_closed, f"{type(exc).__name__}: {str(exc)[:300]}")
 
-            return _write(
-                refuse(
-                    "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
-                    f"loopwatch could not check this call ({type(exc).__name__}) and is set to fail closed; "
-                    "see hook.log in the loopwatch state folder",
-                )
+
+def _hang() -> None:
+    while True:
+        time.sleep(60)
+
+
+def _fail(host: str, folder: str, event: str, session: str, data: bytes, fail_closed: bool | None, why: str) -> int:
+    """A call loopwatch could not check: one line in hook.log, then allow, or deny a
+    PreToolUse call under `fail = "closed"`."""
+    if event == "?":
+        event = _probe_event(data)
+    if fail_closed is None:
+        fail_closed = _user_fails_closed()
+    refused = fail_closed and event == "PreToolUse"
+    _log(folder, event, session, f"{why}; " + ("denied (fail = closed)" if refused else "allowed"))
+    if refused:
+        from .respond import refuse
+
+        return _write(
+            refuse(
+                "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
+                f"loopwatch could not check this call ({why.split(':')[0]}) and is set to fail closed; "
+                "see hook.log in the loopwatch state folder",
             )
-        return 0
+        )
+    return 0
 
 
 def _probe_event(data: bytes) -> str:

@@ -15,6 +15,7 @@ The hook's own settings live in the `[hook]` table of the user's file::
     keep_days = 7.0        # sessions idle longer than this are pruned
     keep_sessions = 500    # at most this many (session, agent) states are kept
     trust_project = false  # true: a project's loopwatch.toml may loosen the guard too
+    answer_within = 20.0   # seconds: the hook answers by then whatever holds the state
 
 Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_CONFIG` (the
 user's configuration file), `LOOPWATCH_PROFILE` (`attended` or `unattended`, wins
@@ -30,11 +31,20 @@ from typing import Any
 __all__ = ["HookSettings", "detect_profile", "load", "state_dir"]
 
 
+#: The timeout `loopwatch install` writes for the hook (seconds): the host kills a hook
+#: that runs longer, and the call then goes through unchecked and unlogged.
+HOST_TIMEOUT = 30
+#: The hook answers within this many seconds of starting, whatever holds the state
+#: (a lock, a slow disk): it gives up, logs it, and fails open or closed as `fail`
+#: says. A third of the host's timeout is left for starting Python on a busy machine.
+ANSWER_WITHIN = 20.0
+
+
 class HookSettings:
     """The `[hook]` table, validated. A plain class: imported on every hook call.
     `origin` says, in a few words, which file set the mode (for `status` and logs)."""
 
-    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions", "trust_project")
+    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions", "trust_project", "answer_within")
 
     def __init__(
         self,
@@ -43,9 +53,10 @@ class HookSettings:
         keep_days: float = 7.0,
         keep_sessions: int = 500,
         trust_project: bool = False,
+        answer_within: float = ANSWER_WITHIN,
     ) -> None:
         self.fail, self.busy_timeout, self.keep_days, self.keep_sessions = fail, busy_timeout, keep_days, keep_sessions
-        self.trust_project = trust_project
+        self.trust_project, self.answer_within = trust_project, answer_within
         self.origin = "mode: default"
 
 

@@ -51,12 +51,11 @@ __all__ = ["SessionState", "Store", "UnsafeStateError", "dumps", "loads", "secur
 
 _SCHEMA_VERSION = 3  # 3: decisions keep the finding's message kind and arguments; 2: states are codec JSON (1 was pickle; such rows start afresh)
 _MAX_DECISIONS = 20000
-#: The longest a call waits for the lock, in busy timeouts (300 s by default), however
-#: busy the queue: half of the hosts' default hook timeout (600 s for a Claude Code
-#: command hook), so a call that gives up still says so in hook.log before the host
-#: kills it. Reached only when the machine is starved: 512 parallel calls on two
-#: cores kept busy by other work took up to ~200 s each (BENCHMARKS.md,
-#: "Reliability: the hook"), with most of it spent starting Python.
+#: The longest a call waits for the lock, in busy timeouts, however busy the queue;
+#: the hook's own deadline (`Store.deadline`, `[hook] answer_within`) comes first, so
+#: a call that gives up says so in hook.log before the host kills it. 512 parallel
+#: calls on two cores kept busy by other work took up to ~200 s each (BENCHMARKS.md,
+#: "Reliability: the hook"), most of it starting Python: past the host's timeout.
 _WAIT_CAP = 30
 _PROGRESS_EVERY = 0.25  # seconds between looks at whether the lock holder is getting anywhere
 
@@ -148,6 +147,7 @@ class Store:
         write: bool = True,
         log: Callable[[str], None] | None = None,
         origin: str = "",
+        deadline: float | None = None,
     ) -> None:
         self.folder = os.fspath(folder)
         self.path = os.path.join(self.folder, "state.db")
@@ -156,6 +156,7 @@ class Store:
         self.keep_sessions = keep_sessions
         self.log = log or (lambda line: None)
         self.origin = origin
+        self.deadline = deadline  # time.monotonic() by which a call gives up waiting for the lock
         self._lock_fd: int | None = None
         self._inode: tuple[int, int] | None = None
         if write:
@@ -241,12 +242,20 @@ class Store:
             seen = self._progress(fd)
             if seen != stamp:
                 stamp, last_move = seen, now
+            if self.deadline is not None and now >= self.deadline:
+                raise LockTimeout(
+                    f"database is locked: no answer possible in time (waited {now - began:.1f}s for state.lock, "
+                    "which another process holds)"
+                )
             if now - last_move >= self.busy_timeout or now - began >= _WAIT_CAP * self.busy_timeout:
                 raise LockTimeout(
                     f"database is locked: no progress for {now - last_move:.1f}s "
                     f"(waited {now - began:.1f}s for state.lock)"
                 )
-            _block(fd, min(_PROGRESS_EVERY, self.busy_timeout))
+            wait = min(_PROGRESS_EVERY, self.busy_timeout)
+            if self.deadline is not None:
+                wait = max(min(wait, self.deadline - now), 0.001)
+            _block(fd, wait)
 
     def _progress(self, fd: int) -> tuple:
         """Changes while the queue moves: a commit (the database and its WAL), a new
