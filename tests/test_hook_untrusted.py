@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -216,3 +217,64 @@ def test_a_database_locked_by_another_program_is_answered_in_time(agent, fail):
     assert bool(result.denied) is (fail == "closed")
     assert "no answer within 3s" in log_text(agent)
     assert log_text(agent).rstrip().endswith("denied (fail = closed)" if fail == "closed" else "allowed")
+
+
+# -- a sabotaged state folder is repaired -----------------------------------------------------------
+
+
+def _sabotage(path, kind: str, victim) -> None:
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        path.symlink_to(victim)
+    else:
+        os.link(victim, path)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "symlink", "hardlink"])
+@pytest.mark.parametrize("name", ["state.lock", "state.db"])
+def test_a_lock_or_database_replaced_by_something_else_is_moved_aside(agent, tmp_path, name, kind):
+    agent.run("Bash", bash("ls"), response={"stdout": "a"})
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    for suffix in ("-wal", "-shm"):
+        (agent.state / f"state.db{suffix}").unlink(missing_ok=True)
+    _sabotage(agent.state / name, kind, victim)
+    assert loop(agent).denied  # the guard is on again from the very next call
+    assert victim.read_bytes() == b"precious\n"
+    assert f"{name} was" in log_text(agent) and "moved aside" in log_text(agent)
+    assert (agent.state / name).is_file() and not (agent.state / name).is_symlink()
+
+
+def test_a_folder_made_writable_by_others_is_made_private_again(agent):
+    agent.run("Bash", bash("ls"), response={"stdout": "a"})
+    os.chmod(agent.state, 0o777)
+    assert loop(agent).denied
+    assert stat.S_IMODE(agent.state.stat().st_mode) == 0o700
+    assert "could be written by others (mode 777); made private" in log_text(agent)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a file of another user needs root to make")
+def test_what_others_planted_in_a_writable_folder_is_moved_aside(agent):
+    agent.run("Bash", bash("ls"), response={"stdout": "a"})
+    os.chmod(agent.state, 0o777)
+    planted = agent.state / "state.lock"
+    os.chown(planted, 4242, 4242)
+    assert loop(agent).denied
+    assert planted.stat().st_uid == os.getuid()
+    assert "planted by another user" in log_text(agent)
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling"])
+def test_a_state_folder_replaced_by_a_file_or_a_dangling_link_is_moved_aside(agent, tmp_path, kind):
+    if kind == "file":
+        agent.state.write_text("not a folder\n")
+    else:
+        agent.state.symlink_to(tmp_path / "nowhere")
+    assert loop(agent).denied
+    assert agent.state.is_dir() and not agent.state.is_symlink()
+    assert "moved aside" in log_text(agent)

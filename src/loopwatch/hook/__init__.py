@@ -98,7 +98,7 @@ class _Watchdog:
         self.data = b""
         self.fail_closed: bool | None = None
         self.answering = threading.Lock()
-        self.began = time.monotonic()
+        self.began = _started()
         self._timer: threading.Timer | None = None
         self.arm(within)
 
@@ -141,6 +141,22 @@ class _Watchdog:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _started() -> float:
+    """When this process was started, on `time.monotonic()`'s clock: the host's timeout
+    runs from then, and starting Python on a busy machine can take seconds. Linux
+    says (/proc); elsewhere, now."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - min(max(age, 0.0), 60.0)
 
 
 def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | None = None) -> int:
@@ -290,7 +306,11 @@ def _log(folder, event: str, session: str, text: str) -> None:
     try:
         from .state import private_file, secure_folder
 
-        secure_folder(folder)
+        repaired = secure_folder(folder)
+        if repaired:
+            line = (
+                "".join(f"{stamp} pid={os.getpid()} {event[:40]} session={session[:12]} {n}\n" for n in repaired) + line
+            )
         path = os.path.join(folder, "hook.log")
         try:
             if os.lstat(path).st_size > _LOG_LIMIT:

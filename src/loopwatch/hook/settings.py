@@ -15,7 +15,7 @@ The hook's own settings live in the `[hook]` table of the user's file::
     keep_days = 7.0        # sessions idle longer than this are pruned
     keep_sessions = 500    # at most this many (session, agent) states are kept
     trust_project = false  # true: a project's loopwatch.toml may loosen the guard too
-    answer_within = 20.0   # seconds: the hook answers by then whatever holds the state
+    answer_within = 25.0   # seconds from its start: the hook answers by then whatever holds the state
 
 Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_CONFIG` (the
 user's configuration file), `LOOPWATCH_PROFILE` (`attended` or `unattended`, wins
@@ -34,10 +34,11 @@ __all__ = ["HookSettings", "detect_profile", "load", "state_dir"]
 #: The timeout `loopwatch install` writes for the hook (seconds): the host kills a hook
 #: that runs longer, and the call then goes through unchecked and unlogged.
 HOST_TIMEOUT = 30
-#: The hook answers within this many seconds of starting, whatever holds the state
-#: (a lock, a slow disk): it gives up, logs it, and fails open or closed as `fail`
-#: says. A third of the host's timeout is left for starting Python on a busy machine.
-ANSWER_WITHIN = 20.0
+#: The hook answers within this many seconds of being started (the host's clock, so
+#: starting Python counts), whatever holds the state (a lock, a slow disk): it gives
+#: up, logs it, and fails open or closed as `fail` says. 5 s of the host's timeout
+#: are left for writing that answer on a busy machine.
+ANSWER_WITHIN = 25.0
 
 
 class HookSettings:
