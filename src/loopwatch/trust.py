@@ -41,9 +41,11 @@ from typing import Any
 __all__ = [
     "ENV_NAMES",
     "MODES",
+    "load_config",
     "project_env",
     "read_project",
     "tighten",
+    "trust_project",
     "trusted_environ",
     "user_config",
 ]
@@ -246,3 +248,51 @@ def trust_project(mine: Mapping[str, Any]) -> bool:
     """Does the user's own table say a project's file may loosen the guard too?"""
     table = mine.get("hook")
     return isinstance(table, Mapping) and table.get("trust_project") is True
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    start: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    log: Callable[[str], None] | None = None,
+    **overrides: Any,
+) -> Any:
+    """The `Config` for a guard started by the user (`loopwatch run`, `mcp-proxy`):
+    `path` when given (the user named it: trusted), else the user's own file, which a
+    project's file found from `start` (default: the working directory) may only
+    tighten unless the user's file says `trust_project = true`. Keyword arguments
+    (the command line's) and `LOOPWATCH_MODE` in `env` (the user's) come last.
+    Raises `ConfigError`, also for a project file that cannot be read (the user
+    started this guard and is told; the run does not start unguarded)."""
+    from .configfile import apply_env, find_config, read_config_file
+    from .core.config import Config, ConfigError
+
+    if path:
+        from .configfile import load_config as load_trusted
+
+        return load_trusted(path, env=env, **overrides)
+    environ = os.environ if env is None else env
+    mine_path = user_config(environ)
+    source = mine_path if os.path.isfile(mine_path) else None
+    mine: dict[str, Any] = read_config_file(source) if source else {}
+    project = find_config(os.fspath(start) if start else os.getcwd())
+    if project is not None and source is not None and os.path.realpath(project) == os.path.realpath(source):
+        project = None
+    theirs = read_config_file(project) if project is not None else {}
+    if project is not None and log is not None:
+        log(f"{project}: {'trusted' if trust_project(mine) else 'may only tighten (not trusted)'}")
+    if theirs:
+        if trust_project(mine):
+            hook = {**(mine.get("hook") or {}), **(theirs.get("hook") or {})}
+            hook.pop("trust_project", None)
+            data = {**mine, **theirs, **({"hook": hook} if hook else {})}
+        else:
+            data, _ = tighten(mine, theirs)
+    else:
+        data = mine
+    try:
+        return apply_env(Config.make(data, **overrides), environ)
+    except ConfigError as exc:
+        named = project if theirs and trust_project(mine) else source
+        raise ConfigError(f"{named}: {exc}" if named else str(exc)) from None

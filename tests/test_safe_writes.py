@@ -1,0 +1,200 @@
+"""Running loopwatch in an untrusted checkout: every file it writes is written by
+`loopwatch.safefile` (no planted link followed, unique temporary names, modes kept or
+tightened, a linked settings file edited where it points), `install --project` writes
+no path of this machine, and `doctor` runs nothing a repository holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loopwatch import safefile
+from loopwatch.cli.install import install
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+
+def in_project(project: Path, *args: str, env: dict | None = None):
+    old = os.getcwd()
+    os.chdir(project)
+    try:
+        return CliRunner().invoke(install, list(args), catch_exceptions=False, env=env)
+    finally:
+        os.chdir(old)
+
+
+@pytest.fixture
+def project(tmp_path):
+    folder = tmp_path / "repo"
+    (folder / ".claude").mkdir(parents=True)
+    return folder
+
+
+# -- install --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", [".loopwatch.tmp", ".loopwatch.bak"])
+def test_install_never_writes_through_a_link_planted_beside_the_settings(project, tmp_path, planted):
+    victim = tmp_path / "outside.txt"
+    victim.write_text("precious\n")
+    settings = project / ".claude" / "settings.json"
+    settings.write_text('{"model": "opus"}\n')
+    (project / ".claude" / f"settings.json{planted}").symlink_to(victim)
+    done = in_project(project, "claude-code", "--project")
+    assert done.exit_code == 0, done.output
+    assert victim.read_text() == "precious\n"
+    assert "loopwatch hook" in settings.read_text()
+
+
+def test_install_keeps_a_private_settings_file_private(tmp_path):
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"model": "opus"}\n')
+    os.chmod(settings, 0o600)
+    old = os.umask(0o022)
+    try:
+        done = CliRunner().invoke(install, ["claude-code", "--settings", str(settings)], catch_exceptions=False)
+    finally:
+        os.umask(old)
+    assert done.exit_code == 0, done.output
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+    backup = tmp_path / "settings.json.loopwatch.bak"
+    assert backup.read_text() == '{"model": "opus"}\n' and stat.S_IMODE(backup.stat().st_mode) == 0o600
+
+
+def test_a_new_settings_file_is_private(tmp_path):
+    settings = tmp_path / "new" / "settings.json"
+    old = os.umask(0)
+    try:
+        done = CliRunner().invoke(install, ["claude-code", "--settings", str(settings)], catch_exceptions=False)
+    finally:
+        os.umask(old)
+    assert done.exit_code == 0, done.output
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+
+
+def test_a_linked_settings_file_is_edited_where_it_points(tmp_path):
+    dotfiles = tmp_path / "dotfiles" / "claude.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"model": "opus"}\n')
+    link = tmp_path / "home" / ".claude" / "settings.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    done = CliRunner().invoke(install, ["claude-code", "--settings", str(link)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert link.is_symlink() and "loopwatch hook" in dotfiles.read_text()
+
+
+def test_a_project_settings_link_out_of_the_project_is_refused(project, tmp_path):
+    outside = tmp_path / "users-own.json"
+    outside.write_text('{"model": "opus"}\n')
+    (project / ".claude" / "settings.json").symlink_to(outside)
+    done = in_project(project, "claude-code", "--project")
+    assert done.exit_code == 2 and "links out of" in done.output and "Traceback" not in done.output
+    assert outside.read_text() == '{"model": "opus"}\n'
+
+
+def test_concurrent_installs_leave_valid_settings_and_no_traceback(tmp_path):
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"model": "opus"}\n')
+    env = {**os.environ, "PYTHONPATH": SRC}
+    argv = [sys.executable, "-m", "loopwatch", "install", "claude-code", "--settings", str(settings)]
+    results: list[subprocess.CompletedProcess] = []
+
+    def one() -> None:
+        results.append(subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False))
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(r.returncode == 0 and "Traceback" not in r.stderr for r in results), [r.stderr for r in results]
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and len(data["hooks"]["PreToolUse"]) == 1
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_install_project_writes_no_path_of_this_machine(project):
+    done = in_project(project, "claude-code", "--project")
+    assert done.exit_code == 0, done.output
+    text = (project / ".claude" / "settings.json").read_text()
+    commands = {h["command"] for groups in json.loads(text)["hooks"].values() for g in groups for h in g["hooks"]}
+    assert commands == {"loopwatch hook claude-code"}
+    assert sys.executable not in text and str(project) not in text
+
+
+def test_install_local_keeps_this_machines_interpreter(project):
+    done = in_project(project, "claude-code", "--local")
+    assert done.exit_code == 0, done.output
+    assert sys.executable in (project / ".claude" / "settings.local.json").read_text()
+
+
+# -- run --record -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["symlink", "device"])
+def test_run_record_never_replaces_a_link_or_a_device(tmp_path, kind):
+    target = tmp_path / "record.json"
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    if kind == "symlink":
+        target.symlink_to(victim)
+    else:
+        target = Path("/dev/null")
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "run", "--record", str(target), "--", sys.executable, "-c", "pass"],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    if kind == "symlink":
+        assert target.is_symlink() and victim.read_text() == "precious\n"
+    else:
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_run_record_keeps_an_existing_records_mode(tmp_path):
+    target = tmp_path / "record.json"
+    target.write_text("{}\n")
+    os.chmod(target, 0o600)
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "run", "--record", str(target), "--", sys.executable, "-c", "pass"],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(target.read_text())["ended_by"] == "exit"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+# -- the helper itself ------------------------------------------------------------------------------
+
+
+def test_the_helper_refuses_a_fifo(tmp_path):
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    with pytest.raises(safefile.UnsafeWrite, match="not a regular file"):
+        safefile.write(fifo, "x")
+
+
+def test_the_helper_leaves_no_temporary_file_when_it_fails(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "target").mkdir()
+    with pytest.raises(safefile.UnsafeWrite):
+        safefile.write(folder / "target", "x")
+    assert sorted(p.name for p in folder.iterdir()) == ["target"]
