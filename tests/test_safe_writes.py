@@ -140,15 +140,20 @@ def test_install_local_keeps_this_machines_interpreter(project):
 # -- run --record -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["symlink", "device"])
+@pytest.mark.parametrize("kind", ["symlink", "device", "fifo"])
 def test_run_record_never_replaces_a_link_or_a_device(tmp_path, kind):
+    # Never the real /dev/null: a regression would replace it for the whole machine.
     target = tmp_path / "record.json"
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     if kind == "symlink":
         target.symlink_to(victim)
+    elif kind == "fifo":
+        os.mkfifo(target)
     else:
-        target = Path("/dev/null")
+        if os.getuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     done = subprocess.run(
         [sys.executable, "-m", "loopwatch", "run", "--record", str(target), "--", sys.executable, "-c", "pass"],
         env={**os.environ, "PYTHONPATH": SRC},
@@ -161,7 +166,8 @@ def test_run_record_never_replaces_a_link_or_a_device(tmp_path, kind):
     if kind == "symlink":
         assert target.is_symlink() and victim.read_text() == "precious\n"
     else:
-        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+        kept = os.lstat(target).st_mode
+        assert stat.S_ISCHR(kept) if kind == "device" else stat.S_ISFIFO(kept)
 
 
 def test_run_record_keeps_an_existing_records_mode(tmp_path):
