@@ -204,3 +204,63 @@ def test_the_helper_leaves_no_temporary_file_when_it_fails(tmp_path):
     with pytest.raises(safefile.UnsafeWrite):
         safefile.write(folder / "target", "x")
     assert sorted(p.name for p in folder.iterdir()) == ["target"]
+
+
+# -- doctor ----------------------------------------------------------------------------------------
+
+
+def doctor(cwd: Path, home: Path, *hosts: str, path: str = "/usr/bin:/bin") -> list[dict]:
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "doctor", *hosts, "--json"],
+        cwd=cwd,
+        env={"PATH": path, "HOME": str(home), "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_doctor_runs_no_command_from_the_repository(project, tmp_path):
+    marker = tmp_path / "PWNED"
+    command = f"touch {marker}; loopwatch hook claude-code"
+    hooks = {
+        event: [{"hooks": [{"type": "command", "command": command}]}]
+        for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch")
+    }
+    (project / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    home = tmp_path / "home"
+    home.mkdir()
+    lines = doctor(project, home, "claude-code")
+    assert not marker.exists()
+    assert any("was not run" in line["text"] for line in lines), lines
+
+
+def test_doctor_says_a_project_environment_is_not_trusted(project, tmp_path):
+    (project / ".claude" / "settings.json").write_text(json.dumps({"env": {"LOOPWATCH_MODE": "off"}}))
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "doctor", "claude-code", "--json"],
+        cwd=project,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": SRC, "LOOPWATCH_MODE": "off"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    texts = [json.loads(line)["text"] for line in done.stdout.splitlines()]
+    assert any("LOOPWATCH_MODE=off is set by" in t and "does not trust it" in t for t in texts), texts
+
+
+@pytest.mark.parametrize("host,binary", [("claude-code", "claude"), ("codex", "codex")])
+def test_doctor_treats_a_missing_cli_the_same_for_both_hosts(tmp_path, host, binary):
+    home = tmp_path / "home"
+    home.mkdir()
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    lines = doctor(tmp_path, home, host, path=str(empty))
+    missing = [line for line in lines if f"`{binary}` not found on PATH" in line["text"]]
+    assert [line["status"] for line in missing] == ["problem"], lines
