@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hook_support import Agent, bash, user_config
@@ -278,3 +279,49 @@ def test_a_state_folder_replaced_by_a_file_or_a_dangling_link_is_moved_aside(age
     assert loop(agent).denied
     assert agent.state.is_dir() and not agent.state.is_symlink()
     assert "moved aside" in log_text(agent)
+
+
+# -- run and mcp-proxy: the same trust rule as the hook --------------------------------------------
+
+
+def _run_loop(folder, home) -> subprocess.CompletedProcess:
+    agent_script = Path(__file__).resolve().parent / "agents" / "retry_forever.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "XDG_"))}
+    env.update(HOME=str(home), PYTHONPATH=str(Path(__file__).resolve().parent.parent / "src"))
+    return subprocess.run(
+        [sys.executable, "-m", "loopwatch", "run", "--max-runtime", "20", "--", sys.executable, str(agent_script)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_run_does_not_let_a_project_file_switch_it_off(tmp_path):
+    (tmp_path / "loopwatch.toml").write_text('mode = "off"\n[signals.repeated_lines]\nrepeats = 1000\n')
+    done = _run_loop(tmp_path, tmp_path / "home")
+    assert done.returncode == 86, done.stderr[-500:]  # ended as a loop, as with no file at all
+
+
+def test_run_follows_a_project_file_the_user_trusts(tmp_path):
+    mine = tmp_path / "home" / ".config" / "loopwatch" / "loopwatch.toml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("[hook]\ntrust_project = true\n")
+    (tmp_path / "loopwatch.toml").write_text('mode = "off"\n')
+    done = _run_loop(tmp_path, tmp_path / "home")
+    assert done.returncode == 88, done.stderr[-500:]  # not stopped: it ran to --max-runtime
+
+
+def test_mcp_proxy_reads_config_by_the_same_rule(tmp_path, monkeypatch):
+    from loopwatch import trust
+
+    (tmp_path / "loopwatch.toml").write_text('mode = "off"\nprofile = "unattended"\n')
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("LOOPWATCH_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("LOOPWATCH_MODE", raising=False)
+    config = trust.load_config(start=tmp_path)
+    assert config.mode == "enforce" and config.profile == "unattended"  # loosening ignored, tightening kept
+    source = Path(__file__).resolve().parent.parent / "src" / "loopwatch" / "cli" / "mcp_proxy.py"
+    assert "from ..trust import load_config" in source.read_text()
