@@ -108,9 +108,9 @@ def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
         else:
             lines.extend(_project_command(found.get("PostToolUse", next(iter(found.values())))[0], env, cwd))
     untrusted = trust.project_env([str(cwd)], env)
-    for name, (value, path) in untrusted.items():
+    for name, (value, setter) in untrusted.items():
         lines.append(
-            Line("info", f"{name}={value} is set by {path}: the hook does not trust it (a project may only tighten)")
+            Line("info", f"{name}={value} is set by {setter}: the hook does not trust it (a project may only tighten)")
         )
     if env.get("LOOPWATCH_MODE", "").strip().lower() == "off" and "LOOPWATCH_MODE" not in untrusted:
         lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
