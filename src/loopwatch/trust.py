@@ -283,6 +283,10 @@ def load_config(
     if project is not None and log is not None:
         log(f"{project}: {'trusted' if trust_project(mine) else 'may only tighten (not trusted)'}")
     if theirs:
+        try:
+            Config.make(theirs)  # a broken project file is told, even where only its tightening counts
+        except ConfigError as exc:
+            raise ConfigError(f"{project}: {exc}") from None
         if trust_project(mine):
             hook = {**(mine.get("hook") or {}), **(theirs.get("hook") or {})}
             hook.pop("trust_project", None)
