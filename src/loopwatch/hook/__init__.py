@@ -10,8 +10,9 @@ a stop as `continue: false`. Installed by `loopwatch install`.
 It never gets in the way: any internal error, a locked or damaged database, a
 malformed payload or an unknown event means "allow", with one line in
 `hook.log` in the state folder. With `fail = "closed"` in `[hook]`, a PreToolUse
-call loopwatch could not check is denied instead. `LOOPWATCH_MODE=off` returns at
-once.
+call loopwatch could not check is denied instead, also when it cannot answer within
+`[hook] answer_within` seconds (a watchdog answers for it). `LOOPWATCH_MODE=off`
+returns at once, unless a project's Claude Code settings set it (`loopwatch.trust`).
 
 This module is on the hot path: it imports only the standard library and
 the loopwatch core, never click or rich.
@@ -44,8 +45,9 @@ Profile:  attended (nudge, then block); unattended (nudge, then stop) for
           `claude -p` and `codex exec`; force with LOOPWATCH_PROFILE.
 Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
           $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout, keep_days,
-          keep_sessions, trust_project. A project's loopwatch.toml may only tighten
-          the guard unless trust_project = true there.
+          keep_sessions, trust_project, answer_within (25 s: it answers by then,
+          whatever holds its state). A project's loopwatch.toml, and the "env" of a
+          project's .claude/settings.json, may only tighten the guard.
 """
 
 
