@@ -71,6 +71,18 @@ def test_a_project_cannot_switch_the_guard_off_through_claude_settings_env(agent
     assert "LOOPWATCH_MODE set by" in log_text(agent) and "not trusted" in log_text(agent)
 
 
+@pytest.mark.parametrize("where", ["HOME", "CLAUDE_CONFIG_DIR"])
+def test_a_project_cannot_pass_its_settings_off_as_the_users(agent, where):
+    # HOME (or CLAUDE_CONFIG_DIR) pointed at the project makes its .claude/settings.json
+    # look like the user's own ~/.claude/settings.json, which is trusted.
+    value = str(agent.cwd) if where == "HOME" else str(agent.cwd / ".claude")
+    folder = agent.cwd / ".claude"
+    folder.mkdir()
+    (folder / "settings.json").write_text(json.dumps({"env": {where: value, "LOOPWATCH_MODE": "off"}}))
+    agent.extra_env.update({where: value, "LOOPWATCH_MODE": "off"})
+    assert loop(agent).denied
+
+
 def test_the_users_own_environment_still_switches_it_off(agent):
     agent.extra_env["LOOPWATCH_MODE"] = "off"
     assert not loop(agent).denied

@@ -116,7 +116,7 @@ def project_env(folders: list[str], env: Mapping[str, str]) -> dict[str, tuple[s
                 sets = {k: v for k, v in _settings_env(path).items() if k in wanted and env.get(k) == v}
                 if not sets:
                     continue
-                own = _user_claude_settings(env) if own is None else own
+                own = _user_claude_settings(env, folders) if own is None else own
                 if os.path.realpath(path) in own:
                     continue
                 for key, value in sets.items():
@@ -128,14 +128,22 @@ def project_env(folders: list[str], env: Mapping[str, str]) -> dict[str, tuple[s
     return found
 
 
-def _user_claude_settings(env: Mapping[str, str]) -> set[str]:
+def _user_claude_settings(env: Mapping[str, str], folders: list[str]) -> set[str]:
     """The user's own Claude Code settings files (trusted: they are not a project's),
-    found from the account's home, not from `$HOME` (which a project may set)."""
-    homes = {_home({}), os.path.expanduser("~")}
-    bases = {os.path.join(h, ".claude") for h in homes}
-    if env.get("CLAUDE_CONFIG_DIR"):
-        bases.add(env["CLAUDE_CONFIG_DIR"])
+    found from the account's home, not from `$HOME` (which a project may set), and
+    `$CLAUDE_CONFIG_DIR` unless it points into the project."""
+    bases = {os.path.join(_account_home(), ".claude")}
+    config_dir = env.get("CLAUDE_CONFIG_DIR")
+    if config_dir:
+        real = os.path.realpath(config_dir)
+        if not any(real == f or real.startswith(f + os.sep) for f in map(os.path.realpath, folders)):
+            bases.add(config_dir)
     return {os.path.realpath(os.path.join(b, n)) for b in bases for n in ("settings.json", "settings.local.json")}
+
+
+def _account_home() -> str:
+    """The home folder of this account, from the password database (not `$HOME`)."""
+    return _home({})
 
 
 def _settings_env(path: str) -> dict[str, str]:
@@ -178,7 +186,7 @@ def trusted_environ(
     for name, (value, path) in found.items():
         del env[name]
         if name == "HOME":
-            env[name] = _home({})
+            env[name] = _account_home()
         if name == "LOOPWATCH_MODE" and value.strip().lower() in MODES[1:]:
             keep["mode"] = value.strip().lower()
         elif name == "LOOPWATCH_PROFILE" and value.strip().lower() == "unattended":
