@@ -65,7 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     from ..trust import trusted_environ
 
     notes: list[str] = []
-    tightened = trusted_environ(os.environ, _project_folders(), notes.append)
+    try:
+        tightened = trusted_environ(os.environ, _project_folders(), notes.append)
+    except Exception as exc:  # noqa: BLE001 - cannot tell who set it: nothing that loosens is believed
+        tightened = {}
+        for name in ("LOOPWATCH_MODE", "LOOPWATCH_PROFILE"):
+            os.environ.pop(name, None)
+        notes.append(f"project settings not read ({type(exc).__name__}); LOOPWATCH_MODE/PROFILE ignored")
     if os.environ.get("LOOPWATCH_MODE", "").strip().lower() == "off":
         _drain()
         return 0
