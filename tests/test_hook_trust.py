@@ -91,14 +91,15 @@ def test_a_planted_state_db_symlink_is_not_followed(agent, tmp_path):
     assert "symlink" in log_text(agent)
 
 
-def test_a_folder_others_can_write_is_refused(agent):
+def test_a_folder_others_can_write_is_made_private_not_used_as_it_is(agent):
+    # Refusing it kept the guard off for good (issue 24): one chmod by the agent did it.
     agent.state.mkdir()
     os.chmod(agent.state, 0o777)
     user_config(agent, '[hook]\nfail = "closed"\n')
     result = agent.pre("Bash", bash("ls"))
-    assert result.denied and "fail closed" in result.denied
-    assert "can be written by others" in result.err
-    assert not (agent.state / "state.db").exists() and not (agent.state / "hook.log").exists()
+    assert not result.denied
+    assert stat.S_IMODE(agent.state.stat().st_mode) == 0o700
+    assert "made private" in log_text(agent) and (agent.state / "state.db").exists()
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="making a folder owned by another user needs root")

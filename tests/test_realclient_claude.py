@@ -376,3 +376,30 @@ def test_the_same_error_from_varied_calls_is_only_nudged_by_default(tmp_path, cl
     assert any(_mentions_loopwatch(t) for t in turns)  # the nudge reached the model
     assert run.result["terminal_reason"] != "hook_stopped" and not run.result["permission_denials"]
     assert machine.status()[""]["stops"] == 0
+
+
+@pytest.mark.parametrize(
+    "variable,value,file",
+    [
+        ("LOOPWATCH_MODE", "off", "settings.json"),
+        ("LOOPWATCH_MODE", "off", "settings.local.json"),
+        ("LOOPWATCH_PROFILE", "attended", "settings.json"),
+    ],
+)
+def test_a_projects_claude_settings_env_cannot_switch_the_guard_off(tmp_path, claude, scripts, variable, value, file):
+    """Claude Code hands a project's `"env"` to every hook; the agent can write that
+    file. Whatever it sets there, the unattended loop still ends at the fourth call."""
+    with ScriptedAnthropic(scripts) as server:
+        machine = _machine(tmp_path, server, claude)
+        (machine.work / ".claude").mkdir()
+        (machine.work / ".claude" / file).write_text(json.dumps({"env": {variable: value}}))
+        run = machine.claude("SCENARIO:loop do the task")
+        turns = server.of("loop")
+    assert [t.answered for t in turns] == ["tool:Bash"] * 4, [t.answered for t in turns]
+    calls = tool_uses(run.lines)
+    assert tool_results(run.lines)[calls[-1]["id"]]["text"].startswith("loopwatch stopped the run")
+    assert run.result["terminal_reason"] == "hook_stopped"
+    row = machine.status()[""]
+    assert row["profile"] == "unattended" and row["stops"] == 1
+    log = (machine.state_dir / "hook.log").read_text()
+    assert f"{variable} set by" in log and "not trusted" in log

@@ -7,14 +7,15 @@ the framework guards:
 - `find_config(start)`: `loopwatch.toml`, or a `pyproject.toml` with `[tool.loopwatch]`,
   in `start` or the nearest folder above it;
 - `read_config_file(path)`: the table of settings in such a file (one clear
-  `ConfigError` for a file that is unreadable, not UTF-8, not TOML, or whose `tool` or
-  `tool.loopwatch` is not a table);
+  `ConfigError` for a file that is unreadable, not a regular file, larger than 1 MiB,
+  nested deeper than 32 levels, not UTF-8, not TOML, or whose `tool` or
+  `tool.loopwatch` is not a table: a project's file is written by whoever wrote the
+  project, so reading it is bounded in time and memory);
 - `apply_env(config, env)`: `LOOPWATCH_MODE` (`off`, `warn`, `enforce`) overrides the mode;
 - `load_config(...)`: the three together, the usual way in.
 
-What it deliberately does not decide: which file a live hook may trust (the agent being
-guarded can write a project's file): `loopwatch.hook.settings` reads the user's file and
-a project's only as its trust rule says, with the same two readers.
+What it deliberately does not decide: which file may be trusted (the agent being guarded
+can write a project's file): `loopwatch.trust` says, with the same two readers.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from .core.config import MODES, Config, ConfigError
 
-__all__ = ["apply_env", "find_config", "load_config", "read_config_file"]
+__all__ = ["FileRefused", "apply_env", "find_config", "load_config", "read_config_file"]
 
 
 def find_config(start: str | os.PathLike[str]) -> str | None:
@@ -39,36 +40,93 @@ def find_config(start: str | os.PathLike[str]) -> str | None:
         pyproject = os.path.join(folder, "pyproject.toml")
         if os.path.isfile(pyproject):
             try:
-                import tomllib
-
-                with open(pyproject, "rb") as fh:
-                    tool = tomllib.load(fh).get("tool", {})
+                tool = _parse(pyproject).get("tool", {})
+            except FileRefused:
+                return pyproject  # too big or too deep to tell: reading it says so
+            except ConfigError:
+                pass
+            else:
                 # a `tool` that is not a table is reported when the file is read
                 if not isinstance(tool, dict) or "loopwatch" in tool:
                     return pyproject
-            except (OSError, ValueError):
-                pass
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
 
 
+#: A configuration file larger than this, or nested deeper, is refused unread: a
+#: project's file can be written by the agent being guarded, and the hook reads it on
+#: every call (a sparse 1 GiB file cost 5-25 s and 2 GB per call; nesting past
+#: Python's recursion limit escaped as RecursionError). Real ones are a few KiB deep 3.
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 32
+
+
+class FileRefused(ConfigError):
+    """A configuration file not read at all: not a regular file, too big or too deep."""
+
+
+def _parse(source: str) -> dict[str, Any]:
+    """The TOML document in `source`, read within `MAX_BYTES` and `MAX_DEPTH`."""
+    import stat
+    import tomllib
+
+    try:
+        # O_NONBLOCK: a FIFO planted under the name must not hang the reader.
+        fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused(f"{source}: not a regular file; not read")
+        if info.st_size > MAX_BYTES:
+            raise FileRefused(
+                f"{source}: {info.st_size} bytes, over the {MAX_BYTES >> 20} MiB a configuration may have; not read"
+            )
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:
+        raise FileRefused(f"{source}: over the {MAX_BYTES >> 20} MiB a configuration may have; not read")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from None
+    try:
+        parsed = tomllib.loads(text)
+    except RecursionError:
+        raise FileRefused(f"{source}: nested deeper than {MAX_DEPTH} levels; not read") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    if _depth(parsed) > MAX_DEPTH:
+        raise FileRefused(f"{source}: nested deeper than {MAX_DEPTH} levels; not read")
+    return parsed
+
+
+def _depth(value: Any) -> int:
+    """How deep tables and arrays nest in `value`, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_DEPTH:
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The table of settings in `path`: the whole file for `loopwatch.toml`,
     `[tool.loopwatch]` for a `pyproject.toml`. Raises `ConfigError`, naming the file."""
-    import tomllib
-
     source = os.fspath(path)
-    try:
-        with open(source, "rb") as fh:
-            parsed = tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    parsed = _parse(source)
     if os.path.basename(source) != "pyproject.toml":
         return parsed
     tool = parsed.get("tool", {})

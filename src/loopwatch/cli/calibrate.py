@@ -424,10 +424,12 @@ def _toml(value: Any) -> str:
 def _write(path: str, report: dict, cases: list) -> None:
     command = "loopwatch calibrate " + " ".join(sys.argv[1:])
     text = calibration_toml(report, report["sessions"], command)
+    from .. import safefile
+
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        safefile.write(path, text)
+    except safefile.UnsafeWrite as exc:
+        raise click.UsageError(f"--write {exc}") from None
     except OSError as exc:
         raise click.UsageError(f"--write {path}: cannot write: {exc.strerror or exc}") from None
 

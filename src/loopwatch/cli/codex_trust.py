@@ -18,7 +18,6 @@ Not handled: hooks.json files other than `$CODEX_HOME/hooks.json` and a project'
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -122,20 +121,12 @@ def untrust(config: Path, gone: list[Entry]) -> str | None:
 
 
 def write(config: Path, text: str) -> None:
-    """Replace `config` atomically, keeping its mode (0600 for a new one) and the
-    previous version as `config.toml.loopwatch.bak`."""
-    config.parent.mkdir(parents=True, exist_ok=True)
-    mode = 0o600
-    if config.exists():
-        mode = config.stat().st_mode & 0o777
-        backup = config.with_name(config.name + ".loopwatch.bak")
-        backup.write_bytes(config.read_bytes())
-        os.chmod(backup, mode)
-    temporary = config.with_name(config.name + ".loopwatch.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(temporary, config)
+    """Replace `config` atomically by `loopwatch.safefile`, keeping its mode (0600 for
+    a new one) and the previous version as `config.toml.loopwatch.bak`; a symlinked
+    config.toml is edited where it points."""
+    from .. import safefile
+
+    safefile.write(config, text, links="edit", backup=True)
 
 
 # -- text editing -------------------------------------------------------------------------

@@ -9,7 +9,8 @@ what is wrong and what to do; the exit status is 0 when there is none, 1 otherwi
 (2 for bad usage).
 
 It only reads: settings are never changed, and the dry run writes only to its own
-temporary folder. It does not start the agent itself, so it cannot tell whether the
+temporary folder. It runs the hook command of the user's own settings only: a
+command found in a project's settings is the repository's, and is never run. It does not start the agent itself, so it cannot tell whether the
 agent honours what the hook answers (the real-client tests pin that).
 """
 
@@ -25,6 +26,7 @@ from typing import Any, NamedTuple
 
 import click
 
+from .. import trust
 from ..hosts import claude_code
 from .dry_run import dry_run
 from .install import is_ours, settings_path
@@ -45,12 +47,13 @@ class Line(NamedTuple):
 
 def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
     """Claude Code: the hook in its settings files (user, project, local), runnable,
-    and `claude --version`."""
+    and `claude --version`. Only the user's own command is run: a project's settings
+    are the repository's, and nothing from a repository is run (`loopwatch.trust`)."""
     lines: list[Line] = []
-    files = [settings_path("claude-code", "user")] + [
-        cwd / p for p in (".claude/settings.json", ".claude/settings.local.json")
-    ]
+    user_file = settings_path("claude-code", "user")
+    files = [user_file] + [cwd / p for p in trust.CLAUDE_PROJECT_FILES]
     found: dict[str, list[str]] = {}  # event -> the loopwatch commands hooked on it
+    mine: list[str] = []  # the commands of the user's own file
     where: list[Path] = []
     for path in files:
         if not path.exists():
@@ -70,6 +73,8 @@ def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
             where.append(path)
         for event, cmds in commands.items():
             found.setdefault(event, []).extend(cmds)
+            if path == user_file:
+                mine.extend(cmds)
     if not found:
         lines.append(Line("problem", "the hook is not installed: run `loopwatch install claude-code`"))
     else:
@@ -98,11 +103,57 @@ def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
                     "(user and project settings both?): each call is then counted by each",
                 )
             )
-        command = found.get("PostToolUse", next(iter(found.values())))[0]
-        lines.append(_dry_run(command, env, cwd))
-    if env.get("LOOPWATCH_MODE", "").strip().lower() == "off":
+        if mine:
+            lines.append(_dry_run(mine[0], env, cwd))
+        else:
+            lines.extend(_project_command(found.get("PostToolUse", next(iter(found.values())))[0], env, cwd))
+    untrusted = trust.project_env([str(cwd)], env)
+    for name, (value, setter) in untrusted.items():
+        lines.append(
+            Line("info", f"{name}={value} is set by {setter}: the hook does not trust it (a project may only tighten)")
+        )
+    if env.get("LOOPWATCH_MODE", "").strip().lower() == "off" and "LOOPWATCH_MODE" not in untrusted:
         lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
     lines.append(_version(env))
+    return lines
+
+
+def _project_command(command: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
+    """A hook installed only in a project's settings: its command is the repository's,
+    so it is not run. Said instead: whether it is the portable `loopwatch hook ...`
+    (what `install --project` writes) and whether this machine's `loopwatch` runs."""
+    import shlex
+
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        argv = []
+    lines = [
+        Line(
+            "info",
+            f"the hook command in the project's settings was not run (doctor runs nothing from a repository): {command[:200]}",
+        )
+    ]
+    if argv[:1] != ["loopwatch"]:
+        lines.append(
+            Line(
+                "problem",
+                "the project's hook command names a program of its own, which may not exist on a teammate's machine: "
+                "reinstall with `loopwatch install claude-code --project`",
+            )
+        )
+        return lines
+    binary = shutil.which("loopwatch", path=env.get("PATH"))
+    inside = binary is not None and os.path.realpath(binary).startswith(os.path.realpath(cwd) + os.sep)
+    if inside:
+        lines.append(Line("problem", f"the `loopwatch` on PATH here is the repository's ({binary}): not run"))
+        return lines
+    if binary is None:
+        lines.append(
+            Line("problem", "`loopwatch` is not on PATH here, so the project's hook cannot run: install loopwatch")
+        )
+        return lines
+    lines.append(_dry_run(shlex.join([binary, *argv[1:]]), env, cwd))
     return lines
 
 
@@ -198,7 +249,7 @@ def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
 def _version(env: Mapping[str, str]) -> Line:
     binary = shutil.which("claude", path=env.get("PATH"))
     if binary is None:
-        return Line("info", "`claude` is not on PATH: its version is unknown")
+        return Line("problem", "`claude` not found on PATH (the hook needs Claude Code itself to run it)")
     try:
         done = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, env=dict(env), timeout=_VERSION_TIMEOUT, check=False

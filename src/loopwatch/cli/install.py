@@ -22,12 +22,15 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from .. import safefile
+from ..hook.settings import HOST_TIMEOUT
 from ..hosts import claude_code, codex
 
 __all__ = ["OURS", "install", "merge", "remove", "uninstall"]
@@ -40,15 +43,19 @@ EVENTS = {
     "codex": codex.HOOK_EVENTS,
 }
 _TOOL_EVENTS = claude_code.TOOL_EVENTS
-_TIMEOUT = 30  # seconds; the hook itself waits at most busy_timeout (10 s) for the database
+_TIMEOUT = HOST_TIMEOUT  # the hook answers well within it (`[hook] answer_within`)
 
 #: How an entry is recognised as loopwatch's own: its command runs `loopwatch hook`.
 OURS = re.compile(r"(?:^|[\s/\\])loopwatch(?:\.exe)?\s+hook\b")
 
 
-def default_command(agent: str) -> str:
-    """The interpreter that runs this command, so the hook finds this loopwatch
-    whatever the agent's PATH is."""
+def default_command(agent: str, scope: str = "user") -> str:
+    """For the user's own settings (and `--local`, never shared), the interpreter that
+    runs this command, so the hook finds this loopwatch whatever the agent's PATH is.
+    For a project's shared settings, `loopwatch hook AGENT`: no path of this machine,
+    so the same file works on a teammate's (whose `loopwatch` is on PATH)."""
+    if scope == "project":
+        return f"loopwatch hook {agent}"
     return f"{shlex.quote(sys.executable)} -m loopwatch hook {agent}"
 
 
@@ -117,11 +124,15 @@ def merge(settings: dict, agent: str, command: str) -> dict:
     return out
 
 
-def _read(path: Path) -> dict:
-    if not path.exists():
+def _read(path: Path, inside: Path | None = None) -> dict:
+    try:
+        target = safefile.check(path, links="edit", inside=inside)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; nothing was changed") from None
+    if not target.exists():
         return {}
     try:
-        text = path.read_text(encoding="utf-8")
+        text = target.read_text(encoding="utf-8")
     except OSError as exc:
         raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not text.strip():
@@ -135,22 +146,42 @@ def _read(path: Path) -> dict:
     return data
 
 
-def _write(path: Path, before: dict, after: dict, dry_run: bool) -> bool:
+def _write(path: Path, before: dict, after: dict, dry_run: bool, inside: Path | None = None) -> bool:
+    """Write the settings by `loopwatch.safefile`: no link planted beside the file is
+    followed, its mode is kept (a new one is 0600), a symlinked settings file is
+    edited where it points (within `inside`, a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
     text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
     if dry_run:
         click.echo(text, nl=False)
         return True
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        backup = path.with_name(path.name + ".loopwatch.bak")
-        backup.write_bytes(path.read_bytes())
-        click.echo(f"backup: {backup}")
-    temporary = path.with_name(path.name + ".loopwatch.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)  # never a half-written settings file
+    try:
+        kept = safefile.write(path, text, links="edit", backup=True, inside=inside)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; nothing was changed") from None
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot write: {exc.strerror or exc}; nothing was changed") from None
+    if kept is not None:
+        click.echo(f"backup: {kept}")
     return True
+
+
+def _write_trust(config: Path, text: str) -> None:
+    from . import codex_trust
+
+    try:
+        codex_trust.write(config, text)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; Codex's trust was not recorded") from None
+    except OSError as exc:
+        raise click.ClickException(f"{config}: cannot write: {exc.strerror or exc}") from None
+
+
+class BadInput(click.ClickException):
+    """One line, exit status 2."""
+
+    exit_code = 2
 
 
 _AGENT = click.argument("agent", type=click.Choice(["claude-code", "codex"]))
@@ -174,6 +205,11 @@ _FILE = click.option(
     help="Write this settings file instead.",
 )
 _DRY = click.option("--dry-run", is_flag=True, help="Print the new settings instead of writing them.")
+
+
+def _project(scope: str, settings_file: Path | None) -> Path | None:
+    """The folder a project's settings file (or a link there) must stay within."""
+    return Path.cwd() if scope in ("project", "local") and settings_file is None else None
 
 
 def _target(agent: str, scope: str, settings_file: Path | None) -> Path:
@@ -212,12 +248,20 @@ def install(agent: str, scope: str, settings_file: Path | None, command: str | N
     `loopwatch uninstall AGENT`.
     """
     path = _target(agent, scope, settings_file)
-    command = command or default_command(agent)
+    shared = scope == "project" and settings_file is None
+    command = command or default_command(agent, "project" if shared else "user")
+    if shared and not command.startswith("loopwatch "):
+        click.echo(f"note: {path} is shared, and this command may not run on another machine: {command}", err=True)
+    if shared and shutil.which("loopwatch") is None:
+        click.echo(
+            "note: `loopwatch` is not on PATH here; the project's hook runs `loopwatch hook ...` from PATH", err=True
+        )
     if not OURS.search(command):
         raise click.UsageError("--command must run `loopwatch hook` (that is how uninstall finds it)")
-    before = _read(path)
+    inside = _project(scope, settings_file)
+    before = _read(path, inside)
     after = merge(before, agent, command)
-    changed = _write(path, before, after, dry_run)
+    changed = _write(path, before, after, dry_run, inside)
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
@@ -269,7 +313,7 @@ def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict
             )
         return
     if text is not None:
-        codex_trust.write(config, text)
+        _write_trust(config, text)
     click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
     click.echo(
         f"{'trusted' if text is not None else 'already trusted'} in {config} (Codex runs only hooks it trusts; "
@@ -302,8 +346,9 @@ def uninstall(agent: str, scope: str, settings_file: Path | None, dry_run: bool)
     if not path.exists():
         click.echo(f"nothing to do: {path} does not exist")
         return
-    before = _read(path)
-    changed = _write(path, before, remove(before), dry_run)
+    inside = _project(scope, settings_file)
+    before = _read(path, inside)
+    changed = _write(path, before, remove(before), dry_run, inside)
     if not dry_run:
         click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
     if agent == "codex" and not dry_run:
@@ -313,5 +358,5 @@ def uninstall(agent: str, scope: str, settings_file: Path | None, dry_run: bool)
         config = codex_trust.config_path()
         text = codex_trust.untrust(config, codex_trust.entries(key_path, before, is_ours)) if key_path else None
         if text is not None:
-            codex_trust.write(config, text)
+            _write_trust(config, text)
             click.echo(f"removed loopwatch's hook trust from {config}")

@@ -8,8 +8,8 @@ from typing import Any, NoReturn
 
 import click
 
-from ..configfile import load_config
 from ..core.config import ConfigError
+from ..trust import load_config
 from ._common import WRAPPER_CONTEXT
 
 __all__ = ["mcp_proxy"]

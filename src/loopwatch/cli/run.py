@@ -10,9 +10,10 @@ from typing import Any
 
 import click
 
-from ..configfile import load_config
+from .. import safefile
 from ..core.config import ConfigError
 from ..supervise import FORMATS, Limits, Supervisor, write_record
+from ..trust import load_config
 from ._common import WRAPPER_CONTEXT
 
 __all__ = ["run"]
@@ -175,6 +176,10 @@ def run(
         folder = os.path.dirname(os.path.abspath(record_path))
         if not os.path.isdir(folder):
             raise click.BadParameter(f"folder {folder} does not exist", param_hint="--record")
+        try:
+            safefile.check(record_path)
+        except safefile.UnsafeWrite as exc:
+            raise click.BadParameter(str(exc), param_hint="--record") from None
     overrides: dict[str, Any] = {"mode": mode} if mode else {}  # Config fields
     try:
         config = load_config(config_path, **overrides)
@@ -200,8 +205,8 @@ def run(
         outcome.full_argv = record_argv
         try:
             write_record(record_path, outcome.record())
-        except OSError as exc:
-            supervisor.say(f"cannot write the record to {record_path}: {exc.strerror or exc}")
+        except (OSError, ValueError) as exc:
+            supervisor.say(f"cannot write the record to {record_path}: {getattr(exc, 'strerror', None) or exc}")
             supervisor.say(outcome.summary())
     else:
         supervisor.say(outcome.summary())

@@ -255,22 +255,52 @@ def trim(value: Any, depth: int = 0) -> Any:
     """A copy of a JSON value with bounded size: long strings keep their head and
     tail (4 KiB each), long lists and objects their first 256 items, deep nesting
     stops at 16 levels. Enough to tell calls and results apart, never the whole of
-    a huge file body or log."""
+    a huge file body or log: whatever is cut is replaced by a digest of all of it,
+    so two values that differ only in what was cut stay different."""
     if isinstance(value, str):
         if len(value) <= 2 * _STRING_KEEP:
             return value
-        return f"{value[:_STRING_KEEP]}\n…[{len(value)} chars]…\n{value[-_STRING_KEEP:]}"
+        return f"{value[:_STRING_KEEP]}\n…[{len(value)} chars {_digest(value)}]…\n{value[-_STRING_KEEP:]}"
     if depth >= _MAX_DEPTH and isinstance(value, (dict, list)):
-        return "…[nested]…"
+        return f"…[nested {_digest(value)}]…"
     if isinstance(value, dict):
         items = list(value.items())
         out = {str(k): trim(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
         if len(items) > _MAX_ITEMS:
-            out["…"] = f"{len(items) - _MAX_ITEMS} more keys"
+            out["…"] = f"{len(items) - _MAX_ITEMS} more keys, {_digest(dict(items[_MAX_ITEMS:]))}"
         return out
     if isinstance(value, list):
         out_list = [trim(v, depth + 1) for v in value[:_MAX_ITEMS]]
         if len(value) > _MAX_ITEMS:
-            out_list.append(f"…[{len(value) - _MAX_ITEMS} more items]")
+            out_list.append(f"…[{len(value) - _MAX_ITEMS} more items, {_digest(value[_MAX_ITEMS:])}]")
         return out_list
     return value
+
+
+_DIGEST_CHARS = 1 << 16  # a string is hashed in pieces: no second copy of a large input
+
+
+def _digest(value: Any) -> str:
+    """A digest of the whole of a JSON value, read without recursion (the nesting a
+    payload may have is the parser's limit, not ours) and in bounded pieces."""
+    import hashlib
+
+    hasher = hashlib.blake2b(digest_size=8)
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            hasher.update(b"s%d:" % len(item))
+            for start in range(0, len(item), _DIGEST_CHARS):
+                hasher.update(item[start : start + _DIGEST_CHARS].encode("utf-8", "surrogatepass"))
+        elif isinstance(item, dict):
+            hasher.update(b"{%d" % len(item))
+            for key, sub in reversed(list(item.items())):
+                stack.append(sub)
+                stack.append(str(key))
+        elif isinstance(item, list):
+            hasher.update(b"[%d" % len(item))
+            stack.extend(reversed(item))
+        else:
+            hasher.update(b"v" + repr(item).encode())
+    return hasher.hexdigest()

@@ -1,21 +1,9 @@
 """Where the hook keeps its state, which configuration it trusts, and which
 profile a session gets.
 
-Which configuration the hook trusts. The agent being guarded can write files in
-its own working directory, so a `loopwatch.toml` (or `[tool.loopwatch]` in a
-`pyproject.toml`) found there must not be able to switch its guard off. The hook
-reads, in this order:
-
-1. the user's own file: `$LOOPWATCH_CONFIG` if set (the environment the host was
-   started with, which the agent cannot change), else
-   `$XDG_CONFIG_HOME/loopwatch/loopwatch.toml` (`~/.config/loopwatch/loopwatch.toml`);
-2. the project's file, from the session's working directory up. It is **trusted**
-   (its settings replace the user's, as `loopwatch scan` reads them) only when the
-   user's file says `trust_project = true` in `[hook]`. Otherwise it may only
-   **tighten**: `mode` may go up (off < warn < enforce), `profile` may become
-   "unattended" (stop instead of block), `stop` may become true and `hook.fail`
-   "closed"; every other key of an untrusted project file (thresholds, tool
-   rules, `[hook]` limits) is ignored, and so is a project file that cannot be read.
+Which configuration the hook trusts is `loopwatch.trust`'s to say (the user's own
+file and environment are trusted; a project's loopwatch.toml, and the environment a
+project's `.claude/settings.json` sets, may only tighten).
 
 `loopwatch status` says which file set the mode (`HookSettings.origin`).
 
@@ -27,6 +15,7 @@ The hook's own settings live in the `[hook]` table of the user's file::
     keep_days = 7.0        # sessions idle longer than this are pruned
     keep_sessions = 500    # at most this many (session, agent) states are kept
     trust_project = false  # true: a project's loopwatch.toml may loosen the guard too
+    answer_within = 25.0   # seconds from its start: the hook answers by then whatever holds the state
 
 Environment: `LOOPWATCH_STATE_DIR` (the state folder), `LOOPWATCH_CONFIG` (the
 user's configuration file), `LOOPWATCH_PROFILE` (`attended` or `unattended`, wins
@@ -42,11 +31,21 @@ from typing import Any
 __all__ = ["HookSettings", "detect_profile", "load", "state_dir"]
 
 
+#: The timeout `loopwatch install` writes for the hook (seconds): the host kills a hook
+#: that runs longer, and the call then goes through unchecked and unlogged.
+HOST_TIMEOUT = 30
+#: The hook answers within this many seconds of being started (the host's clock, so
+#: starting Python counts), whatever holds the state (a lock, a slow disk): it gives
+#: up, logs it, and fails open or closed as `fail` says. 5 s of the host's timeout
+#: are left for writing that answer on a busy machine.
+ANSWER_WITHIN = 25.0
+
+
 class HookSettings:
     """The `[hook]` table, validated. A plain class: imported on every hook call.
     `origin` says, in a few words, which file set the mode (for `status` and logs)."""
 
-    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions", "trust_project")
+    NAMES = ("fail", "busy_timeout", "keep_days", "keep_sessions", "trust_project", "answer_within")
 
     def __init__(
         self,
@@ -55,9 +54,10 @@ class HookSettings:
         keep_days: float = 7.0,
         keep_sessions: int = 500,
         trust_project: bool = False,
+        answer_within: float = ANSWER_WITHIN,
     ) -> None:
         self.fail, self.busy_timeout, self.keep_days, self.keep_sessions = fail, busy_timeout, keep_days, keep_sessions
-        self.trust_project = trust_project
+        self.trust_project, self.answer_within = trust_project, answer_within
         self.origin = "mode: default"
 
 
@@ -73,28 +73,25 @@ def state_dir(env: Mapping[str, str] | None = None) -> str:
 
 
 def user_config(env: Mapping[str, str] | None = None) -> str:
-    """The user's configuration file: `$LOOPWATCH_CONFIG`, else
-    `$XDG_CONFIG_HOME/loopwatch/loopwatch.toml`."""
-    env = os.environ if env is None else env
-    explicit = env.get("LOOPWATCH_CONFIG")
-    if explicit:
-        return os.path.expanduser(explicit)
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "loopwatch", "loopwatch.toml")
+    """The user's configuration file (`loopwatch.trust.user_config`)."""
+    from ..trust import user_config as find
+
+    return find(env)
 
 
-_MODES = ("off", "warn", "enforce")  # weakest first (loopwatch.core.config.MODES, kept light here)
-
-
-def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any], str | None]:
-    """Read the configuration that applies to a session started in `cwd` (see the
-    module docstring for what is trusted).
+def load(
+    cwd: str | None, log: Any = None, tightened_by_env: Mapping[str, str] | None = None
+) -> tuple[HookSettings, dict[str, Any], str | None]:
+    """Read the configuration that applies to a session started in `cwd` (the trust
+    rule is `loopwatch.trust`'s). `tightened_by_env`: what a project's environment may
+    still tighten (`trust.trusted_environ`).
 
     Returns the hook settings, the raw core table (for `Config.make`, validated
     there), and the user's file it came from (None: defaults). Raises `ConfigError`
     for a broken user file; a broken project file is only told to `log`."""
-    from ..configfile import find_config, read_config_file
+    from ..configfile import read_config_file
     from ..core.config import ConfigError
+    from ..trust import read_project, tighten
 
     candidate = user_config()
     source = candidate if os.path.isfile(candidate) else None
@@ -105,21 +102,12 @@ def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any]
         raise ConfigError(f"{source}: {exc}") from None
     if "mode" in data:
         settings.origin = f"mode: {source}"
-    project = None
-    if cwd and os.path.isdir(cwd):
-        try:
-            project = find_config(cwd)
-        except (OSError, ValueError):
-            project = None
-    if project is None or (source is not None and os.path.realpath(project) == os.path.realpath(source)):
-        return settings, data, source
-    try:
-        theirs = read_config_file(project)
-        if not isinstance(theirs, Mapping):
-            raise ConfigError("expected a table")
-    except (ConfigError, ValueError, TypeError) as exc:
-        if log is not None:
-            log(f"project configuration ignored: {str(exc)[:200]}")
+    if tightened_by_env:
+        data, raised = tighten(data, tightened_by_env)
+        if "mode" in raised:
+            settings.origin = "mode: raised by a project's environment (may only tighten)"
+    project, theirs = read_project(cwd, source, log)
+    if project is None or not theirs:
         return settings, data, source
     if settings.trust_project:
         merged = {**data, **theirs}
@@ -132,23 +120,11 @@ def load(cwd: str | None, log: Any = None) -> tuple[HookSettings, dict[str, Any]
             raise ConfigError(f"{project}: {exc}") from None
         trusted.origin = f"mode: {project} (trusted: trust_project = true)" if "mode" in theirs else settings.origin
         return trusted, merged, source
-    merged = dict(data)
-    tightened = []
-    mode, theirs_mode = merged.get("mode", "enforce"), theirs.get("mode")
-    if theirs_mode in _MODES and mode in _MODES and _MODES.index(theirs_mode) > _MODES.index(mode):
-        merged["mode"] = theirs_mode
-        tightened.append("mode")
+    merged, tightened = tighten(data, theirs)
+    if "mode" in tightened:
         settings.origin = f"mode: {project} (raised it; untrusted project files may only tighten)"
-    if theirs.get("profile") == "unattended" and merged.get("profile") != "unattended":
-        merged["profile"] = "unattended"
-        tightened.append("profile")
-    if theirs.get("stop") is True and merged.get("stop") is not True:
-        merged["stop"] = True
-        tightened.append("stop")
-    hook_table = theirs.get("hook")
-    if isinstance(hook_table, Mapping) and hook_table.get("fail") == "closed" and settings.fail != "closed":
+    if "hook.fail" in tightened:
         settings.fail = "closed"
-        tightened.append("hook.fail")
     if not tightened:
         settings.origin += f"; {project} not trusted (may only tighten)"
     return settings, merged, source

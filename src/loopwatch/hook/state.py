@@ -24,8 +24,12 @@ aside under the lock, only if it is still the very file found broken (same
 inode), to a name no other process can pick (`state.db.broken-<time>-<pid>-<hex>`);
 the call is then recorded in a fresh database. A dropped table is made again.
 
-Files are private: the folder 0700, files 0600, whatever the umask; a folder
-owned by someone else or writable by others is refused (`UnsafeStateError`).
+Files are private: the folder 0700, files 0600, whatever the umask. What one shell
+line can do to the folder is repaired, with a line in hook.log (`secure_folder`,
+`claim`): a lock, database or folder replaced by a folder, a FIFO, a symlink or a
+hard link is moved aside; a folder made writable by others is made private again
+and what others planted there moved aside. A folder owned by someone else is
+refused (`UnsafeStateError`).
 
 Times stored here are wall-clock seconds (`time.time()`): a monotonic clock is
 per-boot and meaningless across processes, and the monitor only needs times that
@@ -47,16 +51,15 @@ from ..core.verdict import Verdict
 from . import codec
 from .session import SessionState
 
-__all__ = ["SessionState", "Store", "UnsafeStateError", "dumps", "loads", "secure_folder"]
+__all__ = ["SessionState", "Store", "UnsafeStateError", "claim", "dumps", "loads", "secure_folder"]
 
 _SCHEMA_VERSION = 3  # 3: decisions keep the finding's message kind and arguments; 2: states are codec JSON (1 was pickle; such rows start afresh)
 _MAX_DECISIONS = 20000
-#: The longest a call waits for the lock, in busy timeouts (300 s by default), however
-#: busy the queue: half of the hosts' default hook timeout (600 s for a Claude Code
-#: command hook), so a call that gives up still says so in hook.log before the host
-#: kills it. Reached only when the machine is starved: 512 parallel calls on two
-#: cores kept busy by other work took up to ~200 s each (BENCHMARKS.md,
-#: "Reliability: the hook"), with most of it spent starting Python.
+#: The longest a call waits for the lock, in busy timeouts, however busy the queue;
+#: the hook's own deadline (`Store.deadline`, `[hook] answer_within`) comes first, so
+#: a call that gives up says so in hook.log before the host kills it. 512 parallel
+#: calls on two cores kept busy by other work took up to ~200 s each (BENCHMARKS.md,
+#: "Reliability: the hook"), most of it starting Python: past the host's timeout.
 _WAIT_CAP = 30
 _PROGRESS_EVERY = 0.25  # seconds between looks at whether the lock holder is getting anywhere
 
@@ -76,22 +79,82 @@ class UnsafeStateError(OSError):
     """The state folder is not private to this user: loopwatch will not use it."""
 
 
-def secure_folder(folder: str) -> None:
-    """Make the state folder (0700) if missing; refuse one that another user owns
-    or others may write to (they could plant files loopwatch reads or writes)."""
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    info = os.stat(folder)
-    if not stat.S_ISDIR(info.st_mode):
-        raise UnsafeStateError(f"{folder} is not a folder")
+def secure_folder(folder: str) -> list[str]:
+    """Make the state folder (0700) if missing, and repair one the agent could have
+    sabotaged with one shell line (the guard must not stay off for good): a file or
+    a dangling link where the folder should be is moved aside; a folder others may
+    write to is made private, and whatever someone else planted in it is moved aside.
+    A folder another user owns is refused (`UnsafeStateError`): it is not ours to
+    repair. Returns what was repaired, one line each, for hook.log."""
+    notes: list[str] = []
+    try:
+        info = os.stat(folder)
+    except FileNotFoundError:
+        info = None
+        if os.path.lexists(folder):  # a dangling symlink
+            notes.append(_aside(folder, "a dangling symlink"))
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        notes.append(_aside(folder, "not a folder"))
+        info = None
+    if info is None:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder)
     if info.st_uid != os.getuid():
         raise UnsafeStateError(f"{folder} belongs to another user (uid {info.st_uid}); loopwatch will not use it")
     if info.st_mode & 0o022:
-        raise UnsafeStateError(
-            f"{folder} can be written by others (mode {stat.S_IMODE(info.st_mode):o}); "
-            f"loopwatch will not use it (chmod 700 it)"
-        )
-    if info.st_mode & 0o077:
+        os.chmod(folder, 0o700)
+        notes.append(f"{folder} could be written by others (mode {stat.S_IMODE(info.st_mode):o}); made private")
+        for name in os.listdir(folder):
+            path = os.path.join(folder, name)
+            try:
+                if os.lstat(path).st_uid != os.getuid():
+                    notes.append(_aside(path, "planted by another user"))
+            except FileNotFoundError:
+                pass
+    elif info.st_mode & 0o077:
         os.chmod(folder, 0o700)  # readable by others (an older loopwatch, a umask): make it private
+    return notes
+
+
+def claim(path: str) -> str | None:
+    """Make sure `path`, a file loopwatch keeps in the state folder, is a plain file of
+    this user's or absent: a symlink, a folder, a FIFO, a device, a file of another
+    user or one with a second hard link is moved aside. Returns the line saying so."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        what = "a symlink (loopwatch will not follow it)"
+    elif stat.S_ISDIR(info.st_mode):
+        what = "a folder"
+    elif not stat.S_ISREG(info.st_mode):
+        what = "not a regular file (a FIFO, socket or device)"
+    elif info.st_uid != os.getuid():
+        what = f"a file of another user (uid {info.st_uid})"
+    else:
+        what = "a hard link to another file"
+    return _aside(path, what, (info.st_dev, info.st_ino))
+
+
+def _aside(path: str, what: str, inode: tuple[int, int] | None = None) -> str:
+    """Rename `path` (whatever it is: rename follows no link) to a name no other
+    process picks, if it is still the thing found (`inode`)."""
+    import secrets
+
+    name = os.path.basename(path)
+    aside = f"{path}.broken-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        if inode is not None:
+            info = os.lstat(path)
+            if (info.st_dev, info.st_ino) != inode:
+                return f"{name} was {what}; another call already moved it aside"
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return f"{name} was {what}; another call already moved it aside"
+    return f"{name} was {what}; moved aside to {os.path.basename(aside)}"
 
 
 def private_file(path: str, append: bool = True) -> int:
@@ -148,6 +211,7 @@ class Store:
         write: bool = True,
         log: Callable[[str], None] | None = None,
         origin: str = "",
+        deadline: float | None = None,
     ) -> None:
         self.folder = os.fspath(folder)
         self.path = os.path.join(self.folder, "state.db")
@@ -156,10 +220,12 @@ class Store:
         self.keep_sessions = keep_sessions
         self.log = log or (lambda line: None)
         self.origin = origin
+        self.deadline = deadline  # time.monotonic() by which a call gives up waiting for the lock
         self._lock_fd: int | None = None
         self._inode: tuple[int, int] | None = None
         if write:
-            secure_folder(self.folder)
+            for note in secure_folder(self.folder):
+                self.log(note)
             self.db = self._connect()
         else:
             from urllib.parse import quote
@@ -169,8 +235,10 @@ class Store:
             )
 
     def _connect(self) -> sqlite3.Connection:
-        if os.path.islink(self.path):
-            raise UnsafeStateError(f"{self.path} is a symlink; loopwatch will not follow it")
+        for suffix in ("", "-wal", "-shm"):
+            note = claim(self.path + suffix)
+            if note is not None:
+                self.log(note)
         fd = private_file(self.path)  # made 0600 before SQLite sees it; its -wal and -shm copy the mode
         try:
             # The file opened, not the path: another call's recovery may move it aside
@@ -212,7 +280,11 @@ class Store:
     def _lock(self) -> None:
         import fcntl
 
-        fd = private_file(os.path.join(self.folder, "state.lock"), append=False)
+        lock = os.path.join(self.folder, "state.lock")
+        note = claim(lock)
+        if note is not None:
+            self.log(note)
+        fd = private_file(lock, append=False)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -241,12 +313,20 @@ class Store:
             seen = self._progress(fd)
             if seen != stamp:
                 stamp, last_move = seen, now
+            if self.deadline is not None and now >= self.deadline:
+                raise LockTimeout(
+                    f"database is locked: no answer possible in time (waited {now - began:.1f}s for state.lock, "
+                    "which another process holds)"
+                )
             if now - last_move >= self.busy_timeout or now - began >= _WAIT_CAP * self.busy_timeout:
                 raise LockTimeout(
                     f"database is locked: no progress for {now - last_move:.1f}s "
                     f"(waited {now - began:.1f}s for state.lock)"
                 )
-            _block(fd, min(_PROGRESS_EVERY, self.busy_timeout))
+            wait = min(_PROGRESS_EVERY, self.busy_timeout)
+            if self.deadline is not None:
+                wait = max(min(wait, self.deadline - now), 0.001)
+            _block(fd, wait)
 
     def _progress(self, fd: int) -> tuple:
         """Changes while the queue moves: a commit (the database and its WAL), a new

@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from ..core.messages import duration
@@ -152,17 +150,9 @@ class Outcome:
 
 
 def write_record(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
-    """Write the record as JSON, atomically (a reader never sees half a file)."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(record, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write the record as JSON, atomically (a reader never sees half a file), by
+    `loopwatch.safefile`: a symlink, a FIFO or a device at `path` is refused
+    (`safefile.UnsafeWrite`), never replaced or written through."""
+    from .. import safefile
+
+    safefile.write(path, json.dumps(record, indent=2) + "\n")
