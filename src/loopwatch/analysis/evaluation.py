@@ -231,6 +231,8 @@ SWITCH = {
     "repeated_lines": "repeats",
     "retry_storm": "retries",
     "chanting": "repeats",
+    "wedged": "turns",
+    "text_only": "threshold",
 }
 
 

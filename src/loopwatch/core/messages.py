@@ -35,12 +35,14 @@ __all__ = [
     "Message",
     "MuchTheSame",
     "NothingNew",
+    "PromptedOnly",
     "ProviderRetries",
     "RecurringError",
     "RepeatedOutput",
     "SameCorrection",
     "SameResult",
     "ShiftingCycle",
+    "StuckTerminal",
     "duration",
     "for_model",
     "label",
@@ -337,6 +339,33 @@ class ProviderRetries(Message):
         self.count, self.span = count, span
 
 
+class StuckTerminal(Message):
+    """`wedged`: calls in a row whose result is only their echo or a continuation prompt."""
+
+    template = "{count} commands in a row were only echoed by the terminal{over}: none of them ran"
+    hint_template = (
+        "the shell is waiting for the rest of an unfinished command (an open quote or heredoc) or is held by "
+        "a running program; end it (Ctrl-C, or close the quote) and check that a normal prompt comes back "
+        "before running anything else"
+    )
+
+    def __init__(self, count: int, span: float = 0.0) -> None:
+        self.count, self.span = count, span
+
+
+class PromptedOnly(Message):
+    """`text_only`: automatic prompts answered with text only, in a row."""
+
+    template = "{count} prompts in a row were answered with text only and no tool call"
+    hint_template = (
+        "the harness is waiting for an action; call a tool to do the next step, or call its finish tool if the "
+        "task is done"
+    )
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
 #: Every kind of message, by name (`Message.kind`): what a record's `message` names.
 MESSAGES: dict[str, type[Message]] = {
     cls.__name__: cls
@@ -354,6 +383,8 @@ MESSAGES: dict[str, type[Message]] = {
         Chant,
         RepeatedOutput,
         ProviderRetries,
+        StuckTerminal,
+        PromptedOnly,
     )
 }
 
