@@ -36,7 +36,7 @@ _RANGE = re.compile(rb"(?<![0-9A-Za-z_.])[0-9]+[:,][0-9]+(?![0-9A-Za-z_.])")
 # count is `#`, and "Found 34 matches" read as "nothing found" (a failure, an empty
 # answer) until round 3 of issue 10.
 _COUNT = re.compile(r"\bfound ([0-9]+) |\b([0-9]+) (?:files?|match(?:es)?|results?) found\b", re.IGNORECASE)
-# A shell's continuation prompt (`>` alone or before the text typed; not a REPL's `>>>`):
+# A shell's continuation prompt (`>` alone or before the text typed; a REPL's `>>>` is not one):
 # the line a shell shows while it waits for the rest of an unfinished command.
 _CONTINUATION = re.compile(r">(?: .*)?")
 # Terminal harnesses (terminus) put their own notes before the screen; only the screen
@@ -118,7 +118,7 @@ def _stuck(raw: str, input_value: object) -> bool:
     typed.discard("")
     prompted = False
     for line in lines:
-        if _CONTINUATION.fullmatch(line) is not None and not line.startswith(">>"):
+        if _CONTINUATION.fullmatch(line) is not None:
             prompted = True
         elif line not in typed:
             return False
