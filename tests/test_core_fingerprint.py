@@ -310,7 +310,9 @@ def test_an_output_saved_elsewhere_is_fingerprinted_by_what_the_stub_carries_not
     other = _CLAUDE_STUB.format(call="toolu_01ZpWnHj", head="FAILED tests/test_b.py::test_y")
     assert step(result=first).result == step(result=again).result
     assert step(result=first).result != step(result=other).result
-    persisted = first.replace("Full output saved to", "Output exceeded the 2KB persist limit; only the first 2KB were saved to")
+    persisted = first.replace(
+        "Full output saved to", "Output exceeded the 2KB persist limit; only the first 2KB were saved to"
+    )
     assert step(result=persisted).result == step(result=persisted.replace("01QvXmRk", "01AaBbCc")).result
     sha_a, sha_b = "9f" * 32, "a0" * 32
     q1 = _QWEN_STUB.format(call="call_3kq", head="line", sha=sha_a)

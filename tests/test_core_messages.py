@@ -124,6 +124,14 @@ def _streams():
         "retry_storm": [Retry(reason=SECRET) for _ in range(9)],
         "chanting": [ModelText(f"Let me check {SECRET}. " * 6), Turn()],
         "wedged": [bash(f"cat {SECRET}", f"> cat {SECRET}\n>") for _ in range(4)],
+        "unchanged": [
+            x
+            for i in range(4)
+            for x in (
+                call("Edit", {"file_path": f"{SECRET}.py", "n": i}, "ok", changed=[f"{SECRET}.py"]),
+                bash(f"pytest {SECRET}", f"1 failed: {SECRET}", error=True),
+            )
+        ],
         "text_only": [x for _ in range(8) for x in (ModelText(f"Done: {SECRET}."), UserMessage())],
     }
 

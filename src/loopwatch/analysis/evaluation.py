@@ -233,6 +233,7 @@ SWITCH = {
     "chanting": "repeats",
     "wedged": "turns",
     "text_only": "threshold",
+    "unchanged": "rounds",
 }
 
 

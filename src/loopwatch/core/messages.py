@@ -43,6 +43,7 @@ __all__ = [
     "SameResult",
     "ShiftingCycle",
     "StuckTerminal",
+    "UnchangedCheck",
     "duration",
     "for_model",
     "label",
@@ -339,6 +340,24 @@ class ProviderRetries(Message):
         self.count, self.span = count, span
 
 
+class UnchangedCheck(Message):
+    """`unchanged`: one check gave the identical result across edits."""
+
+    template = "the same {tool} call gave the identical result {count} times, with files written between{over}"
+    hint_template = (
+        "your edits are not changing what the check says; find out why the edited code is not what runs "
+        "(the wrong file, a cached build, the wrong process) or change the approach"
+    )
+
+    def __init__(self, tool: str, count: int, span: float = 0.0) -> None:
+        self.tool, self.count, self.span = tool, count, span
+
+    def for_model(self, call_label: str = "") -> str:
+        if not call_label:
+            return self.text()
+        return f"your edits are not changing what `{call_label}` says: the identical result {self.count} times"
+
+
 class StuckTerminal(Message):
     """`wedged`: calls in a row whose result is only their echo or a continuation prompt."""
 
@@ -385,6 +404,7 @@ MESSAGES: dict[str, type[Message]] = {
         ProviderRetries,
         StuckTerminal,
         PromptedOnly,
+        UnchangedCheck,
     )
 }
 

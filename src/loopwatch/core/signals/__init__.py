@@ -18,6 +18,7 @@ from .retry_storm import RetryStorm
 from .same_error import SameError
 from .stagnation import Stagnation
 from .text_only import TextOnly
+from .unchanged import Unchanged
 from .wedged import Wedged
 
 __all__ = ["SIGNALS", "Signal"]
@@ -38,5 +39,6 @@ SIGNALS: dict[str, type[Signal[Any]]] = {
         Chanting,
         Wedged,
         TextOnly,
+        Unchanged,
     )
 }

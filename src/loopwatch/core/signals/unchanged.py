@@ -1,0 +1,102 @@
+"""`unchanged`: edits that change nothing: one check gives the identical result across them.
+
+The agent edits, runs the same check, gets the byte-identical (normalized) result,
+edits again, runs it again: each edit differs, so to `repeat` and `cycle` every round
+is new, and a write resets `same_error`. But a check whose result does not move at
+all while the files under it change says the edits do not reach what it tests (the
+wrong file, a stale build, a server not restarted) or do not touch the fault. Each
+time the same call (name and input) returns the identical result with a file written
+since its previous run counts one round; the same result with no write between
+(re-running to be sure) neither counts nor breaks the streak; any other result of it
+starts again. Empty results ("nothing found", a blank output) are no check and are
+passed over. A write is what `Step.wrote` says: files a reader saw change, or a
+successful call of a `writer` tool (the hook gives Claude Code's and Codex's editing
+tools that role).
+
+Evidence: on the shared Terminal-Bench 2.0 half the source lost the edits and the
+changed files (its README), so only the 2024 corpus measures it; by hand there, a check
+unchanged across three edits is the labelling protocol's "same error after edits,
+three rounds". Threshold 3, the protocol's rounds.
+
+Grade: suspicion. A check that legitimately stays the same while unrelated files are
+written (a lint of another file, `git log` while editing) makes the same shape; it
+nudges, and climbs past the nudge only corroborated.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..finding import SUSPICION, Finding
+from ..messages import UnchangedCheck
+from ..fingerprint import Digest
+from ..step import Step
+from .base import Signal
+from .params import Count, SignalParams
+
+__all__ = ["Unchanged"]
+
+_MAX_CHECKS = 64  # distinct calls followed, the least recently run forgotten first
+
+
+class Params(SignalParams):
+    #: Runs of one check with the identical result, a write before each but the first:
+    #: 3, the labelling protocol's rounds.
+    rounds: Count = 3
+
+
+class _Check(NamedTuple):
+    result: Digest
+    count: int
+    wrote_since: bool
+    started_index: int
+    started_at: float
+
+
+class Unchanged(Signal[Params]):
+    name = "unchanged"
+    grade = SUSPICION
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._checks: dict[Digest, _Check] = {}
+        self.most = 0  # calibration: the most rounds of one unchanged check
+
+    def on_step(self, step: Step) -> Finding | None:
+        checks = self._checks
+        if step.wrote:
+            for call, check in checks.items():
+                if not check.wrote_since:
+                    checks[call] = check._replace(wrote_since=True)
+            return None
+        if step.empty:
+            return None
+        check = checks.pop(step.call, None)
+        if check is None or check.result != step.result:
+            check = _Check(step.result, 1, False, step.index, step.at)
+        elif check.wrote_since:
+            check = check._replace(count=check.count + 1, wrote_since=False)
+        checks[step.call] = check  # most recently run last
+        if len(checks) > _MAX_CHECKS:
+            del checks[next(iter(checks))]
+        self.most = max(self.most, check.count)
+        if check.count < 2:
+            return None
+        return Finding(
+            signal=self.name,
+            severity=check.count / self.params.rounds,
+            key=check.started_index,
+            message=UnchangedCheck(step.name, check.count, step.at - check.started_at),
+            repeats=check.count,
+            tools=(step.name,),
+            started_at=check.started_at,
+            at=step.at,
+            started_index=check.started_index,
+            index=step.index,
+        )
+
+    def reset(self) -> None:
+        self._checks.clear()
+
+    def calibration(self) -> dict[str, Any]:
+        return {"unchanged_most": self.most}
