@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..finding import SUSPICION, Finding
-from ..messages import UnchangedCheck
 from ..fingerprint import Digest
+from ..messages import UnchangedCheck
 from ..step import Step
 from .base import Signal
 from .params import Count, SignalParams
