@@ -47,7 +47,7 @@ class Params(SignalParams):
 
 class _Check(NamedTuple):
     result: Digest
-    count: int
+    rounds: int
     wrote_since: bool
     started_index: int
     started_at: float
@@ -65,29 +65,31 @@ class Unchanged(Signal[Params]):
     def on_step(self, step: Step) -> Finding | None:
         checks = self._checks
         if step.wrote:
-            for call, check in checks.items():
-                if not check.wrote_since:
-                    checks[call] = check._replace(wrote_since=True)
+            for call, before in checks.items():
+                if not before.wrote_since:
+                    checks[call] = before._replace(wrote_since=True)
             return None
         if step.empty:
             return None
-        check = checks.pop(step.call, None)
-        if check is None or check.result != step.result:
+        previous = checks.pop(step.call) if step.call in checks else None
+        if previous is None or previous.result != step.result:
             check = _Check(step.result, 1, False, step.index, step.at)
-        elif check.wrote_since:
-            check = check._replace(count=check.count + 1, wrote_since=False)
+        elif previous.wrote_since:
+            check = previous._replace(rounds=previous.rounds + 1, wrote_since=False)
+        else:
+            check = previous
         checks[step.call] = check  # most recently run last
         if len(checks) > _MAX_CHECKS:
             del checks[next(iter(checks))]
-        self.most = max(self.most, check.count)
-        if check.count < 2:
+        self.most = max(self.most, check.rounds)
+        if check.rounds < 2:
             return None
         return Finding(
             signal=self.name,
-            severity=check.count / self.params.rounds,
+            severity=check.rounds / self.params.rounds,
             key=check.started_index,
-            message=UnchangedCheck(step.name, check.count, step.at - check.started_at),
-            repeats=check.count,
+            message=UnchangedCheck(step.name, check.rounds, step.at - check.started_at),
+            repeats=check.rounds,
             tools=(step.name,),
             started_at=check.started_at,
             at=step.at,
