@@ -55,3 +55,13 @@ def test_a_writer_tool_counts_as_a_write_without_changed_files():
     # the same calls with no role: nothing is known to have been written
     verdicts = feed(only("unchanged", {"rounds": 3}), [check(), replace[0], check(), replace[1], check()])
     assert Action.NUDGE not in actions(verdicts)
+
+
+def test_it_nudges_and_never_blocks_or_stops_even_calibrated():
+    m = only("unchanged", {"rounds": 3}, evidence={"confirm": 1, "second_signal": True})
+    events = [check()]
+    for n in range(12):
+        events += [edit(n), check()]
+    verdicts = feed(m, events)
+    assert Action.NUDGE in actions(verdicts)
+    assert Action.STOP not in actions(verdicts) and Action.BLOCK not in actions(verdicts)

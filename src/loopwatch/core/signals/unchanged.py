@@ -13,14 +13,18 @@ passed over. A write is what `Step.wrote` says: files a reader saw change, or a
 successful call of a `writer` tool (the hook gives Claude Code's and Codex's editing
 tools that role).
 
-Evidence: on the shared Terminal-Bench 2.0 half the source lost the edits and the
-changed files (its README), so only the 2024 corpus measures it; by hand there, a check
-unchanged across three edits is the labelling protocol's "same error after edits,
-three rounds". Threshold 3, the protocol's rounds.
+Evidence. The shared Terminal-Bench 2.0 half lost the edits and the changed files (its
+README), so a write there is only a writer tool's call: with Claude Code's, Gemini CLI's
+and the other harnesses' editing tools given the `writer` role, 3 rounds nudge 2 of 2,360
+failed sessions and none of 2,721 resolved ones. The 2024 corpus (692 sessions, writes
+known), this signal alone, in sample: 3 rounds nudge or stop 13 of 261 sessions that
+solved their task, and stop a session labelled `no` (the same `apt-get install` timing
+out across edits to the package sources); 4 rounds: 1 and the same `no` session; 5: none,
+and 3 labelled loops. So 4 rounds, and never a stop.
 
-Grade: suspicion. A check that legitimately stays the same while unrelated files are
-written (a lint of another file, `git log` while editing) makes the same shape; it
-nudges, and climbs past the nudge only corroborated.
+Grade: suspicion, and it never blocks or stops (`can_stop` False): a check that stays the
+same while other files are written (an install that times out, a lint of another file)
+makes the same shape, and the evidence above is thin and in sample.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ _MAX_CHECKS = 64  # distinct calls followed, the least recently run forgotten fi
 
 class Params(SignalParams):
     #: Runs of one check with the identical result, a write before each but the first:
-    #: 3, the labelling protocol's rounds.
-    rounds: Count = 3
+    #: 4, one past the labelling protocol's 3 rounds, which nudged 13 of 261 successful
+    #: sessions of the 2024 corpus (4: 1; in sample, see above).
+    rounds: Count = 4
 
 
 class _Check(NamedTuple):
@@ -56,6 +61,8 @@ class _Check(NamedTuple):
 class Unchanged(Signal[Params]):
     name = "unchanged"
     grade = SUSPICION
+    can_stop = False
+    can_block = False
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
@@ -95,6 +102,8 @@ class Unchanged(Signal[Params]):
             at=step.at,
             started_index=check.started_index,
             index=step.index,
+            can_stop=False,
+            can_block=False,
         )
 
     def reset(self) -> None:
