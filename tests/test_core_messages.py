@@ -132,7 +132,8 @@ def _streams():
                 bash(f"pytest {SECRET}", f"1 failed: {SECRET}", error=True),
             )
         ],
-        "text_only": [x for _ in range(8) for x in (ModelText(f"Done: {SECRET}."), UserMessage())],
+        "text_only": [bash(f"ls {SECRET}", SECRET)]
+        + [x for _ in range(8) for x in (ModelText(f"Done: {SECRET}."), UserMessage())],
     }
 
 
