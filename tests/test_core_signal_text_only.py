@@ -11,14 +11,9 @@ def replies(n: int) -> list:
     return [x for _ in range(n) for x in (ModelText("The task is complete."), UserMessage())]
 
 
-def started() -> list:
-    """The run has acted once (the task's first command)."""
-    return [UserMessage(), bash("ls", "a.py")]
-
-
 def test_seven_prompts_answered_with_text_only_nudge_and_never_stop():
     m = only("text_only", {"threshold": 7})
-    verdicts = feed(m, started() + replies(30))[2:]
+    verdicts = feed(m, replies(30))
     prompts = [v for v in verdicts[1::2]]
     assert [v.action for v in prompts[:6]] == [Action.ALLOW] * 6
     assert prompts[6].action is Action.NUDGE
@@ -31,13 +26,13 @@ def test_seven_prompts_answered_with_text_only_nudge_and_never_stop():
 
 def test_a_tool_call_ends_the_streak():
     m = only("text_only", {"threshold": 7})
-    verdicts = feed(m, started() + replies(5) + [bash("ls", "a.py")] + replies(5))
+    verdicts = feed(m, replies(5) + [bash("ls", "a.py")] + replies(5))
     assert all(v.action is Action.ALLOW for v in verdicts)
 
 
-def test_a_run_that_never_called_a_tool_has_no_streak():
+def test_typed_lines_with_no_reply_are_no_streak():
     # `loopwatch run` around a terminal agent: each line a person types is a user message,
-    # and the agent's answers are output, never a tool call.
+    # and the agent's answers are output, never a model reply.
     m = only("text_only", {"threshold": 7})
     verdicts = feed(m, [x for i in range(20) for x in (Output(f"answer {i}\n"), UserMessage())])
     assert all(v.action is Action.ALLOW for v in verdicts)

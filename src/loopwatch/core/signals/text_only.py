@@ -6,9 +6,11 @@ form a call, answers each prompt with more text ("The task is complete", a call 
 out as markup) and never acts. `threshold` user messages with no tool call between
 them is that streak. Its unit is a user message, so a user message cannot end it
 (unlike every other streak); a tool call does. It reports at the threshold and at each
-multiple of it, not at every prompt. Only a run that has called a tool counts: where no
-tool call is ever seen (a terminal watched by `loopwatch run`, where every line a person
-types is a user message; a chat) text is all there is, and it is no streak.
+multiple of it, not at every prompt. A user message counts only when the model replied
+with text since the previous one: in a terminal watched by `loopwatch run` every line a
+person types is a user message and the agent's answers are output, never a reply, so
+typing is no streak. (A plain chat log with no tools is text only by nature: it would
+nudge there, as a suspicion.)
 
 Evidence (the shared Terminal-Bench 2.0 half; user events with no tool call between):
 7 or more in a row in 2 of 2,721 sessions that solved their task and in 25 of 2,360
@@ -48,15 +50,19 @@ class TextOnly(Signal[Params]):
         self._started_at = 0.0
         self._started_index = 0
         self.most = 0  # calibration: the longest run of prompts answered with text only
-        self._acted = False  # a tool call was seen: the agent is one that acts
+        self._replied = False  # the model replied with text since the last user message
 
     def on_step(self, step: Step) -> Finding | None:
         self._count = 0
-        self._acted = True
+        return None
+
+    def on_text(self, apology: bool, at: float, index: int) -> Finding | None:
+        self._replied = True
         return None
 
     def on_user(self, at: float, index: int) -> Finding | None:
-        if not self._acted:
+        replied, self._replied = self._replied, False
+        if not replied:
             return None
         if self._count == 0:
             self._started_at, self._started_index = at, index
