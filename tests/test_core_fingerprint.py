@@ -291,3 +291,45 @@ def test_hex_ids_that_start_with_letters_are_masked_whole() -> None:
     for text in ("id " + "a" * 63 + "1 end", "id " + "a" * 64 + "1 end", "Chunk ID: e1eabb", "e2e b4 cafe 9b2e"):
         assert mask_numbers(text) == _NUMBERS.sub("#", mask_hex_ids(text))
     assert mask_numbers("Chunk ID: e1eabb, then 86d36c") == "Chunk ID: #, then #"
+
+
+# The stubs as the real CLIs write them: Claude Code 2.1.332 (`Output too large (...).
+# Full output saved to: ...`, or `... only the first 2KB were saved to: ...` past its
+# persist limit) and Qwen Code 0.15.10 (`The full output has been saved to: ...`); the
+# per-call file name is the only difference between two saves of one output.
+_CLAUDE_STUB = (
+    "<persisted-output>\nOutput too large (48.2KB). Full output saved to: "
+    "/root/.claude/projects/-app/3f1c/tool-results/{call}.txt\n\nPreview (first 2KB):\n{head}\n</persisted-output>"
+)
+_QWEN_STUB = (
+    "Tool output was too large and has been truncated.\nThe full output has been saved to: "
+    "/root/.qwen/tmp/8e2d/{call}.output\nTo read the complete output, use the read_file tool.\n\n"
+    "Truncated part of the output:\n{head}\n... [CONTENT TRUNCATED] ...\nsha256: {sha}"
+)
+
+
+def test_an_output_saved_elsewhere_is_fingerprinted_by_what_the_stub_carries_not_its_path():
+    first = _CLAUDE_STUB.format(call="toolu_01QvXmRk", head="FAILED tests/test_a.py::test_x")
+    again = _CLAUDE_STUB.format(call="toolu_01ZpWnHj", head="FAILED tests/test_a.py::test_x")
+    other = _CLAUDE_STUB.format(call="toolu_01ZpWnHj", head="FAILED tests/test_b.py::test_y")
+    assert step(result=first).result == step(result=again).result
+    assert step(result=first).result != step(result=other).result
+    persisted = first.replace(
+        "Full output saved to", "Output exceeded the 2KB persist limit; only the first 2KB were saved to"
+    )
+    assert step(result=persisted).result == step(result=persisted.replace("01QvXmRk", "01AaBbCc")).result
+    sha_a, sha_b = "9f" * 32, "a0" * 32
+    q1 = _QWEN_STUB.format(call="call_3kq", head="line", sha=sha_a)
+    q2 = _QWEN_STUB.format(call="call_7zz", head="line", sha=sha_a)
+    q3 = _QWEN_STUB.format(call="call_7zz", head="line", sha=sha_b)
+    assert step(result=q1).result == step(result=q2).result
+    assert step(result=q2).result != step(result=q3).result  # same preview, another digest: another output
+
+
+def test_the_same_large_output_saved_four_times_is_a_repeat():
+    m = only("repeat", {"threshold": 3})
+    calls = [
+        bash("pytest -x", _CLAUDE_STUB.format(call=f"toolu_01{c}", head="1 failed"), error=True)
+        for c in ("QvXmRk", "ZpWnHj", "RtYuKl", "MnOpLq")
+    ]
+    assert any(v.action is Action.NUDGE for v in feed(m, calls))

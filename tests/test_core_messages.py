@@ -8,7 +8,7 @@ import json
 import pytest
 from core_support import bash, call, feed, only
 
-from loopwatch import Action, Correction, ModelText, Output, Retry, ToolCall, Turn
+from loopwatch import Action, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from loopwatch.core.finding import Finding
 from loopwatch.core.messages import (
     MESSAGES,
@@ -123,6 +123,17 @@ def _streams():
         "repeated_lines": [Output(f"retrying {SECRET} in 5s\n") for _ in range(9)],
         "retry_storm": [Retry(reason=SECRET) for _ in range(9)],
         "chanting": [ModelText(f"Let me check {SECRET}. " * 6), Turn()],
+        "wedged": [bash(f"cat {SECRET}", f"> cat {SECRET}\n>") for _ in range(4)],
+        "unchanged": [
+            x
+            for i in range(4)
+            for x in (
+                call("Edit", {"file_path": f"{SECRET}.py", "n": i}, "ok", changed=[f"{SECRET}.py"]),
+                bash(f"pytest {SECRET}", f"1 failed: {SECRET}", error=True),
+            )
+        ],
+        "text_only": [bash(f"ls {SECRET}", SECRET)]
+        + [x for _ in range(8) for x in (ModelText(f"Done: {SECRET}."), UserMessage())],
     }
 
 

@@ -238,6 +238,9 @@ SWITCH = {
     "repeated_lines": "repeats",
     "retry_storm": "retries",
     "chanting": "repeats",
+    "wedged": "turns",
+    "text_only": "threshold",
+    "unchanged": "rounds",
 }
 
 

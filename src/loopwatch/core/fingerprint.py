@@ -85,6 +85,14 @@ _HEX_MARK = re.compile(r"#(?<=[a-fA-F]#)")
 # The standard library's encoder, not orjson: inputs are small, and importing orjson
 # costs the hook 14 ms of start-up (it pulls in dataclasses, uuid and datetime).
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# A harness that saves a large output to a file hands back a stub naming a file per call:
+# Claude Code's "Output too large (24.1KB). Full output saved to: <path>" (or "only the
+# first 2KB were saved to: <path>"), Qwen Code's "The full output has been saved to:
+# <path>". The path is masked, so the same large output twice is the same result; the
+# size and preview the stub carries still tell two outputs apart, and a sha256 digest
+# it carries is kept whole (masking numbers would hide it).
+_SAVED_TO = re.compile(r"((?:[Ff]ull output(?: has been)?|were) saved to:[ \t]*)\S+")
+_SHA256 = re.compile(r"sha256:?[ \t]*([0-9a-fA-F]{64})(?![0-9a-fA-F])")
 _TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
 _QUOTED = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'")
 
@@ -187,8 +195,14 @@ def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
     for argument in arguments:
         if argument in text:
             text = text.replace(argument, "\x00")
+    digests = ""
+    if " saved to:" in text:
+        text = _SAVED_TO.sub(r"\1<file>", text)
+        digests = " ".join(d.lower() for d in _SHA256.findall(text))
     progress = _PROGRESS.findall(text) if ("%" in text or "B" in text) else None
     text = " ".join(mask_numbers(text).split())
+    if digests:
+        text += " sha256 " + digests
     if progress:
         text += " \x01" + " ".join(progress)
     return text

@@ -35,12 +35,15 @@ __all__ = [
     "Message",
     "MuchTheSame",
     "NothingNew",
+    "PromptedOnly",
     "ProviderRetries",
     "RecurringError",
     "RepeatedOutput",
     "SameCorrection",
     "SameResult",
     "ShiftingCycle",
+    "StuckTerminal",
+    "UnchangedCheck",
     "duration",
     "for_model",
     "label",
@@ -339,6 +342,51 @@ class ProviderRetries(Message):
         self.count, self.span = count, span
 
 
+class UnchangedCheck(Message):
+    """`unchanged`: one check gave the identical result across edits."""
+
+    template = "the same {tool} call gave the identical result {count} times, with files written between{over}"
+    hint_template = (
+        "your edits are not changing what the check says; find out why the edited code is not what runs "
+        "(the wrong file, a cached build, the wrong process) or change the approach"
+    )
+
+    def __init__(self, tool: str, count: int, span: float = 0.0) -> None:
+        self.tool, self.count, self.span = tool, count, span
+
+    def for_model(self, call_label: str = "") -> str:
+        if not call_label:
+            return self.text()
+        return f"your edits are not changing what `{call_label}` says: the identical result {self.count} times"
+
+
+class StuckTerminal(Message):
+    """`wedged`: calls in a row whose result is only their echo or a continuation prompt."""
+
+    template = "{count} commands in a row were only echoed by the terminal{over}: none of them ran"
+    hint_template = (
+        "the shell is waiting for the rest of an unfinished command (an open quote or heredoc) or is held by "
+        "a running program; end it (Ctrl-C, or close the quote) and check that a normal prompt comes back "
+        "before running anything else"
+    )
+
+    def __init__(self, count: int, span: float = 0.0) -> None:
+        self.count, self.span = count, span
+
+
+class PromptedOnly(Message):
+    """`text_only`: automatic prompts answered with text only, in a row."""
+
+    template = "{count} prompts in a row were answered with text only and no tool call"
+    hint_template = (
+        "the harness is waiting for an action; call a tool to do the next step, or call its finish tool if the "
+        "task is done"
+    )
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
 #: Every kind of message, by name (`Message.kind`): what a record's `message` names.
 MESSAGES: dict[str, type[Message]] = {
     cls.__name__: cls
@@ -356,6 +404,9 @@ MESSAGES: dict[str, type[Message]] = {
         Chant,
         RepeatedOutput,
         ProviderRetries,
+        StuckTerminal,
+        PromptedOnly,
+        UnchangedCheck,
     )
 }
 

@@ -92,7 +92,16 @@ class Monitor:
             self._signals.append(extra)
         self._by_hook: dict[str, list[Signal[Any]]] = {
             hook: [s for s in self._signals if getattr(type(s), hook) is not getattr(Signal, hook)]
-            for hook in ("on_step", "on_text", "on_passage", "on_line", "on_retry", "on_turn", "on_correction")
+            for hook in (
+                "on_step",
+                "on_text",
+                "on_passage",
+                "on_line",
+                "on_retry",
+                "on_turn",
+                "on_correction",
+                "on_user",
+            )
         }
         self._policy = Policy(self.config, on_warning)
         self._lock = threading.Lock()
@@ -142,7 +151,7 @@ class Monitor:
                     for signal in self._signals:
                         signal.reset()
                     self._policy.reset()
-                    return ALLOW
+                    return self._feed("on_user", at, (at, self.actions), event)
                 case _:
                     raise TypeError(f"not a loopwatch event: {event!r}")
 

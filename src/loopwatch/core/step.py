@@ -37,6 +37,13 @@ _RANGE = re.compile(rb"(?<![0-9A-Za-z_.])[0-9]+[:,][0-9]+(?![0-9A-Za-z_.])")
 # count is `#`, and "Found 34 matches" read as "nothing found" (a failure, an empty
 # answer) until round 3 of issue 10.
 _COUNT = re.compile(r"\bfound ([0-9]+) |\b([0-9]+) (?:files?|match(?:es)?|results?) found\b", re.IGNORECASE)
+# A shell's continuation prompt (`>` alone or before the text typed; a REPL's `>>>` is not one):
+# the line a shell shows while it waits for the rest of an unfinished command.
+_CONTINUATION = re.compile(r">(?: .*)?")
+# Terminal harnesses (terminus) put their own notes before the screen; only the screen
+# after this marker is what the shell showed.
+_SCREEN = "New Terminal Output:"
+_STUCK_CHARS = 4000  # a wedged screen is a few echoed lines; a longer result shows work
 _SKETCH_WORDS = 96  # result words hashed for similarity: a screenful, bounded cost
 _CALL_SKETCH_WORDS = 48  # a call is told by its command or path, not a whole file body
 
@@ -79,6 +86,10 @@ class Step(NamedTuple):
     #: `edit 71:82`, the same body at a shifted range): never a call's identity, only what `cycle`
     #: compares, together with the results, to see a cycle whose rounds shift.
     shifted: Digest | None = None
+    #: the result is only the echo of what was typed, or a shell's continuation prompt:
+    #: the command never ran (a terminal stuck after an unclosed quote, or behind a
+    #: blocking program); what `wedged` counts.
+    stuck: bool = False
 
 
 def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
@@ -87,6 +98,32 @@ def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
     crc32 = zlib.crc32
     words = text.encode("utf-8", "surrogatepass").split(b" ", limit)[:limit]
     return tuple([crc32(w) & 0xFFFF for w in words])
+
+
+def _stuck(raw: str, input_value: object) -> bool:
+    """Did the terminal only echo what was typed? Every non-blank line of the screen is a
+    continuation prompt or a line of the call's own input, echoed; at least one such line."""
+    if not raw or len(raw) > _STUCK_CHARS:
+        return False
+    _, marker, screen = raw.rpartition(_SCREEN)
+    if not marker and ">" not in raw:
+        return False  # a bare echo is a stuck terminal only on a terminal's screen
+    lines = [line.strip() for line in screen.splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return False
+    typed: set[str] = set()
+    for value in input_value.values() if isinstance(input_value, dict) else (input_value,):
+        if isinstance(value, str):
+            typed.update(line.strip() for line in value.splitlines())
+    typed.discard("")
+    prompted = False
+    for line in lines:
+        if _CONTINUATION.fullmatch(line) is not None:
+            prompted = True
+        elif line not in typed:
+            return False
+    return prompted or bool(marker)
 
 
 def _nothing_found(text: str, result: object) -> bool:
@@ -132,7 +169,8 @@ def make_step(
     "writer", "poller" or "exempt"."""
     input_value = identifying(input_value, identity, ignore)
     call, body = call_fingerprint(name, input_value)
-    text = normalize(text_of(result), arguments_of(input_value))
+    raw = text_of(result)
+    text = normalize(raw, arguments_of(input_value))
     result_digest = digest(text)
     shape = digest(name.encode() + b"\x00" + result_digest)
     nothing = not text or _nothing_found(text, result)
@@ -154,4 +192,5 @@ def make_step(
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
         shifted=_shifted(name, call, body),
+        stuck=_stuck(raw, input_value),
     )

@@ -84,6 +84,7 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
     from ..core.periodic import TailCycles
     from ..core.policy import Policy
     from ..core.signals import SIGNALS
+    from ..core.signals.unchanged import _Check
     from ..core.step import Step
     from ..core.text import PassageCutter
     from ..core.verdict import Action, Verdict
@@ -102,6 +103,7 @@ def _classes(extra: tuple[type, ...]) -> list[type]:
         _Screen,
         PassageCutter,
         TailCycles,
+        _Check,
     ]
     core += MESSAGES.values()  # a finding holds its message (`messages`)
     for signal in SIGNALS.values():

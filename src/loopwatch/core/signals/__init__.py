@@ -17,6 +17,9 @@ from .repeated_lines import RepeatedLines
 from .retry_storm import RetryStorm
 from .same_error import SameError
 from .stagnation import Stagnation
+from .text_only import TextOnly
+from .unchanged import Unchanged
+from .wedged import Wedged
 
 __all__ = ["SIGNALS", "Signal"]
 
@@ -34,5 +37,8 @@ SIGNALS: dict[str, type[Signal[Any]]] = {
         RepeatedLines,
         RetryStorm,
         Chanting,
+        Wedged,
+        TextOnly,
+        Unchanged,
     )
 }

@@ -103,6 +103,11 @@ class Signal(Generic[P]):
         exist (the tool's name is in the message, so in the digest)."""
         return None
 
+    def on_user(self, at: float, index: int) -> Finding | None:
+        """A new user message (an automatic prompt of a harness, or a person), seen
+        after every streak was reset; `index` counts the tool calls so far."""
+        return None
+
     def reset_response(self) -> None:
         """A model response ended (for signals that watch within one response)."""
 
