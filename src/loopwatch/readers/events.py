@@ -32,6 +32,7 @@ import orjson
 
 from ..core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .base import Session
+from .jsonio import kind_of
 from .jsonio import lines as _lines
 
 __all__ = ["NAME", "TYPES", "parse_line", "read", "sniff"]
@@ -65,7 +66,7 @@ def sniff(path: str, head: bytes) -> bool:
     except orjson.JSONDecodeError:
         # cut by the head's end: judge by the opening only
         return not newline and _OPENING.match(first) is not None
-    if not isinstance(value, dict) or value.get("type") not in TYPES:
+    if not isinstance(value, dict) or kind_of(value) not in TYPES:
         return False
     return value["type"] != "user" or not (_FOREIGN_KEYS & value.keys())
 
@@ -155,8 +156,8 @@ def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
     value = orjson.loads(raw)
     if not isinstance(value, dict):
         raise _BadLine(f"not a JSON object but {type(value).__name__}")
-    kind = value.get("type")
-    make = _MAKERS.get(kind) if isinstance(kind, str) else None
+    kind = kind_of(value)
+    make = _MAKERS.get(kind) if kind is not None else None
     if make is None:
         raise _BadLine(f"unknown event type {kind!r} (expected one of {', '.join(TYPES)})")
     at = _number(value, "at")

@@ -28,6 +28,7 @@ __all__ = [
     "decode_arguments",
     "head_objects",
     "keys_at",
+    "kind_of",
     "lines",
     "number_of",
     "session_name",
@@ -388,6 +389,15 @@ def session_name(path: str) -> str:
 
 
 # -- sniffing --------------------------------------------------------------------------
+
+
+def kind_of(obj: dict[str, Any], key: str = "type") -> str | None:
+    """What a record says it is (its `type`, or another key that says the same: `role`,
+    OpenHands' `action`), or None when that is absent or not a string. Every reader asks
+    through here: a list or an object there is unhashable (`kind in {...}` raised) and
+    must cost its record at most, never the file."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
 
 
 def head_objects(head: bytes, limit: int = 50) -> list[dict]:
