@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..core.console import Console
+from ..files import open_file
 from .base import ReadError, Session
 
 __all__ = ["NAME", "read", "sniff"]
@@ -42,7 +43,7 @@ def sniff(path: str, head: bytes) -> bool:
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     try:
-        fh: BinaryIO = stream if stream is not None else open(path, "rb")  # noqa: SIM115 (closed by _events)
+        fh: BinaryIO = stream if stream is not None else open_file(path)  # closed by _events
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
     try:

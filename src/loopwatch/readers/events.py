@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
+from ..files import open_file
 from .base import Session
 from .jsonio import kind_of
 from .jsonio import lines as _lines
@@ -75,7 +76,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     """The file's one session (see the module docstring). `stream`, if given, is read
     instead of opening `path`. The file stays open until the session's events are
     consumed (or dropped), so sessions may be collected before they are replayed."""
-    fh = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - kept open while the events are consumed
+    fh = stream if stream is not None else open_file(path)  # kept open while the events are consumed
     lines = _lines(fh)
     first: list[tuple[int, bytes, str | None]] = []
     session_id = None

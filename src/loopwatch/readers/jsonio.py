@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ..files import open_file
 from .base import ReadError
 
 __all__ = [
@@ -81,7 +82,7 @@ class JsonLines:
             yield from self._parse(self._stream)
             return
         try:
-            fh = open(self.path, "rb")  # noqa: SIM115 - `with fh:` below; the open alone is guarded
+            fh = open_file(self.path)
         except OSError as exc:
             raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
         with fh:

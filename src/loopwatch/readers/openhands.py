@@ -47,6 +47,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..core.events import Event, ModelText, ToolCall, UserMessage
+from ..files import open_file
 from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, keys_at, kind_of, session_name
@@ -129,7 +130,7 @@ def _is_jsonl(path: str, stream: BinaryIO | None) -> bool:
         first = stream.peek(64 * 1024)[: 64 * 1024] if hasattr(stream, "peek") else b""
         return first.lstrip().startswith(b"{") and b"\n" in first.strip() and _parses(first.lstrip().split(b"\n", 1)[0])
     try:
-        with open(path, "rb") as fh:
+        with open_file(path) as fh:
             line = fh.readline()
             while line and not line.strip():
                 line = fh.readline()
