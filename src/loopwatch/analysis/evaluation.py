@@ -446,10 +446,10 @@ def replay_cases(
     """Replay every case under every configuration, in parallel (`jobs` processes,
     default one per core), in the order given. `progress(n)` is called as sessions
     finish."""
-    from .replay import default_jobs
+    from .replay import workers
 
     tasks = [(case, corpus, configs) for case in cases]
-    jobs = jobs or default_jobs()
+    jobs = workers(jobs, len(tasks))
     if jobs == 1 or len(tasks) < 4:
         results = []
         for task in tasks:
