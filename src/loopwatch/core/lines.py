@@ -46,8 +46,12 @@ from .fingerprint import digest, normalize_line, strip_escapes
 __all__ = ["Line", "LineCutter"]
 
 _LINE_LIMIT = 1024
-#: The largest cursor move counted, in rows or columns: more than any screen has.
+#: The largest cursor move counted, in rows: more than any screen has.
 _MAX_COUNT = 9999
+#: A move forward stops at the right margin, as a terminal's does: no recorded screen
+#: is wider than 160 columns (Terminal-Bench's casts); 256 leaves a margin. So the
+#: blanks an escape of a few bytes stands for are bounded too.
+_WIDTH = 256
 #: Rows remembered for redraws: more than any multi-line progress display in the
 #: recordings (uv and pip draw at most a dozen rows) or a full screen (40 rows in
 #: Terminal-Bench's casts). A redraw further up is judged without a memory.
@@ -153,7 +157,7 @@ class LineCutter:
         if final == "C" or (final == "K" and arg not in ("1", "2")):
             # Forward over blanks, or erase what follows the cursor (nothing yet):
             # the row goes on.
-            blanks = " " * min(_count(arg), _LINE_LIMIT) if final == "C" else ""
+            blanks = " " * min(_count(arg), _WIDTH) if final == "C" else ""
             screen.partial = (screen.partial + part[:_LINE_LIMIT] + blanks)[:_LINE_LIMIT]
             return
         # Anything else draws over what the row showed: that was a frame.
