@@ -160,6 +160,8 @@ def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
     kind = kind_of(value)
     make = _MAKERS.get(kind) if kind is not None else None
     if make is None:
+        if kind is None and value.get("type") is not None:
+            raise _BadLine(f"'type' is not a string: {value['type']!r}"[:120])
         raise _BadLine(f"unknown event type {kind!r} (expected one of {', '.join(TYPES)})")
     at = _number(value, "at")
     return make(value, at, source_ref)
