@@ -18,7 +18,11 @@ shared machine skews times, not peaks.
   it is in (it sorts them), so one folder of 10,000 holds 10,000 names at once;
 - line: one events file whose single `tool` event has a result of M MB, for each M in
   `--line-mb` (the figures: the peak against the first size, and against the file's
-  size; issue 9 measured 4.2x the file).
+  size; issue 9 measured 4.2x the file);
+- cast: one asciicast whose single `o` event is M MB, for each M in `--cast-mb` (issue
+  24 measured 620 MB for 200 MB);
+- workers: `scan --jobs J` of N small files, for each J in `--many-jobs` (N =
+  `--many-jobs-files`): the most worker processes seen at once (a count, from /proc).
 
 `--src DIR` scans with the loopwatch of another source tree, for a before/after
 comparison in one run (`git archive <commit> src | tar -x -C /tmp/before`).
@@ -91,12 +95,47 @@ def write_line(path: Path, megabytes: int) -> None:
         fh.write(b'"}\n')
 
 
+def write_cast(path: Path, megabytes: int) -> None:
+    chunk = "Compiling file_0001.o ... ok\\r\\n" * 1024  # escaped CR LF, as a cast holds them
+    with open(path, "wb") as fh:
+        fh.write(b'{"version": 2, "width": 80, "height": 24}\n[0.5, "o", "')
+        written = 0
+        while written < megabytes * 1024 * 1024:
+            fh.write(chunk.encode())
+            written += len(chunk)
+        fh.write(b'"]\n')
+
+
+def most_workers(argv: list[str]) -> tuple[int, int]:
+    """(the most child processes seen at once, exit status) of one run."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    most = 0
+    while proc.poll() is None:
+        children = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(b")") + 2 :].split()[1]) == proc.pid:
+                children += 1
+        most = max(most, children)
+    return most, proc.returncode
+
+
 def main() -> int:
     global SRC
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", default="300000,1200000")
     parser.add_argument("--files", default="10,10000")
     parser.add_argument("--line-mb", default="50,200")
+    parser.add_argument("--cast-mb", default="")
+    parser.add_argument("--many-jobs", default="", help="--jobs values for the workers series, e.g. 2,1000")
+    parser.add_argument("--many-jobs-files", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--per-folder", type=int, default=None, help="files per folder (default: all in one)")
     parser.add_argument("--src", default=SRC, help="the loopwatch source tree to scan with")
@@ -138,6 +177,28 @@ def main() -> int:
                 f"{peak * 1024 / size:.2f}x the file), exit {status}"
             )
             path.unlink()
+        base = None
+        for megabytes in [int(x) for x in args.cast_mb.split(",") if x]:
+            path = folder / "line.cast"
+            write_cast(path, megabytes)
+            size = path.stat().st_size
+            peak, status = peak_of(scan(path, 1))
+            base = base or peak
+            print(
+                f"one cast line of {size / 2**20:4.0f} MiB: peak {peak / 1024:6.1f} MiB ({peak / base:.2f}x the first, "
+                f"{peak * 1024 / size:.2f}x the file), exit {status}"
+            )
+            path.unlink()
+        if args.many_jobs:
+            sub = folder / "few"
+            sub.mkdir()
+            write_files(sub, args.many_jobs_files)
+            for jobs in [int(x) for x in args.many_jobs.split(",") if x]:
+                most, status = most_workers(scan(sub, jobs))
+                print(
+                    f"--jobs {jobs:>5} for {args.many_jobs_files} files on {os.cpu_count()} cores: "
+                    f"at most {most} worker processes at once, exit {status}"
+                )
     return 0
 
 

@@ -10,12 +10,21 @@ Feeds the `o` events of the casts in DIR, in name order up to --mb of output (de
   pyte+hist  `pyte.HistoryScreen` (lines scrolled off the top kept), closer to what a
              cutter needs;
 and prints seconds, MB/s and each as a ratio to `lines`, best of N runs.
+
+    PYTHONPATH=src python bench/terminal.py --hostile [--repeat N]
+
+instead feeds `lines` hostile escapes (issue 24), each repeated to ~64 KiB, and the same
+text with each escape's bytes as letters (the same lines, as plain text),
+and prints, for each, the time (best of N) and the peak of memory allocated while it is
+cut (tracemalloc), each per input byte and as a ratio to the plain text: bounded per
+input byte means the same order as plain text.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -68,12 +77,48 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+HOSTILE = {
+    "ESC[<5,000 digits>C": "x\x1b[" + "9" * 5000 + "Cy\n",
+    "ESC[2000000000C": "x\x1b[2000000000Cy\n",
+    "ESC[2000000000A/B/H": "x\x1b[2000000000Ay\x1b[2000000000Bz\x1b[2000000000Hw\n",
+    "ESC[<2,000 params>H": "x\x1b[" + ";".join(["99999"] * 2000) + "Hy\n",
+}
+
+
+def hostile(repeat: int) -> None:
+    import tracemalloc
+
+    def measure(text: str) -> tuple[float, int]:
+        def cut() -> None:
+            LineCutter().lines(text)
+
+        seconds = best(cut, repeat)
+        tracemalloc.start()
+        cut()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return seconds, peak
+
+    print(f"{'input':22s} {'bytes':>7s} {'us/KiB':>8s} {'x plain':>8s} {'peak B/byte':>12s} {'x plain':>8s}")
+    for name, one in HOSTILE.items():
+        text = one * max(1, 64 * 1024 // len(one))  # ~64 KiB of it: a figure per byte, not per call
+        # the same lines with each escape's bytes as letters: what the bytes cost as text
+        plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", lambda m: "a" * len(m.group()), text)
+        (ts, ps), (tp, pp) = measure(text), measure(plain)
+        size = len(text)
+        print(f"{name:22s} {size:7d} {ts * 1e6 / (size / 1024):8.1f} {ts / tp:8.1f} {ps / size:12.2f} {ps / pp:8.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--casts", type=Path, default=SHARED / "consoles" / "openhands-tb")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mb", type=float, default=2.0, help="output to take, in MB (default 2: pyte is slow)")
+    parser.add_argument("--hostile", action="store_true", help="hostile escapes against plain text (no pyte)")
     args = parser.parse_args()
+    if args.hostile:
+        hostile(args.repeat)
+        return
     if not args.casts.exists():
         print("no recordings found; nothing to measure")
         return

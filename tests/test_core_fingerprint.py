@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from loopwatch import Action, Monitor, ToolCall
+from loopwatch import Action, Config, Monitor, ToolCall
 from loopwatch.core.fingerprint import arguments_of, canonical, digest_call, digest_value, normalize
 from loopwatch.core.step import Step, make_step
 
@@ -135,6 +136,30 @@ def test_a_moving_download_is_not_a_repeat():
 def test_a_stalled_download_is_a_repeat():
     monitor = only("repeat", {"threshold": 3})
     polls = [bash("tail -1 dl.log", "Downloading: 40% (48 MB of 120 MB)") for _ in range(3)]
+    assert feed(monitor, polls)[-1].action is Action.NUDGE
+
+
+@pytest.mark.parametrize("count", ["{i} of 40", "{i}/40", "{i}of 40"])
+def test_a_poll_whose_count_advances_is_not_a_repeat(count):
+    """The README keeps `3 of 10` as progress in results: a poll whose count advances is
+    not the same result, and with every signal on (both profiles) it is never blocked or
+    stopped, and no repeat, cycle or echo is found in it."""
+    a = step(result="[12:00:01] indexed " + count.format(i=3) + " files")
+    b = step(result="[12:00:09] indexed " + count.format(i=4) + " files")
+    assert a.result != b.result
+    for profile in ("attended", "unattended"):
+        monitor = Monitor(Config.make(profile=profile))
+        polls = [bash("cat progress.txt", "indexed " + count.format(i=i) + " files") for i in range(1, 41)]
+        assert strongest(feed(monitor, polls)).rank < Action.BLOCK.rank
+        assert not {"repeat", "cycle", "echo"} & set(monitor.strongest)
+
+
+def test_a_poll_whose_count_stalls_is_a_repeat():
+    a = step(result="[12:00:01] indexed 3 of 40 files")
+    b = step(result="[12:00:09] indexed 3 of 40 files")
+    assert a.result == b.result
+    monitor = only("repeat", {"threshold": 3})
+    polls = [bash("cat progress.txt", f"[12:00:0{i}] indexed 3 of 40 files") for i in range(3)]
     assert feed(monitor, polls)[-1].action is Action.NUDGE
 
 
@@ -273,6 +298,22 @@ def test_skipping_the_progress_pattern_changes_no_line(line):
     if progress:
         expected += " \x01" + " ".join(progress)
     assert normalize_line(line) == expected
+
+
+@given(st.text(alphabet="0123456789 .%kKMGTiBof/xyz-", max_size=40))
+@example("step 3 of 10")
+@example("3of 10")
+@example("file 2/9")
+def test_skipping_the_progress_pattern_changes_no_result(text):
+    """`normalize` skips the progress pattern unless the result holds `%`, `B`, `/` or
+    `of` (a speed-up): it must give what applying the pattern always gives."""
+    from loopwatch.core.fingerprint import _PROGRESS, mask_numbers
+
+    progress = _PROGRESS.findall(text)
+    expected = " ".join(mask_numbers(text).split())
+    if progress:
+        expected += " \x01" + " ".join(progress)
+    assert normalize(text) == expected
 
 
 @settings(max_examples=400, deadline=None)

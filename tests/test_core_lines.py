@@ -302,3 +302,25 @@ def test_how_output_is_split_into_reads_never_changes_the_lines(pieces, boundari
         start = cut_at
     got += cutter.lines(text[start:])
     assert got == whole
+
+
+@pytest.mark.parametrize("final", ["A", "B", "C", "D", "G", "H", "f", "J", "K"])
+@pytest.mark.parametrize(
+    "count",
+    ["9" * 5000, "2000000000", "0" * 4000 + "7", "99999;" + "9" * 5000],
+    ids=["5000-digits", "2e9", "4000-zeros", "two-params"],
+)
+def test_a_huge_cursor_count_costs_nothing(final, count):
+    """A count is clamped as a terminal clamps it: a 5,000-digit one is not parsed (it
+    raised), `ESC[2000000000C` is not two billion blanks (3.8 GB)."""
+    import tracemalloc
+
+    cutter = LineCutter()
+    tracemalloc.start()
+    try:
+        got = cutter.lines(f"building\x1b[{count}{final}step 3 failed\nnext line\n")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024, peak
+    assert got  # the lines after it are still read

@@ -260,3 +260,91 @@ def test_fuzzed_transcripts_never_break_a_scan(fmt):
                 assert took < bound, f"{took:.1f}s for {len(data) / 1024:.0f} KiB"
 
     check()
+
+
+# -- a wrong-typed `type` ----------------------------------------------------------------
+
+# A record's `type` (and OpenHands' `action` / `observation`, which say the same) is how
+# every reader tells records apart; one that is a list or an object must cost that record
+# at most, never the file (a list or a dict is unhashable: `kind in {...}` raised).
+KIND_KEYS = ("type", "action", "observation")
+WRONG_KINDS = [[], {}, ["tool"], {"type": "tool"}, [["x"]], 3, None, True]
+LINE_FORMATS = ("events", "codex", "claude-code", "openhands")
+
+
+@st.composite
+def wrong_kind(draw, fmt: str) -> tuple[str, bytes]:
+    """A seed with one object's `type` (present or added) made a wrong type: at any
+    depth, in one line of a JSON Lines file or anywhere in a JSON document."""
+    name, data = draw(st.sampled_from([s for s in seeds(fmt) if _objects(s[1])]))
+    lines = data.split(b"\n")
+    candidates = [i for i, line in enumerate(lines) if line.strip()[:1] == b"{"]
+    whole = (
+        not candidates or len(lines) == 1 or len(candidates) == 1 and not lines[candidates[0]].strip().endswith(b"}")
+    )
+    index = -1 if whole else draw(st.sampled_from(candidates))
+    try:
+        value = json.loads(data if whole else lines[index])
+    except ValueError:
+        value = json.loads(data)
+        whole = True
+    objects = [path for path, node in _nodes(value) if isinstance(node, dict)][:5000]
+    path = draw(st.sampled_from(objects))
+    node = value
+    for step in path:
+        node = node[step]
+    present = [k for k in KIND_KEYS if k in node]
+    key = draw(st.sampled_from(present or ["type"]))
+    value = _replace(value, path + (key,), draw(st.sampled_from(WRONG_KINDS))) if present else value
+    if not present:
+        node[key] = draw(st.sampled_from(WRONG_KINDS))
+    encoded = json.dumps(value).encode()
+    if whole:
+        return name, encoded
+    lines[index] = encoded
+    return name, b"\n".join(lines)
+
+
+def _objects(data: bytes) -> bool:
+    try:
+        return any(isinstance(json.loads(line), dict) for line in data.split(b"\n") if line.strip()[:1] == b"{")
+    except ValueError:
+        try:
+            return isinstance(json.loads(data), (dict, list))
+        except ValueError:
+            return False
+
+
+def _scan_one(path: str, *options: str) -> dict:
+    result = CliRunner().invoke(cli, ["scan", "--no-progress", "--json", "--jobs", "1", *options, path])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.stderr
+    found = [json.loads(line) for line in result.stdout.splitlines()]
+    assert found, result.stdout[:500]
+    return found[0]
+
+
+@pytest.mark.parametrize("fmt", [fmt for fmt in FORMATS if any(_objects(data) for _, data in seeds(fmt))])
+def test_a_wrong_typed_type_never_breaks_a_reader(fmt):
+    """Anywhere in any format: no reader fails on it (detected or forced). In a JSON Lines
+    format, read as that format, the file stays readable: the other lines are read."""
+
+    @settings(
+        max_examples=30,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    )
+    @given(wrong_kind(fmt))
+    def check(case):
+        name, data = case
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, name)
+            with open(path, "wb") as fh:
+                fh.write(data)
+            for options in ((), ("--format", fmt)):
+                record = _scan_one(path, *options)
+                assert not (record["error"] or "").startswith("reader failed"), record["error"]
+            lines = [line for line in data.split(b"\n") if line.strip()]
+            if fmt in LINE_FORMATS and len(lines) > 2:
+                assert record["error"] is None, record["error"]  # not unreadable, nor cut short
+
+    check()

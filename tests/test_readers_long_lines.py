@@ -141,3 +141,29 @@ def test_json_lines_readers_report_a_line_read_in_part(tmp_path):
     got = list(objects)
     assert [number for number, _ in got] == [1, 2, 3] and len(got[1][1]["text"]) == 2 * 2**20
     assert objects.skipped == ["line 2: read in part, 18 MiB in one line: 1 string kept as its first and last 1 MiB"]
+
+
+def test_a_200_mib_cast_line_is_read_without_holding_it(tmp_path):
+    """The asciicast reader reads through the same `lines`: one 200 MiB output event
+    costs no more than it does in an events file."""
+    path = tmp_path / "run.cast"
+    chunk = b"Compiling file_0001.o ... ok\\r\\n" * 1024
+    with open(path, "wb") as fh:
+        fh.write(b'{"version": 2, "width": 80, "height": 24}\n[0.5, "o", "$ make\\r\\n"]\n[1.0, "o", "')
+        for _ in range(200 * 2**20 // len(chunk)):
+            fh.write(chunk)
+        fh.write(b'"]\n[2.0, "o", "done\\r\\n"]\n')
+    code = (
+        "import re, sys; from loopwatch.readers import read\n"
+        "(s,) = read(sys.argv[1]); texts = [len(e.data) for e in s.events]\n"
+        "peak = re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print(len(texts), max(texts), int(peak) // 1024, s.skipped)"
+    )
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-500:]
+    events, longest, peak_mib, skipped = out.stdout.split(" ", 3)
+    assert events == "3"  # the huge event is kept (its head and tail), and the one after it
+    assert int(longest) <= 2 * 2**20  # its first and last MiB
+    assert "line 3: read in part, 200 MiB in one line" in skipped
+    assert int(peak_mib) < 100, peak_mib  # issue 24: 620 MB

@@ -238,3 +238,15 @@ def test_forcing_lines_on_a_stream_reads_it_as_plain_output(tmp_path):
     assert ran.status == 86
     assert ran.record["loop"]["verdict"]["signal"] == "repeated_lines"
     assert ran.record["loop"]["verdict"]["period"] == 2
+
+
+@pytest.mark.parametrize("pty", [False, True])
+def test_a_huge_cursor_count_in_the_output_is_no_traceback(tmp_path, pty):
+    """A CSI sequence with a 5,000-digit count (issue 24: a traceback in `run`)."""
+    import sys
+
+    code = "import sys; sys.stdout.write('building\\x1b[' + '9' * 5000 + 'Cdone\\n' + 'ok\\n')"
+    ran = loopwatch(tmp_path, [sys.executable, "-c", code], *(["--pty"] if pty else []))
+    assert ran.status == 0, ran.stderr[-800:]
+    assert b"Traceback" not in ran.stderr
+    assert b"ok" in ran.stdout

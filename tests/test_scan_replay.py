@@ -326,3 +326,32 @@ def test_expand_streams_and_finds_each_file_once_without_keeping_every_key(tmp_p
     assert [os.path.relpath(t.path, tmp_path) for t in targets] == ["d/hard.jsonl", "d/z.jsonl", "d/m/a.jsonl"]
     later = list(expand([str(sub / "x.jsonl"), str(sub / "b.jsonl"), d]))
     assert [os.path.relpath(t.path, tmp_path) for t in later] == ["d/m/x.jsonl", "d/m/b.jsonl", "d/z.jsonl"]
+
+
+def test_jobs_are_capped_at_the_files_and_the_cores(tmp_path, monkeypatch):
+    """`scan --jobs 1000` on 5 files forked 1,000 workers (issue 24); a count of
+    processes, not a time."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from loopwatch import Config
+    from loopwatch.analysis import replay
+    from conftest import jsonl, looping_events
+
+    asked: list[int] = []
+
+    class Counting(ProcessPoolExecutor):
+        def __init__(self, max_workers=None, *args, **kwargs):
+            asked.append(max_workers)
+            super().__init__(max_workers, *args, **kwargs)
+
+    monkeypatch.setattr(replay, "ProcessPoolExecutor", Counting)
+    files = []
+    for i in range(5):
+        path = tmp_path / f"run{i}.jsonl"
+        path.write_text(jsonl(looping_events()))
+        files.append((str(path), str(path)))
+    results = list(replay.replay_files(files, Config.make(profile="unattended"), jobs=1000))
+    assert len(results) == 5 and all(r[0].error is None for r in results)
+    assert asked and max(asked) <= min(5, replay.default_jobs())
+    assert replay.workers(1000, 5) == min(5, replay.default_jobs())
+    assert replay.workers(1000, 0) == 1 and replay.workers(None, 3) == min(3, replay.default_jobs())

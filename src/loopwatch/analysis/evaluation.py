@@ -45,6 +45,7 @@ from typing import Any
 from ..core.config import Config
 from ..core.monitor import Monitor
 from ..core.verdict import Action
+from ..files import read_file
 
 __all__ = [
     "EARLY_STEPS",
@@ -159,19 +160,22 @@ def load_labels(path: str) -> list[Label]:
     """Read a labels file: tab-separated with a header naming at least `local_path`
     and `label`; `onset_step` and `end_step` are needed for `yes` and `brief`."""
     labels = []
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = csv.DictReader(fh, delimiter="\t")
-        missing = {"local_path", "label"} - set(rows.fieldnames or ())
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-        for number, row in enumerate(rows, start=2):
-            value = (row.get("label") or "").strip()
-            if value not in ("yes", "brief", "no"):
-                raise ValueError(f"{path}: line {number}: label {value!r} is not yes, brief or no")
-            onset, end = _step(row.get("onset_step")), _step(row.get("end_step"))
-            if value != "no" and (onset is None or end is None):
-                raise ValueError(f"{path}: line {number}: a {value} label needs onset_step and end_step")
-            labels.append(Label(row["local_path"].strip(), value, onset, end, (row.get("kind") or "").strip()))
+    try:
+        text = read_file(path).decode("utf-8", "replace")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    rows = csv.DictReader(text.splitlines(), delimiter="\t")
+    missing = {"local_path", "label"} - set(rows.fieldnames or ())
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    for number, row in enumerate(rows, start=2):
+        value = (row.get("label") or "").strip()
+        if value not in ("yes", "brief", "no"):
+            raise ValueError(f"{path}: line {number}: label {value!r} is not yes, brief or no")
+        onset, end = _step(row.get("onset_step")), _step(row.get("end_step"))
+        if value != "no" and (onset is None or end is None):
+            raise ValueError(f"{path}: line {number}: a {value} label needs onset_step and end_step")
+        labels.append(Label(row["local_path"].strip(), value, onset, end, (row.get("kind") or "").strip()))
     return labels
 
 
@@ -485,10 +489,10 @@ def replay_cases(
     """Replay every case under every configuration, in parallel (`jobs` processes,
     default one per core), in the order given. `progress(n)` is called as sessions
     finish."""
-    from .replay import default_jobs
+    from .replay import workers
 
     tasks = [(case, corpus, configs) for case in cases]
-    jobs = jobs or default_jobs()
+    jobs = workers(jobs, len(tasks))
     if jobs == 1 or len(tasks) < 4:
         results = []
         for task in tasks:

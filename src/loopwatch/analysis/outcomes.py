@@ -33,6 +33,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..files import read_file
+
 __all__ = ["OutcomeError", "Outcomes", "load_groups", "load_outcomes", "parse_resolved"]
 
 _ID_COLUMNS = ("session", "instance_id", "task_id", "trial_name", "id")
@@ -164,8 +166,7 @@ def load_groups(paths: Iterable[str], column: str) -> dict[str, str]:
 
 def _read(path: str) -> str:
     try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
+        return read_file(path).decode("utf-8", "replace")
     except OSError as exc:
         raise OutcomeError(f"{path}: cannot read: {exc.strerror or exc}") from None
 

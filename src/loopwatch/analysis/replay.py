@@ -36,7 +36,7 @@ from ..core.verdict import Action, Verdict
 from ..hosts import codex
 from ..readers import ReadError, Session, open_stdin, read
 
-__all__ = ["SessionResult", "default_jobs", "replay", "replay_file", "replay_files", "replay_steps"]
+__all__ = ["SessionResult", "default_jobs", "replay", "replay_file", "replay_files", "replay_steps", "workers"]
 
 _MAX_SKIPPED = 100  # skipped-line messages kept per session; the rest are counted
 # Source refs of the latest counted actions kept while replaying, to name where a
@@ -302,6 +302,13 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def workers(jobs: int | None, files: int) -> int:
+    """Processes to replay `files` files with when `jobs` were asked for (None: one per
+    core): never more than the cores nor the files (`--jobs 1000` for 4 files forked
+    1,000 workers), at least one."""
+    return max(1, min(jobs or default_jobs(), default_jobs(), files))
+
+
 # Files a parallel replay holds at once: admitted in order, given to the workers
 # largest first within this window, yielded in order. It bounds what is held (their
 # paths, and the results that finished before an earlier file did) whatever the number
@@ -316,7 +323,7 @@ def replay_files(
     items: Iterable[tuple[str, str]], config: Config, format: str | None = None, jobs: int | None = None
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, yielding each file's results in the
-    order given, as soon as they are ready. `jobs` processes (default: one per core);
+    order given, as soon as they are ready. `jobs` processes at most (see `workers`);
     1, or very few files, replays in this process. Standard input (`-`) is always read
     in this process. `items` is read as the replay goes: at most `_WINDOW` files are
     held at a time, however many there are.
@@ -324,7 +331,7 @@ def replay_files(
     A worker that dies (the OOM killer, a signal) breaks its pool: the files it and
     the other workers had in hand are reported as errors, and the rest are replayed
     in a fresh pool; the scan never waits for a result that cannot come."""
-    jobs = default_jobs() if jobs is None else max(1, jobs)
+    jobs = workers(jobs, _WINDOW)
     items = iter(items)
     first = list(islice(items, 4))
     if jobs == 1 or len(first) < 4:  # streamed: one file in hand at a time
@@ -380,13 +387,14 @@ def _parallel(
             yield from ready()
             admit()
             continue
-        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(config, format))
+        count = workers(jobs, len(waiting))
+        pool = ProcessPoolExecutor(count, mp_context=context, initializer=_init_worker, initargs=(config, format))
         in_hand: dict[Future, list[int]] = {}
         broken = False
         try:
             while waiting or in_hand:
-                while waiting and len(in_hand) < 2 * jobs:
-                    size = max(1, min(8, len(waiting) // (jobs * 16)))
+                while waiting and len(in_hand) < 2 * count:
+                    size = max(1, min(8, len(waiting) // (count * 16)))
                     chunk = [heappop(waiting)[1] for _ in range(min(size, len(waiting)))]
                     in_hand[pool.submit(_worker, [(i, held[i]) for i in chunk])] = chunk
                 finished, _ = wait(in_hand, return_when=FIRST_COMPLETED)

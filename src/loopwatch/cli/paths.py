@@ -30,6 +30,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..files import NOT_REGULAR
+
 __all__ = ["Target", "expand", "is_transcript_name"]
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj", ".cast")
@@ -70,7 +72,7 @@ def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
     return not (name == "steps.json" and "agent.log" in siblings)
 
 
-_NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"
+_NOT_REGULAR = f"{NOT_REGULAR}: skipped"
 
 
 def expand(arguments: Iterable[str]) -> Iterator[Target]:

@@ -12,6 +12,7 @@ import click
 
 from .. import safefile
 from ..core.config import ConfigError
+from ..files import NOT_REGULAR
 from ..supervise import FORMATS, Limits, Supervisor, write_record
 from ..trust import load_config
 from ._common import WRAPPER_CONTEXT
@@ -191,6 +192,8 @@ def run(
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):
         raise click.BadParameter(f"{transcript} is a folder; name the transcript file", param_hint="--transcript")
+    if transcript not in ("auto", "off") and os.path.exists(transcript) and not os.path.isfile(transcript):
+        raise click.BadParameter(f"{transcript}: {NOT_REGULAR}", param_hint="--transcript")
     supervisor = Supervisor(
         command, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty
     )

@@ -31,7 +31,7 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
     "--jobs",
     "-j",
     type=click.IntRange(min=1),
-    help="Processes to use (default: one per core; 1 scans in this process).",
+    help="Processes to use (default: one per core; never more than the cores or the files; 1 scans in this process).",
 )
 @click.option(
     "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."

@@ -12,8 +12,9 @@ Results are normalized first, because real loops hide behind volatile counters (
 recorded run got `bash: line 11301: cd: fastjson/: No such file or directory`, then
 `line 11316`, `line 11331`, ... twenty times): terminal escapes are dropped, digit and
 hex runs masked, whitespace collapsed, and the call's own arguments masked out (errors
-echo them: `No matches found for "X"`). Progress is kept: percentages and byte counts
-(`40%`, `48 MB`) are appended back after masking, so a moving download is not a repeat.
+echo them: `No matches found for "X"`). Progress is kept: percentages, byte counts and
+counts out of a total (`40%`, `48 MB`, `3 of 10`) are appended back after masking, so a
+moving download or a poll whose count advances is not a repeat.
 """
 
 from __future__ import annotations
@@ -59,12 +60,15 @@ _NUMBERS = re.compile(r"[0-9][0-9a-fA-FxX]*")
 # Progress figures start where a digit run starts (`(?<![0-9])`): a match starting inside
 # a run implies one from its start, so this finds the same, and without it every digit
 # of a long run restarts the scan of the run (quadratic: 47 s for a 60 KB result).
-_PROGRESS = re.compile(r"(?<![0-9])[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)")
+# A count out of a total (`3 of 10 tasks done`, `3/10`), in results and lines alike; a
+# date or a path caught by it (`2024/01`) is the same in every copy of a repeat.
+_COUNT = r"[0-9]+\s*(?:/|of)\s*[0-9]+\b"
+_PROGRESS = re.compile(r"(?<![0-9])[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|(?<![0-9A-Za-z.])" + _COUNT)
 # In output lines only numbers that start a word or follow `_`/`-` are counters
 # (`attempt 3`, `0.3s`, `toolu_0001`); digits right after a letter (`file12.o`,
 # `python3`, a hash) name a different thing, and `N of M`, `N/M` count progress.
 _LINE_NUMBERS = re.compile(r"(?<![A-Za-z0-9.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)*)")
-_LINE_PROGRESS = re.compile(r"(?<![0-9])[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b[0-9]+\s*(?:/|of)\s*[0-9]+\b")
+_LINE_PROGRESS = re.compile(r"(?<![0-9])[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b" + _COUNT)
 # Random hex ids: a token (between non-alphanumerics; `-` and `_` separate) of four or
 # more hex characters, with at least one digit and one letter. Codex 0.171 starts every
 # shell output with `Chunk ID: <6 random hex>`; masked from their first digit only,
@@ -199,7 +203,8 @@ def normalize(text: str, arguments: list[str] | tuple[str, ...] = ()) -> str:
     if " saved to:" in text:
         text = _SAVED_TO.sub(r"\1<file>", text)
         digests = " ".join(d.lower() for d in _SHA256.findall(text))
-    progress = _PROGRESS.findall(text) if ("%" in text or "B" in text) else None
+    # Each progress form holds one of these: most results skip the pattern.
+    progress = _PROGRESS.findall(text) if ("%" in text or "B" in text or "of" in text or "/" in text) else None
     text = " ".join(mask_numbers(text).split())
     if digests:
         text += " sha256 " + digests

@@ -46,6 +46,12 @@ from .fingerprint import digest, normalize_line, strip_escapes
 __all__ = ["Line", "LineCutter"]
 
 _LINE_LIMIT = 1024
+#: The largest cursor move counted, in rows: more than any screen has.
+_MAX_COUNT = 9999
+#: A move forward stops at the right margin, as a terminal's does: no recorded screen
+#: is wider than 160 columns (Terminal-Bench's casts); 256 leaves a margin. So the
+#: blanks an escape of a few bytes stands for are bounded too.
+_WIDTH = 256
 #: Rows remembered for redraws: more than any multi-line progress display in the
 #: recordings (uv and pip draw at most a dozen rows) or a full screen (40 rows in
 #: Terminal-Bench's casts). A redraw further up is judged without a memory.
@@ -151,7 +157,8 @@ class LineCutter:
         if final == "C" or (final == "K" and arg not in ("1", "2")):
             # Forward over blanks, or erase what follows the cursor (nothing yet):
             # the row goes on.
-            screen.partial = (screen.partial + part + (" " * _count(arg) if final == "C" else ""))[:_LINE_LIMIT]
+            blanks = " " * min(_count(arg), _WIDTH) if final == "C" else ""
+            screen.partial = (screen.partial + part[:_LINE_LIMIT] + blanks)[:_LINE_LIMIT]
             return
         # Anything else draws over what the row showed: that was a frame.
         self._finish(screen, part, out, True)
@@ -189,8 +196,13 @@ class LineCutter:
 
 
 def _count(arg: str) -> int:
-    head = arg.split(";")[0].lstrip("?")
-    return int(head) if head.isdigit() and int(head) > 0 else 1
+    """A cursor move's count: 1 when absent or 0, at most `_MAX_COUNT` (a terminal
+    clamps a move to its screen; `ESC[2000000000C` is not two billion blanks, and a
+    5,000-digit count is not parsed)."""
+    head = arg.split(";", 1)[0].lstrip("?").lstrip("0")
+    if not head.isdigit():
+        return 1
+    return _MAX_COUNT if len(head) > len(str(_MAX_COUNT)) else min(int(head), _MAX_COUNT)
 
 
 def _countable(line: str, redraw: bool) -> Line | None:

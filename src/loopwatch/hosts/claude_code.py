@@ -42,6 +42,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..files import open_file
+
 __all__ = [
     "AGENT_TOOLS",
     "BLOCK_TEXT",
@@ -227,7 +229,7 @@ def transcript_stop_reason(session_id: str, env: Mapping[str, str]) -> str | Non
     found = None
     for path in glob.glob(os.path.join(glob.escape(base), "projects", "*", f"{session_id}.jsonl")):
         try:
-            with open(path, "rb") as fh:
+            with open_file(path) as fh:
                 fh.seek(max(0, os.path.getsize(path) - _TRANSCRIPT_TAIL))
                 tail = fh.read().splitlines()
         except OSError:

@@ -37,6 +37,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..files import open_file
+
 __all__ = [
     "EVENT_LABELS",
     "HOOK_EVENTS",
@@ -193,7 +195,7 @@ def rollout_exit_code(path: Any, call_id: Any) -> int | None:
         return None
     needle = json.dumps(call_id).encode()
     try:
-        with open(path, "rb") as fh:
+        with open_file(path) as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - _ROLLOUT_TAIL))

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import importlib
 import io
-import os
-import stat
 import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import BinaryIO
 
+from ..files import NOT_REGULAR, NotRegularFile, open_file
 from .base import ReadError, Session
 
 __all__ = ["FORMATS", "ReadError", "Session", "detect", "open_stdin", "open_transcript", "read", "reader", "register"]
@@ -108,17 +107,11 @@ def open_transcript(path: str) -> BinaryIO:
     reading blocks until a writer comes (`scan` hung for ever on one), and a device
     or socket is no transcript. Buffered by the head size, so `peek` sees the head."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        stream = open_file(path, buffering=HEAD_SIZE)
+    except NotRegularFile:
+        raise ReadError(f"{NOT_REGULAR}: skipped") from None
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ReadError("not a regular file (a FIFO, socket or device): skipped")
-        os.set_blocking(fd, True)
-        stream = os.fdopen(fd, "rb", buffering=HEAD_SIZE)
-    except BaseException:
-        os.close(fd)
-        raise
     _skip_bom(stream)
     return stream
 

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..core.events import ToolCall
+from ..files import read_file
 from .base import ReadError
 
 __all__ = [
@@ -30,8 +31,7 @@ def read_bytes(path: str, stream: BinaryIO | None = None) -> bytes:
         if stream is not None:
             data = stream.read()
         else:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_file(path)
     except OSError as exc:
         raise ReadError(f"cannot read: {exc.strerror or exc}") from exc
     if not data.strip():

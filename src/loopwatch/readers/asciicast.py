@@ -7,8 +7,10 @@ per event: `[seconds, "o", text]` (written to the terminal) or `[seconds, "i", t
 `Output` at its time, a finished `i` line a `UserMessage` (see `console`). Other event
 kinds (`m` markers, `r` resizes) are skipped. `source_ref = "line N"` (the file's line).
 
-Streamed line by line; a line that is not an event is skipped and counted. Version 1
-(one JSON object with a `stdout` list) is refused with a message.
+Streamed line by line, through `jsonio.lines`: a line over `jsonio.LINE_CAP` is never
+held whole (its text is read as its first and last MiB, and the skipped list says so),
+so memory stays bounded whatever one event holds. A line that is not an event is skipped
+and counted. Version 1 (one JSON object with a `stdout` list) is refused with a message.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..core.console import Console
+from ..files import open_file
 from .base import ReadError, Session
+from .jsonio import lines
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -42,14 +46,16 @@ def sniff(path: str, head: bytes) -> bool:
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     try:
-        fh: BinaryIO = stream if stream is not None else open(path, "rb")  # noqa: SIM115 (closed by _events)
+        fh: BinaryIO = stream if stream is not None else open_file(path)  # closed by _events
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
     try:
-        header = _header(fh.readline())
+        rows = lines(fh)
+        first = next(rows, None)
+        header = _header(first[1] if first is not None else b"", first[2] if first is not None else None)
         session = Session(format=NAME, session=_session_name(path), events=())
         session.meta["width"], session.meta["height"] = header.get("width"), header.get("height")
-        session.events = _events(fh, session, stream is None)
+        session.events = _events(rows, fh, session, stream is None)
         yield session
     except BaseException:
         if stream is None:
@@ -57,7 +63,9 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
         raise
 
 
-def _header(line: bytes) -> dict:
+def _header(line: bytes, note: str | None) -> dict:
+    if note is not None and not line:  # a header too big to read
+        raise ReadError("not an asciicast: the first line is not a JSON header")
     try:
         header = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -69,11 +77,15 @@ def _header(line: bytes) -> dict:
     return header
 
 
-def _events(fh: BinaryIO, session: Session, close: bool) -> Iterator[Any]:
+def _events(
+    rows: Iterator[tuple[int, bytes, str | None]], fh: BinaryIO, session: Session, close: bool
+) -> Iterator[Any]:
     console = Console()
     try:
-        for number, line in enumerate(fh, start=2):
-            if not line.strip():
+        for number, line, note in rows:
+            if note:
+                session.skipped.append(note)
+            if not line or line.isspace():
                 continue
             try:
                 event = orjson.loads(line)

@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 from ..core.events import Event, ModelText, ToolCall, Turn, UserMessage
 from ._common import iso_seconds, load_json
 from .base import ReadError, Session
-from .jsonio import blocks_text, decode_arguments, head_objects, keys_at, session_name, tokens_of
+from .jsonio import blocks_text, decode_arguments, head_objects, keys_at, kind_of, session_name, tokens_of
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -83,7 +83,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
         messages, prefix, name = data, "", None
     else:
         raise ReadError("not a chat-message list (expected a list of messages, or an object with one under `messages`)")
-    if messages and not any(isinstance(m, dict) and m.get("role") in _ROLES for m in messages[:20]):
+    if messages and not any(isinstance(m, dict) and kind_of(m, "role") in _ROLES for m in messages[:20]):
         raise ReadError("not a chat-message list: no message has a role (system, user, assistant, tool)")
     session = Session(NAME, str(name) if name else session_name(path), ())
     session.events = _events(messages, prefix, session)
@@ -104,7 +104,7 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
         if not isinstance(message, dict):
             session.skipped.append(f"{ref}: not a message object")
             continue
-        role = message.get("role")
+        role = kind_of(message, "role")
         at = iso_seconds(message.get("timestamp", message.get("created_at")))
         content = message.get("content")
         if role == "assistant":
@@ -114,7 +114,7 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
             for block in content if isinstance(content, list) else ():
                 if not isinstance(block, dict):
                     continue
-                if block.get("type") == "tool_result":
+                if kind_of(block) == "tool_result":
                     use_id = block.get("tool_use_id")
                     call = calls.pop(use_id, None) if isinstance(use_id, str) else None
                     if call is not None:
@@ -125,7 +125,7 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
                             block.get("is_error") is True,
                             at,
                         )
-                elif block.get("type") in ("text", "image", "document", "input_text"):
+                elif kind_of(block) in ("text", "image", "document", "input_text"):
                     said = True
             if said:
                 yield UserMessage(at=at, source_ref=ref)
@@ -166,11 +166,9 @@ def _assistant(
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
             continue
-        if block.get("type") in ("text", "output_text") and isinstance(block.get("text"), str):
+        if kind_of(block) in ("text", "output_text") and isinstance(block.get("text"), str):
             texts.append(block["text"])
-        elif (
-            block.get("type") == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
-        ):
+        elif kind_of(block) == "tool_use" and isinstance(block.get("id"), str) and isinstance(block.get("name"), str):
             calls[block["id"]] = _Call(block["name"], block.get("input"), ref, price())
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None

@@ -65,7 +65,7 @@ from ..hosts import WRITERS  # tools whose success changes a file, and the input
 from ..hosts import claude_code as host
 from ._common import iso_seconds, mapping_at
 from .base import ReadError, Session
-from .jsonio import JsonLines, blocks_text, head_objects, parsed_events, session_name, tokens_of
+from .jsonio import JsonLines, blocks_text, head_objects, kind_of, parsed_events, session_name, tokens_of
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -79,7 +79,7 @@ _UNSET = object()
 
 def is_session_line(obj: dict) -> bool:
     """A line of a `~/.claude/projects` session file."""
-    kind = obj.get("type")
+    kind = kind_of(obj)
     if kind == "user" or kind == "assistant":
         return isinstance(obj.get("message"), dict) and "uuid" in obj and ("sessionId" in obj or "parentUuid" in obj)
     if kind == "summary":
@@ -93,7 +93,7 @@ def is_session_line(obj: dict) -> bool:
 
 def is_stream_line(obj: dict) -> bool:
     """A line of `claude -p --output-format stream-json`."""
-    kind = obj.get("type")
+    kind = kind_of(obj)
     if "session_id" not in obj:
         return False
     if kind == "system":
@@ -194,7 +194,7 @@ class StreamParser:
     def feed(self, obj: Any, ref: str | None = None) -> list[Event]:
         if not isinstance(obj, dict):
             return []
-        kind = obj.get("type")
+        kind = kind_of(obj)
         at = iso_seconds(obj.get("timestamp"))
         agent = self._agent_of(obj)
         if self._main is _UNSET and (kind == "assistant" or kind == "user"):
@@ -251,7 +251,7 @@ class StreamParser:
         for block in content:
             if not isinstance(block, dict):
                 continue
-            kind = block.get("type")
+            kind = kind_of(block)
             if kind == "text" and primary:
                 text = block.get("text")
                 if isinstance(text, str) and text.strip():
@@ -286,9 +286,9 @@ class StreamParser:
             for block in content:
                 if not isinstance(block, dict):
                     continue
-                if block.get("type") == "tool_result":
+                if kind_of(block) == "tool_result":
                     results.append(block)
-                elif block.get("type") in ("text", "image", "document"):
+                elif kind_of(block) in ("text", "image", "document"):
                     said = True
         structured = obj.get("toolUseResult") if len(results) == 1 else None
         for block in results:

@@ -61,7 +61,7 @@ from ..core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, User
 from ..hosts import codex
 from ._common import iso_seconds, mapping_at
 from .base import ReadError, Session
-from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, parsed_events, session_name
+from .jsonio import JsonLines, blocks_text, decode_arguments, head_objects, kind_of, parsed_events, session_name
 
 __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
@@ -94,11 +94,11 @@ _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTIL
 
 
 def is_rollout_line(obj: dict) -> bool:
-    return obj.get("type") in _ROLLOUT_TYPES and "payload" in obj and "timestamp" in obj
+    return kind_of(obj) in _ROLLOUT_TYPES and "payload" in obj and "timestamp" in obj
 
 
 def is_exec_line(obj: dict) -> bool:
-    kind = obj.get("type")
+    kind = kind_of(obj)
     if kind == "thread.started":
         return "thread_id" in obj
     if kind in ("item.started", "item.updated", "item.completed"):
@@ -109,7 +109,7 @@ def is_exec_line(obj: dict) -> bool:
 
 
 def is_legacy_line(obj: dict) -> bool:
-    if obj.get("record_type") == "state":
+    if kind_of(obj, "record_type") == "state":
         return True
     return "type" not in obj and "id" in obj and "timestamp" in obj and "instructions" in obj
 
@@ -151,9 +151,9 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
 
 
 def _session_id(obj: dict) -> str | None:
-    if obj.get("type") == "session_meta" and isinstance(obj.get("payload"), dict):
+    if kind_of(obj) == "session_meta" and isinstance(obj.get("payload"), dict):
         found = obj["payload"].get("id")
-    elif obj.get("type") == "thread.started":
+    elif kind_of(obj) == "thread.started":
         found = obj.get("thread_id")
     elif is_legacy_line(obj):
         found = obj.get("id")
@@ -211,7 +211,7 @@ class StreamParser:
         out: list[Event] = []
         if self.session_id is None:
             self.session_id = _session_id(obj)
-        kind = obj.get("type")
+        kind = kind_of(obj)
         if is_rollout_line(obj):
             payload = obj["payload"]
             if not isinstance(payload, dict):
@@ -241,11 +241,11 @@ class StreamParser:
     # -- rollout ----------------------------------------------------------------------------
 
     def _item(self, item: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
-        kind = item.get("type")
+        kind = kind_of(item)
         if kind == "message":
             text = blocks_text(item.get("content"))
             text = text if isinstance(text, str) else ""
-            role = item.get("role")
+            role = kind_of(item, "role")
             if role == "assistant" and text.strip():
                 out.append(ModelText(text, at=at, source_ref=ref))
             elif role == "user" and text.strip() and not text.lstrip().startswith(_INJECTED):
@@ -285,7 +285,7 @@ class StreamParser:
             out.append(ToolCall("web_search", item.get("action"), item.get("status"), at=at, source_ref=ref))
 
     def _event(self, event: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
-        kind = event.get("type")
+        kind = kind_of(event)
         if kind == "token_count":
             info = event.get("info")
             if not isinstance(info, dict):
@@ -315,12 +315,12 @@ class StreamParser:
     # -- codex exec --json --------------------------------------------------------------------
 
     def _exec(self, obj: dict, ref: str | None, out: list[Event]) -> None:
-        kind = obj.get("type")
+        kind = kind_of(obj)
         item = mapping_at(obj, "item")
         item_id = item.get("id") if isinstance(item.get("id"), str) else None
         if kind == "item.started" and item_id is not None:
             self._started[item_id] = ref
-            if self.attempts and item.get("type") == "command_execution":
+            if self.attempts and kind_of(item) == "command_execution":
                 out.append(
                     Attempt("command_execution", {"command": item.get("command")}, call_id=item_id, source_ref=ref)
                 )
@@ -346,7 +346,7 @@ class StreamParser:
                 out.append(Retry(reason=message[:200], source_ref=ref))
 
     def _exec_item(self, item: dict, item_id: str | None, ref: str | None, out: list[Event]) -> None:
-        kind = item.get("type")
+        kind = kind_of(item)
         status = item.get("status")
         failed = status == "failed"
         if kind == "agent_message":

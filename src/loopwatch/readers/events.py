@@ -31,7 +31,9 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
+from ..files import open_file
 from .base import Session
+from .jsonio import kind_of
 from .jsonio import lines as _lines
 
 __all__ = ["NAME", "TYPES", "parse_line", "read", "sniff"]
@@ -65,7 +67,7 @@ def sniff(path: str, head: bytes) -> bool:
     except orjson.JSONDecodeError:
         # cut by the head's end: judge by the opening only
         return not newline and _OPENING.match(first) is not None
-    if not isinstance(value, dict) or value.get("type") not in TYPES:
+    if not isinstance(value, dict) or kind_of(value) not in TYPES:
         return False
     return value["type"] != "user" or not (_FOREIGN_KEYS & value.keys())
 
@@ -74,7 +76,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     """The file's one session (see the module docstring). `stream`, if given, is read
     instead of opening `path`. The file stays open until the session's events are
     consumed (or dropped), so sessions may be collected before they are replayed."""
-    fh = stream if stream is not None else open(path, "rb")  # noqa: SIM115 - kept open while the events are consumed
+    fh = stream if stream is not None else open_file(path)  # kept open while the events are consumed
     lines = _lines(fh)
     first: list[tuple[int, bytes, str | None]] = []
     session_id = None
@@ -155,9 +157,11 @@ def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
     value = orjson.loads(raw)
     if not isinstance(value, dict):
         raise _BadLine(f"not a JSON object but {type(value).__name__}")
-    kind = value.get("type")
-    make = _MAKERS.get(kind) if isinstance(kind, str) else None
+    kind = kind_of(value)
+    make = _MAKERS.get(kind) if kind is not None else None
     if make is None:
+        if kind is None and value.get("type") is not None:
+            raise _BadLine(f"'type' is not a string: {value['type']!r}"[:120])
         raise _BadLine(f"unknown event type {kind!r} (expected one of {', '.join(TYPES)})")
     at = _number(value, "at")
     return make(value, at, source_ref)

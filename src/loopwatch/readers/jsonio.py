@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ..files import open_file
 from .base import ReadError
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "decode_arguments",
     "head_objects",
     "keys_at",
+    "kind_of",
     "lines",
     "number_of",
     "session_name",
@@ -80,7 +82,7 @@ class JsonLines:
             yield from self._parse(self._stream)
             return
         try:
-            fh = open(self.path, "rb")  # noqa: SIM115 - `with fh:` below; the open alone is guarded
+            fh = open_file(self.path)
         except OSError as exc:
             raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
         with fh:
@@ -388,6 +390,15 @@ def session_name(path: str) -> str:
 
 
 # -- sniffing --------------------------------------------------------------------------
+
+
+def kind_of(obj: dict[str, Any], key: str = "type") -> str | None:
+    """What a record says it is (its `type`, or another key that says the same: `role`,
+    OpenHands' `action`), or None when that is absent or not a string. Every reader asks
+    through here: a list or an object there is unhashable (`kind in {...}` raised) and
+    must cost its record at most, never the file."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
 
 
 def head_objects(head: bytes, limit: int = 50) -> list[dict]:

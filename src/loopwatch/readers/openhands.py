@@ -50,9 +50,10 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..core.events import Event, ModelText, ToolCall, UserMessage
+from ..files import open_file
 from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
-from .jsonio import JsonLines, keys_at, session_name
+from .jsonio import JsonLines, keys_at, kind_of, session_name
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -132,7 +133,7 @@ def _is_jsonl(path: str, stream: BinaryIO | None) -> bool:
         first = stream.peek(64 * 1024)[: 64 * 1024] if hasattr(stream, "peek") else b""
         return first.lstrip().startswith(b"{") and b"\n" in first.strip() and _parses(first.lstrip().split(b"\n", 1)[0])
     try:
-        with open(path, "rb") as fh:
+        with open_file(path) as fh:
             line = fh.readline()
             while line and not line.strip():
                 line = fh.readline()
@@ -201,7 +202,7 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
                     if (
                         isinstance(observation, dict)
                         and "observation" in observation
-                        and observation.get("observation") != "null"
+                        and kind_of(observation, "observation") != "null"
                     ):
                         yield _complete(call, observation)
                     else:
@@ -237,7 +238,7 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
 def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pending | Event | list[Event] | None:
     """A tool call waiting for its observation, a text event, the events of a finish
     call, or None."""
-    kind = entry.get("action")
+    kind = kind_of(entry, "action")
     args = mapping_at(entry, "args")
     at = iso_seconds(entry.get("timestamp"))
     ref = f"[{index}]"
@@ -279,7 +280,7 @@ def _complete(call: _Pending, observation: dict) -> ToolCall:
     extras = mapping_at(observation, "extras")
     metadata = mapping_at(extras, "metadata")
     code = metadata.get("exit_code", extras.get("exit_code"))
-    error = observation.get("observation") in _FAILED or (isinstance(code, int) and code > 0)
+    error = kind_of(observation, "observation") in _FAILED or (isinstance(code, int) and code > 0)
     changed = (call.changes,) if call.changes and not error else ()
     return ToolCall(
         call.name,

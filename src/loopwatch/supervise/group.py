@@ -143,6 +143,13 @@ class ChildGroup:
             self._ladder.clear()
             self._next_at = None
 
+    def close_pipe(self, fd: int) -> None:
+        """Close our end of the child's stdout or stderr pipe: its next write there
+        gets SIGPIPE (or EPIPE), as when a reader goes away."""
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None and not pipe.closed and pipe.fileno() == fd:
+                pipe.close()
+
     def close(self) -> None:
         for pipe in (self.process.stdout, self.process.stderr):
             if pipe is not None:

@@ -3,8 +3,9 @@
 One thread and a selector: a read is taken from whichever pipe has data, so a child
 that fills its stderr while we wait on its stdout never deadlocks. Bytes are written
 through unchanged (colours, CRs, partial lines and all) before anyone looks at them.
-A sink that closes (our stdout piped into `head`) stops being written to; the child's
-pipe is still drained, so the child is never blocked by it.
+A sink that closes (our stdout piped into `head`) stops being written to, and the
+pipes written through to it are listed in `broken`: the supervisor closes them, so the
+child meets the closed pipe at its next write, as it would without loopwatch between.
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ class Pump:
                 self.write(source.sink, data)
             chunks.append(Chunk(source.stream, data))
         return chunks
+
+    @property
+    def broken(self) -> list[int]:
+        """The pipes still open whose sink has closed."""
+        return [fd for fd, source in self._open.items() if source.sink in self._dead_sinks]
+
+    def drop(self, fd: int) -> None:
+        """Stop reading pipe `fd` (its owner closes it)."""
+        if self._open.pop(fd, None) is not None:
+            self._selector.unregister(fd)
 
     def write(self, sink: int, data: bytes) -> None:
         """Write all of `data` to `sink`, unless the sink has closed."""

@@ -42,6 +42,7 @@ from .pump import Pump
 from .record import Outcome
 from .streams import EventSource
 from .transcript import Follower
+from .watchdog import Watchdog
 
 #: Set for the supervised command: a loopwatch hook inside it (Codex's) then leaves the
 #: stop to `run`, which can end the run where the hook can only block a call (the
@@ -51,6 +52,9 @@ SUPERVISED = "LOOPWATCH_SUPERVISED"
 __all__ = ["Limits", "Supervisor"]
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Passed on as they are, and loopwatch goes on: by default each would end loopwatch alone
+# and leave the agent running unsupervised; the agent does with them what it does.
+_PASSED = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGQUIT)
 _TICK = 0.5  # longest wait between looks at the clock, seconds
 _DRAIN = 0.5  # after the group is gone, how long pipes held by escaped processes are read
 _HOOK_STOP = "loopwatch's hook in the agent ended it (terminal_reason hook_stopped); see `loopwatch status`"
@@ -143,16 +147,19 @@ class Supervisor:
         # Handlers first: a Ctrl-C from here on is forwarded, never lost with an orphan.
         saved = self._install_handlers(wake_w)
         child: ChildGroup | None = None
+        watchdog: Watchdog | None = None
         try:
             self.transcript.start()
             env = {**os.environ, SUPERVISED: "1"}
             if self.pty:
                 self._terminal = Terminal(0, self.stdout, self.stderr)
                 child = ChildGroup(self.argv, self.limits.grace, env=env, terminal=self._terminal)
+                watchdog = Watchdog(child.pid)  # before the terminal's thread starts: it forks
                 self._terminal.started()
                 sources = {self._terminal.master: ("stdout", self.stdout)}
             else:
                 child = ChildGroup(self.argv, self.limits.grace, env=env)
+                watchdog = Watchdog(child.pid)
                 sources = {child.stdout: ("stdout", self.stdout), child.stderr: ("stderr", self.stderr)}
             self._pump = Pump(sources, wakeup=wake_r)
             self._t0 = self._last_output = t0
@@ -179,6 +186,8 @@ class Supervisor:
                 self._pump.close()
             if child is not None:
                 child.close()
+            if watchdog is not None:
+                watchdog.done()
             os.close(wake_r)
             os.close(wake_w)
         return Outcome(
@@ -252,6 +261,23 @@ class Supervisor:
                 if chunk.data:
                     self._last_output = self.clock()
                     self._observe(child, chunk.data, chunk.stream, self._last_output)
+            self._pass_on_closed_sinks(child, self.clock())
+
+    def _pass_on_closed_sinks(self, child: ChildGroup, now: float) -> None:
+        """Our stdout (or stderr) closed by its reader (`| head -3`): the child meets it
+        as it would without loopwatch. Its pipe is closed, so its next write there gets
+        SIGPIPE; on a terminal (--pty) there is no pipe of its own to close, so the group
+        gets SIGPIPE, and then the usual ending."""
+        pump = self._pump
+        assert pump is not None
+        for fd in pump.broken:
+            pump.drop(fd)
+            if self._terminal is not None:
+                if self._ended_by is None:
+                    self._ended_by = "interrupted"
+                child.end(now, first=signal.SIGPIPE)
+            else:
+                child.close_pipe(fd)
 
     def _check_limits(self, child: ChildGroup, now: float) -> None:
         if self._ended_by is None:
@@ -389,7 +415,7 @@ class Supervisor:
 
     def _install_handlers(self, wake_w: int) -> dict[int, object]:
         saved: dict[int, object] = {signal.SIGCHLD: signal.signal(signal.SIGCHLD, lambda *_: None)}
-        for sig in _FORWARDED:
+        for sig in _FORWARDED + _PASSED:
             saved[sig] = signal.signal(sig, lambda sig, _frame: self._signals.append(sig))
         saved[-1] = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         return saved
@@ -402,10 +428,13 @@ class Supervisor:
     def _take_signals(self, child: ChildGroup, now: float) -> None:
         """Forward SIGINT/SIGTERM/SIGHUP to the group (then SIGTERM and SIGKILL, each
         after the grace, if it does not end); a second signal, or one while loopwatch is
-        already ending the run, kills the group at once."""
+        already ending the run, kills the group at once. `_PASSED` signals are only
+        passed on."""
         while self._signals:
             sig = self._signals.pop(0)
-            if not child.ending:
+            if sig in _PASSED:
+                child.send(sig)
+            elif not child.ending:
                 self._ended_by = "interrupted"
                 child.end(now, first=sig)
             else:

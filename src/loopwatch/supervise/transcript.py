@@ -39,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from ..files import NOT_REGULAR, NotRegularFile, open_file, open_regular
 from .streams import _JsonLines, _stamped
 
 __all__ = ["AGENTS", "POLL", "Follower", "Tail", "agent_of", "claude_project_dir"]
@@ -106,7 +107,8 @@ def _codex_cwds(argv: Sequence[str], cwd: str) -> set[str]:
 
 class Tail:
     """One file followed as it grows: `read()` returns the bytes added since the last
-    call (at most `_READ_MAX`), or b"" while there are none or the file is missing."""
+    call (at most `_READ_MAX`), or b"" while there are none or the file is missing.
+    It raises `NotRegularFile` for a FIFO, a device or a folder (never waits on one)."""
 
     def __init__(self, path: Path, offset: int = 0) -> None:
         self.path = path
@@ -116,7 +118,9 @@ class Tail:
     def read(self) -> bytes:
         if self._fd is None:
             try:
-                self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                self._fd = open_regular(str(self.path))
+            except NotRegularFile:
+                raise
             except OSError:
                 return b""
         try:
@@ -241,7 +245,12 @@ class Follower:
             self._find()
             if self._tail is None:
                 return []
-        return self._read(self._tail.read())
+        try:
+            data = self._tail.read()
+        except NotRegularFile:
+            self.problem = f"{self.path}: {NOT_REGULAR}"
+            return []
+        return self._read(data)
 
     def finish(self) -> list[Any]:
         """The end of the run: what is left in the file, and in the parser."""
@@ -249,7 +258,10 @@ class Follower:
             return []
         events = []
         while True:
-            data = self._tail.read()
+            try:
+                data = self._tail.read()
+            except NotRegularFile:
+                break
             if not data:
                 break
             events += self._read(data)
@@ -356,7 +368,7 @@ class Follower:
         """Is this rollout this run's? Its first line (`session_meta`) names its cwd.
         Undecided (False, not rejected) while that line is not written yet."""
         try:
-            with open(path, "rb") as fh:
+            with open_file(str(path)) as fh:
                 first = fh.readline(1 << 20)
         except OSError:
             return False
@@ -384,7 +396,7 @@ def _count_lines(path: Path, upto: int) -> int:
     """Lines in the first `upto` bytes of a file (where following it began)."""
     count = 0
     try:
-        with open(path, "rb") as fh:
+        with open_file(str(path)) as fh:
             while upto > 0:
                 block = fh.read(min(upto, 1 << 20))
                 if not block:
