@@ -26,6 +26,8 @@ import pytest
 
 from codex_support import CODEX_VERSION, CodexHome, ScriptedResponses, require_codex, say, shell, stream_items
 
+pytestmark = pytest.mark.slow
+
 LOOP = "ls /nonexistent-dir-xyz"
 NUDGE = "going in circles"  # in every nudge the hook sends the model
 

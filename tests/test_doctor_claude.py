@@ -13,6 +13,8 @@ from real_claude_support import (
     claude_binary,
 )
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="session")
 def claude() -> str:

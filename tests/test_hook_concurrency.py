@@ -6,7 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from hook_support import Agent, bash, state_actions
+
+pytestmark = pytest.mark.slow
 
 
 def test_32_concurrent_post_tool_use_calls_lose_nothing(tmp_path):

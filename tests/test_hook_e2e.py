@@ -6,6 +6,8 @@ import pytest
 
 from hook_support import Agent, bash, edit, edit_response, pytest_failure, state_actions
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def agent(tmp_path):

@@ -10,6 +10,8 @@ import pytest
 
 from hook_support import Agent, bash, state_actions, user_config
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def agent(tmp_path):

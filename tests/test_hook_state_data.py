@@ -32,6 +32,8 @@ from loopwatch.hook import codec
 from loopwatch.hook.codec import StateError
 from loopwatch.hook.state import SessionState, dumps, loads
 
+pytestmark = pytest.mark.slow
+
 # -- a vocabulary small enough that loops of every kind happen --------------------------------
 
 COMMANDS = ["pytest -x", "ls src", "cat a.py", "make", "git status"]

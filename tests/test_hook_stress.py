@@ -11,7 +11,11 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from hook_support import Agent, state_actions, user_config
+
+pytestmark = pytest.mark.slow
 
 #: These tests are about the queue on the state lock, not the host's timeout: no host
 #: kills these calls, so the hook's deadline (`answer_within`, 25 s of the host's 30 s,

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from hook_support import Agent, bash, state_actions, user_config
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def agent(tmp_path):

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from hook_support import Agent, bash, user_config
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def agent(tmp_path):

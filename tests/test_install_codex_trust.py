@@ -11,6 +11,8 @@ import pytest
 from loopwatch.cli import codex_trust
 from loopwatch.cli.codex_trust import Entry, TrustError
 
+pytestmark = pytest.mark.slow
+
 OURS = [
     Entry("PreToolUse", "/h/.codex/hooks.json:pre_tool_use:1:0", "sha256:" + "a" * 64),
     Entry("Stop", "/h/.codex/hooks.json:stop:0:0", "sha256:" + "b" * 64),

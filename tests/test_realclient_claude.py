@@ -32,6 +32,8 @@ from real_claude_support import (
     tool_uses,
 )
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="session")
 def claude() -> str:

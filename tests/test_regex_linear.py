@@ -21,6 +21,8 @@ import pytest
 
 import loopwatch
 
+pytestmark = pytest.mark.slow
+
 CAP = 128 * 1024
 FACTOR = 4
 MAX_RATIO = 9.0  # linear: ~4; quadratic: ~16

@@ -22,7 +22,7 @@ from test_report_html import HOSTILE, SECRET_RESULT, hostile_events, page_data, 
 
 from conftest import jsonl
 
-pytestmark = needs_browser
+pytestmark = [pytest.mark.slow, needs_browser]
 
 ARTIFACTS = Path(os.environ.get("LOOPWATCH_ARTIFACTS") or Path(tempfile.gettempdir()) / "loopwatch-artifacts")
 MAX_PAGE_BYTES = 10 * 1024 * 1024  # issue 21: the 711-session page stays under 10 MB

@@ -14,7 +14,7 @@ import pytest
 
 from _run_helpers import agent, env_for, loopwatch
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
 
 
 def _kill_daemon(ran) -> None:

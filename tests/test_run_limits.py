@@ -9,7 +9,7 @@ import pytest
 
 from _run_helpers import agent, alive, assert_nothing_left, loopwatch
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
 
 
 def test_a_silent_agent_is_ended_with_87(tmp_path):

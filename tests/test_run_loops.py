@@ -9,7 +9,7 @@ import pytest
 
 from _run_helpers import agent, assert_nothing_left, loopwatch
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
 
 
 def test_a_retry_line_forever_is_ended_with_86_by_the_defaults(tmp_path):

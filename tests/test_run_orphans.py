@@ -20,7 +20,7 @@ from _run_helpers import alive, env_for
 
 from loopwatch.supervise.group import live_members
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
 
 LIVENESS = 30.0  # seconds: far above what ending a group takes, far below "for ever"
 

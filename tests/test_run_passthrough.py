@@ -9,7 +9,7 @@ import pytest
 
 from _run_helpers import agent, assert_nothing_left, env_for, loopwatch
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
 
 
 def direct(tmp_path: Path, command: list[str]) -> subprocess.CompletedProcess:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from _run_helpers import agent, assert_nothing_left, env_for, loopwatch
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
 
 
 def set_size(fd: int, rows: int, cols: int) -> None:

@@ -12,6 +12,8 @@ from loopwatch.supervise.streams import EventSource, detect
 
 from _run_helpers import agent, assert_nothing_left, loopwatch
 
+pytestmark = pytest.mark.slow
+
 SESSION = {"session_id": "s1"}
 
 

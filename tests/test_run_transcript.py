@@ -22,6 +22,8 @@ from loopwatch import ToolCall
 from loopwatch.readers import read
 from loopwatch.supervise.transcript import Follower, Tail, agent_of, claude_project_dir
 
+pytestmark = pytest.mark.slow
+
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "clients"
 CLAUDE = SHARED / "claude-code" / "streams"
 CODEX = SHARED / "codex" / "rollouts"

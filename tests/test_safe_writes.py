@@ -19,6 +19,8 @@ from click.testing import CliRunner
 from loopwatch import safefile
 from loopwatch.cli.install import install
 
+pytestmark = pytest.mark.slow
+
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 
 

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import healthy_events, jsonl, looping_events
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BOM = b"\xef\xbb\xbf"
