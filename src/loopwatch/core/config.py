@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-__all__ = ["MODES", "PROFILES", "Config", "ConfigError", "ToolRule", "check_keys"]
+__all__ = ["MODES", "PROFILES", "WRITERS", "Config", "ConfigError", "ToolRule", "check_keys"]
 
 MODES = ("off", "warn", "enforce")
 PROFILES = ("unattended", "attended")
@@ -112,7 +112,10 @@ class Config(NamedTuple):
         return self.signals[signal]
 
     def rule(self, tool: str) -> ToolRule:
-        return self.tools.get(tool, _DEFAULT_RULE)
+        found = self.tools.get(tool)
+        if found is not None:
+            return found
+        return _WRITER_RULE if tool in WRITERS else _DEFAULT_RULE
 
     def for_source(self, source: str | None) -> Config:
         """This configuration with the built-in calibration of `source` (a reader's
@@ -165,6 +168,28 @@ class Config(NamedTuple):
 
 
 _DEFAULT_RULE = ToolRule()
+_WRITER_RULE = ToolRule(role="writer")
+
+#: Tools that write files under the names agents and frameworks commonly give them:
+#: writers unless `[tools.X]` says otherwise, so an edit between two failing test runs
+#: is progress (an edit/test loop is not "the same error" repeated). Claude Code's
+#: editing tools, Codex's patch tool, the SWE-agent/OpenHands and Anthropic text
+#: editors, Gemini CLI's, and the usual framework spellings.
+WRITERS = frozenset(
+    {
+        "Write",
+        "Edit",
+        "MultiEdit",
+        "NotebookEdit",
+        "apply_patch",
+        "str_replace_editor",
+        "str_replace_based_edit_tool",
+        "write_file",
+        "replace",
+        "edit_file",
+        "create_file",
+    }
+)
 
 #: Largest count or number of seconds a setting may hold. A threshold past a million
 #: calls, lines or seconds (11 days) never fires in any session recorded so far (the
@@ -266,7 +291,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
             if not isinstance(identity, (list, tuple)) or not all(isinstance(x, str) for x in identity):
                 raise ConfigError(f"tools.{tool}.identity: expected a list of input field names")
             identity = tuple(identity)
-        role = rule.get("role", "")
+        role = rule.get("role", "writer" if tool in WRITERS else "")  # a writer stays one unless told
         if role not in ROLES:
             raise ConfigError(f"tools.{tool}.role: {role!r} is not one of writer, poller, exempt")
         tools[str(tool)] = ToolRule(identity=identity, role=role)
