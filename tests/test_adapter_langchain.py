@@ -206,7 +206,9 @@ class ScriptedChat(GenericFakeChatModel):
         elif n >= 12:
             reply = AIMessage(content="read them all")
         else:
-            reply = AIMessage(content="", tool_calls=[{"name": "read_file", "args": {"path": f"m{n}.py"}, "id": f"r{n}"}])
+            reply = AIMessage(
+                content="", tool_calls=[{"name": "read_file", "args": {"path": f"m{n}.py"}, "id": f"r{n}"}]
+            )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
@@ -234,7 +236,9 @@ def check_runs(results, loopers: int):
 @pytest.mark.parametrize("loopers", [1, 3])
 def test_concurrent_runs_are_each_watched_on_their_own(loopers):
     middleware = LoopwatchMiddleware(**GUARD)
-    results = shared_agent([middleware]).batch(loop_and_healthy(loopers), config={"max_concurrency": loopers + 1, "recursion_limit": 100})
+    results = shared_agent([middleware]).batch(
+        loop_and_healthy(loopers), config={"max_concurrency": loopers + 1, "recursion_limit": 100}
+    )
     check_runs(results, loopers)
     assert middleware.guard.live_runs == 0
 

@@ -109,7 +109,9 @@ def test_the_client_hears_through_the_proxy_what_it_hears_directly(tmp_path, con
             progress.append((done, total, message))
 
         built = await client.call_tool("build", {"target": "cart"}, progress_callback=on_progress)
-        completed = await client.complete(PromptReference(type="ref/prompt", name="fix"), {"name": "test", "value": "test_t"})
+        completed = await client.complete(
+            PromptReference(type="ref/prompt", name="fix"), {"name": "test", "value": "test_t"}
+        )
         logs = [m.params.model_dump() for m in heard if m.method == "notifications/message"]
         return texts(built), progress, completed.completion.values, logs
 

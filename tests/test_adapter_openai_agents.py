@@ -160,7 +160,9 @@ class ConversationModel(Model):
     def __init__(self, hand_to: str | None = None) -> None:
         self.hand_to = hand_to
 
-    async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **_):
+    async def get_response(
+        self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **_
+    ):
         await asyncio.sleep(0)  # the runs beside this one go on meanwhile
         items = input if isinstance(input, list) else [{"role": "user", "content": input}]
         first = str(items[0].get("content"))

@@ -390,5 +390,7 @@ def test_an_edit_between_failing_test_runs_is_progress():
     verdicts = []
     for i in range(8):
         verdicts.append(monitor.observe(ToolCall("Bash", {"command": "pytest -x"}, failing, error=True, at=2.0 * i)))
-        verdicts.append(monitor.observe(ToolCall("Edit", {"file_path": "cart.py", "old_string": f"v{i}"}, "ok", at=2.0 * i + 1)))
+        verdicts.append(
+            monitor.observe(ToolCall("Edit", {"file_path": "cart.py", "old_string": f"v{i}"}, "ok", at=2.0 * i + 1))
+        )
     assert [v.action.value for v in verdicts if v.action.value != "allow"] == []

@@ -259,7 +259,9 @@ class RunContext:
 
 
 def loop_once(guard: Guard, run, tool: str, n: int, **kw) -> list[Action]:
-    return [run_call(guard.for_run(run, **kw), tool, {"path": "tests"}, FAILED, f"{run}-{i}")[0].action for i in range(n)]
+    return [
+        run_call(guard.for_run(run, **kw), tool, {"path": "tests"}, FAILED, f"{run}-{i}")[0].action for i in range(n)
+    ]
 
 
 def test_runs_are_watched_apart_and_a_stop_stays_in_its_run():

@@ -33,9 +33,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
-
-from typing_extensions import NotRequired
+from typing import Annotated, Any, NotRequired
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
@@ -275,7 +273,9 @@ class LoopwatchCallbackHandler(BaseCallbackHandler):
             return self.guard  # a model or tool called on its own: the caller's loop is the run
         return self.guard.for_run(root)
 
-    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any) -> None:
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
+    ) -> None:
         self._started(run_id, parent_run_id)
 
     def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
@@ -289,7 +289,9 @@ class LoopwatchCallbackHandler(BaseCallbackHandler):
     ) -> None:
         self._started(run_id, parent_run_id)
 
-    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any) -> None:
+    def on_llm_start(
+        self, serialized: Any, prompts: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
+    ) -> None:
         self._started(run_id, parent_run_id)
 
     def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:

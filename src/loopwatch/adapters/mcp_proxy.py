@@ -103,7 +103,7 @@ def make_server(
             return _refusal(before)
         meta: Any = params.meta or getattr(ctx, "meta", None) or {}
         token = meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) else None
-        progress = None
+        progress: Any = None  # the SDK's ProgressFnT, when the client asked for progress
         if token is not None:
             session, request = ctx.session, ctx.request_id
 

@@ -106,7 +106,9 @@ class _Guardrails:
 
     def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
-        decision = _run_guard(self.guard, ctx, data.agent).before_call(ctx.tool_name, _arguments(ctx.tool_arguments), call_id=ctx.tool_call_id)
+        decision = _run_guard(self.guard, ctx, data.agent).before_call(
+            ctx.tool_name, _arguments(ctx.tool_arguments), call_id=ctx.tool_call_id
+        )
         if decision.action is Action.STOP:
             return ToolGuardrailFunctionOutput.raise_exception(output_info=_info(decision))
         if decision.blocks:
