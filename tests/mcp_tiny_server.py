@@ -2,14 +2,16 @@
 
 Run as a script it serves on stdio. Its tools: `run_tests` fails the same way every
 time, `read_file` echoes a path, `poll` answers with a counter that moves, `explode`
-raises. It also has one resource and one prompt, to check they are forwarded.
+raises, `build` reports its progress and logs as it goes. It also has one resource,
+one prompt and completions of the prompt's argument, to check they are forwarded.
 """
 
 from __future__ import annotations
 
 import itertools
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import Completion, PromptReference
 
 server = MCPServer("tiny-project", instructions="A project with failing tests.")
 _ticks = itertools.count(1)
@@ -37,6 +39,23 @@ def poll(job: str) -> str:
 def explode() -> str:
     """Always fails."""
     raise RuntimeError("the tool blew up")
+
+
+@server.tool()
+async def build(target: str, ctx: Context) -> str:
+    """Build `target`, saying how far it has got."""
+    for step in range(1, 4):
+        await ctx.report_progress(step, 3, f"step {step} of 3")
+        await ctx.info(f"built part {step} of {target}")
+    return f"built {target}"
+
+
+@server.completion()
+async def complete(ref, argument, context):
+    if isinstance(ref, PromptReference) and argument.name == "test":
+        names = ["test_total", "test_discount", "test_tax"]
+        return Completion(values=[n for n in names if n.startswith(argument.value)])
+    return None
 
 
 @server.resource("notes://readme")

@@ -28,9 +28,21 @@ def _env() -> dict[str, str]:
 
 
 @asynccontextmanager
-async def session(command, errlog):
+async def session(command, errlog, heard=None):
+    """A client session; `heard` (a list) collects every notification the server sends."""
     params = StdioServerParameters(command=command[0], args=command[1:], env=_env(), cwd=str(ROOT))
-    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+    options = {}
+    if heard is not None:
+
+        async def hear(message):
+            if not isinstance(message, Exception):
+                heard.append(message)
+
+        async def quiet(params):
+            pass
+
+        options = {"message_handler": hear, "logging_callback": quiet}
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write, **options) as client:
         await client.initialize()
         yield client
 
@@ -84,6 +96,39 @@ def test_tools_resources_and_prompts_are_forwarded(tmp_path, config):
 
     with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
         run(main, direct_log, log)
+
+
+def test_the_client_hears_through_the_proxy_what_it_hears_directly(tmp_path, config):
+    """Progress and log notifications, and completions, pass through."""
+    from mcp.types import PromptReference
+
+    async def exchange(client, heard):
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        built = await client.call_tool("build", {"target": "cart"}, progress_callback=on_progress)
+        completed = await client.complete(
+            PromptReference(type="ref/prompt", name="fix"), {"name": "test", "value": "test_t"}
+        )
+        logs = [m.params.model_dump() for m in heard if m.method == "notifications/message"]
+        return texts(built), progress, completed.completion.values, logs
+
+    async def main(direct_log, log):
+        heard_direct, heard_proxied = [], []
+        async with session(SERVER, direct_log, heard_direct) as direct:
+            want = await exchange(direct, heard_direct)
+        async with session(proxy("--config", config), log, heard_proxied) as guarded:
+            got = await exchange(guarded, heard_proxied)
+        return want, got
+
+    with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
+        want, got = run(main, direct_log, log)
+    built, progress, completions, logs = want
+    assert built == ["built cart"] and len(progress) == 3 and completions == ["test_total", "test_tax"]
+    assert [entry["data"] for entry in logs] == [f"built part {i} of cart" for i in (1, 2, 3)]
+    assert got == want
 
 
 def test_looping_client_is_nudged_then_blocked_then_stopped(tmp_path, config):

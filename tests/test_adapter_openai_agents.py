@@ -5,12 +5,13 @@ tracing off)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, handoff, set_tracing_disabled
 from agents.exceptions import ToolInputGuardrailTripwireTriggered
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from core_support import OFF
@@ -78,7 +79,7 @@ def test_looping_agent_is_nudged_then_blocked_then_stopped():
     assert seen[2].startswith("FAILED") and "loopwatch: you appear to be going in circles" in seen[2]
     assert seen[3].startswith("loopwatch blocked this call")
     assert "same run_tests call returned the same result 3 times" in stop_reason(tripped.value)
-    assert guard.stopped
+    assert guard.stopped is None  # the run's own guard stopped, not the settings
 
 
 def test_after_a_block_the_conversation_continues():
@@ -117,11 +118,12 @@ def test_healthy_agent_runs_untouched():
         )
 
     plain = run(Agent(name="fixer", tools=[run_tests, read_file], model=script()))
-    guard = Guard(**GUARD)
+    events = []  # the guard's clock is read once per event it is told of
+    guard = Guard(clock=lambda: events.append(1) or float(len(events)), **GUARD)
     guarded = run(guard_tools(Agent(name="fixer", tools=[run_tests, read_file], model=script()), guard), guard)
     assert guarded.final_output == plain.final_output == "Done."
     assert outputs(guarded.to_input_list()) == outputs(plain.to_input_list())
-    assert guard.monitor.actions == 3
+    assert len(events) == 3 * 2 + 4 + 1  # three calls, each before and after; four model turns; one text
 
 
 def test_guard_tools_leaves_the_original_tools_alone():
@@ -145,3 +147,92 @@ def test_hooks_alone_only_watch():
     assert result.final_output == "Giving up." and len(ran) == 5
     assert not any("loopwatch" in o for o in outputs(result.to_input_list()))
     assert [d.action for d in hooks.findings] == [Action.NUDGE, Action.NUDGE, Action.STOP]
+
+
+# -- several runs at once, and handoffs -------------------------------------------------------
+
+
+class ConversationModel(Model):
+    """A model of our own (the SDK's `Model` interface), answering each conversation from
+    its first message: "test ..." runs the tests for ever; "read ..." reads 12 files,
+    then answers. `hand_to` first hands the conversation off to that agent."""
+
+    def __init__(self, hand_to: str | None = None) -> None:
+        self.hand_to = hand_to
+
+    async def get_response(
+        self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **_
+    ):
+        await asyncio.sleep(0)  # the runs beside this one go on meanwhile
+        items = input if isinstance(input, list) else [{"role": "user", "content": input}]
+        first = str(items[0].get("content"))
+        n = len(outputs(items))
+        if self.hand_to is not None:
+            (target,) = [h for h in handoffs if h.agent_name == self.hand_to]
+            output = [function_call(target.tool_name, {}, call_id="handoff")]
+        elif first.startswith("test"):
+            output = [function_call("run_tests", {"path": "tests"}, call_id=f"t{n}")]
+        elif n >= 12:
+            output = [assistant_message("read them all")]
+        else:
+            output = [function_call("read_file", {"path": f"m{n}.py"}, call_id=f"r{n}")]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+async def serve(agent, guard, prompts):
+    """One agent and one guard serving several requests at once, as a server does."""
+    runs = [Runner.run(agent, p, hooks=LoopwatchHooks(guard), max_turns=40) for p in prompts]
+    return await asyncio.gather(*runs, return_exceptions=True)
+
+
+@pytest.mark.parametrize("loopers", [1, 3])
+def test_one_guard_serves_concurrent_runs_each_on_its_own(loopers):
+    guard = Guard(**GUARD)
+    agent = guard_tools(Agent(name="fixer", tools=[run_tests, read_file], model=ConversationModel()), guard)
+    *looping, healthy = asyncio.run(serve(agent, guard, ["test the cart"] * loopers + ["read the sources"]))
+    assert all(stop_reason(r) and "same run_tests call" in stop_reason(r) for r in looping), looping
+    assert ran.count("tests") == 3 * loopers  # as when each runs alone: nudged, blocked, stopped
+    assert healthy.final_output == "read them all"
+    assert not any("loopwatch" in o for o in outputs(healthy.to_input_list()))
+    del looping, healthy
+    gc.collect()
+    assert guard.live_runs == 0  # each run's guards went with its run
+
+
+@pytest.mark.parametrize("how", ["agent", "handoff()"])
+def test_a_handoff_does_not_escape_the_guard(how):
+    guard = Guard(**GUARD)
+    tester = Agent(name="tester", tools=[run_tests, read_file], model=ConversationModel())
+    triage = Agent(
+        name="triage",
+        handoffs=[tester if how == "agent" else handoff(tester)],
+        tools=[read_file],
+        model=ConversationModel(hand_to="tester"),
+    )
+    original = triage.handoffs[0]
+    guarded = guard_tools(triage, guard)
+    assert triage.handoffs == [original] and not tester.tools[0].tool_input_guardrails  # originals untouched
+    looping, healthy = asyncio.run(serve(guarded, guard, ["test the cart", "read the sources"]))
+    assert "same run_tests call" in (stop_reason(looping) or "")
+    assert ran.count("tests") == 3
+    assert healthy.final_output == "read them all" and healthy.last_agent.name == "tester"
+
+
+def test_handoffs_that_lead_back_are_wrapped_once():
+    guard = Guard(**GUARD)
+    a = Agent(name="a", tools=[read_file])
+    b = Agent(name="b", tools=[run_tests], handoffs=[a])
+    a.handoffs = [b]
+    guarded = guard_tools(a, guard)
+    (b2,) = guarded.handoffs
+    assert b2 is not b and b2.handoffs == [guarded] and b2.tools[0].tool_input_guardrails
+
+
+def test_a_guard_around_one_monitor_is_refused():
+    from loopwatch import Monitor
+
+    with pytest.raises(TypeError, match="watches one run"):
+        guard_tools(Agent(name="fixer", tools=[run_tests]), Guard(Monitor()))

@@ -75,7 +75,7 @@ def test_looping_agent_is_nudged_then_blocked_then_stopped():
     assert seen[3].startswith("FAILED")
     assert seen[4].startswith("loopwatch blocked this call")
     assert "same run_tests call returned the same result 3 times" in stopped.value.reason
-    assert capability.guard.stopped == stopped.value.reason
+    assert capability.guard.stopped is None  # the run's own guard stopped, not the settings
 
 
 def test_after_a_block_the_conversation_continues():
@@ -131,3 +131,72 @@ def test_text_alone_can_stop_a_run():
     with pytest.raises(LoopStopped):
         agent.run_sync("go")
     assert ran == []
+
+
+# -- several runs at once -------------------------------------------------------------------
+
+
+def shared_agent(capability) -> tuple[Agent, dict[str, int]]:
+    """One agent serving everyone: the model loops when asked to test, reads files
+    (a different one each time) when asked to read, and says so when done."""
+    ran = {"run_tests": 0, "read_file": 0}
+
+    def respond(messages, info: AgentInfo) -> ModelResponse:
+        prompt = str(messages[0].parts[-1].content)
+        n = len(parts(messages, ToolCallPart))
+        if prompt.startswith("test"):
+            return ModelResponse(parts=[ToolCallPart("run_tests", {"path": "tests"}, tool_call_id=f"t{n}")])
+        if n >= 12:
+            return ModelResponse(parts=[TextPart("read them all")])
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": f"src/m{n}.py"}, tool_call_id=f"r{n}")])
+
+    agent = Agent(FunctionModel(respond), capabilities=[capability])
+
+    @agent.tool_plain
+    async def run_tests(path: str) -> str:
+        """Run the test suite under `path`."""
+        ran["run_tests"] += 1
+        await asyncio.sleep(0)  # let the other runs go on meanwhile
+        return "FAILED tests/test_cart.py::test_total - AssertionError: 10 != 12"
+
+    @agent.tool_plain
+    async def read_file(path: str) -> str:
+        """Read a file."""
+        ran["read_file"] += 1
+        await asyncio.sleep(0)
+        return f"contents of {path}"
+
+    return agent, ran
+
+
+@pytest.mark.parametrize("loopers", [1, 3])
+def test_concurrent_runs_are_each_watched_on_their_own(loopers):
+    capability = Loopwatch(**GUARD)
+    agent, ran = shared_agent(capability)
+
+    async def main():
+        runs = [agent.run("test the cart") for _ in range(loopers)] + [agent.run("read the sources")]
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    *looping, healthy = asyncio.run(main())
+    assert all(isinstance(r, LoopStopped) for r in looping), looping
+    assert ran["run_tests"] == 3 * loopers  # as when each runs alone: nudged, blocked, stopped
+    assert healthy.output == "read them all" and ran["read_file"] == 12
+    assert not any("loopwatch" in str(p.content) for p in parts(healthy.all_messages(), ToolReturnPart))
+
+
+def test_a_finished_run_leaves_nothing_behind():
+    capability = Loopwatch(**GUARD)
+    agent, _ = shared_agent(capability)
+    agent.run_sync("read the sources")
+    with pytest.raises(LoopStopped):
+        agent.run_sync("test the cart")
+    # The capability given is only the settings: the runs' guards went with their runs.
+    assert capability.guard.live_runs == 0 and capability.guard.monitor.actions == 0
+
+
+def test_a_guard_around_one_monitor_is_refused():
+    from loopwatch import Guard, Monitor
+
+    with pytest.raises(TypeError, match="watches one run"):
+        Loopwatch(Guard(Monitor()))

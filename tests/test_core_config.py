@@ -368,3 +368,31 @@ def test_every_command_answers_a_broken_config_with_one_line_and_2(tmp_path, con
     assert ran.returncode == 2, ran.stderr
     assert b"Traceback" not in ran.stderr
     assert b"toml" in ran.stderr  # the error names the file, not a usage problem
+
+
+def test_common_editing_tools_are_writers_by_default():
+    from loopwatch.core.config import WRITERS
+
+    config = Config.make()
+    for name in ("Edit", "Write", "MultiEdit", "str_replace_editor", "apply_patch", "write_file", "replace"):
+        assert name in WRITERS and config.rule(name).role == "writer", name
+    assert config.rule("Bash").role == "" and config.rule("read_file").role == ""
+    # Saying how an editor's calls are identified keeps it a writer; saying its role wins.
+    config = Config.make(tools={"Edit": {"identity": ["file_path"]}, "replace": {"role": ""}})
+    assert config.rule("Edit") == ToolRule(identity=("file_path",), role="writer")
+    assert config.rule("replace").role == ""
+
+
+def test_an_edit_between_failing_test_runs_is_progress():
+    """pytest fails, Edit, pytest fails, Edit, ...: a test-driven loop, not the same error."""
+    from loopwatch import Monitor, ToolCall
+
+    monitor = Monitor(profile="unattended")
+    failing = "FAILED tests/test_cart.py::test_total - AssertionError: 10 != 12\n1 failed in 0.1s"
+    verdicts = []
+    for i in range(8):
+        verdicts.append(monitor.observe(ToolCall("Bash", {"command": "pytest -x"}, failing, error=True, at=2.0 * i)))
+        verdicts.append(
+            monitor.observe(ToolCall("Edit", {"file_path": "cart.py", "old_string": f"v{i}"}, "ok", at=2.0 * i + 1))
+        )
+    assert [v.action.value for v in verdicts if v.action.value != "allow"] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,79 @@ def test_an_adapter_without_its_framework_says_which_extra_to_install(adapter):
     )
     out = python(code)
     assert "pip install 'loopwatch[" in out, out
+
+
+# -- one guard, many runs -------------------------------------------------------------------
+
+
+class RunContext:
+    """Stands for what a framework keeps for exactly one run (weakly referenceable)."""
+
+
+def loop_once(guard: Guard, run, tool: str, n: int, **kw) -> list[Action]:
+    return [
+        run_call(guard.for_run(run, **kw), tool, {"path": "tests"}, FAILED, f"{run}-{i}")[0].action for i in range(n)
+    ]
+
+
+def test_runs_are_watched_apart_and_a_stop_stays_in_its_run():
+    guard = attended()
+    for i in range(5):  # two runs, interleaved call by call
+        loop_once(guard, "a", "run_tests", 1)
+        loop_once(guard, "b", "read_file", 1)
+    assert guard.for_run("a").stopped and guard.for_run("b").stopped
+    assert loop_once(guard, "c", "run_tests", 1) == [Action.ALLOW]  # a new run starts clean
+    assert guard.stopped is None and guard.monitor.actions == 0  # the settings watch no run
+    assert guard.for_run("a", "sub").stopped is None  # each agent of a run on its own
+
+
+def test_finished_runs_are_released():
+    guard = attended()
+    context = RunContext()
+    loop_once(guard, 1, "run_tests", 5, lifetime=context)
+    loop_once(guard, 2, "run_tests", 2)
+    assert guard.live_runs == 2
+    del context  # the framework let go of the run
+    guard.end_run(2)
+    assert guard.live_runs == 0
+
+
+def test_ten_thousand_runs_leave_memory_flat():
+    guard = attended()
+
+    def serve(runs: range) -> None:
+        for i in runs:
+            context = RunContext()
+            guard.for_run(i, lifetime=context)  # released with its context
+            loop_once(guard, i, "run_tests", 2)
+            loop_once(guard, -i - 1, "read_file", 1)
+            guard.end_run(-i - 1)  # released at its end
+
+    serve(range(1000))
+    tracemalloc.start()
+    after_1000 = tracemalloc.get_traced_memory()[0]
+    serve(range(1000, 10000))
+    grown = tracemalloc.get_traced_memory()[0] - after_1000
+    tracemalloc.stop()
+    assert guard.live_runs == 0
+    # One run's guard and monitor take some 7 KiB: 9,000 runs kept would be over 60 MiB.
+    assert grown < 256 * 1024, grown
+
+
+def test_runs_never_ended_are_bounded():
+    guard = attended()
+    for i in range(3000):
+        loop_once(guard, i, "run_tests", 1)
+    assert guard.live_runs == 1024
+    # The latest runs kept their state (the 4th call in a row is blocked); the oldest were let go.
+    assert loop_once(guard, 2999, "run_tests", 3) == [Action.ALLOW, Action.ALLOW, Action.BLOCK]
+    assert loop_once(guard, 0, "run_tests", 1) == [Action.ALLOW] and guard.live_runs == 1024
+
+
+def test_a_guard_around_one_monitor_watches_one_run():
+    from loopwatch import Monitor
+
+    guard = Guard(Monitor())
+    assert not guard.serves_runs
+    with pytest.raises(TypeError, match="watches one run"):
+        guard.for_run("a")

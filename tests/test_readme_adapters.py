@@ -1,6 +1,7 @@
-"""The README's framework examples run as written, each with the framework's own test
-model put in place of the line marked `# your model` (nothing else is changed), in a
-fresh interpreter, in a folder with a README.md to read over and over."""
+"""The README's examples run as written: every python block of the README is run here.
+The framework examples each with the framework's own test model put in place of the
+line marked `# your model` (nothing else is changed), in a fresh interpreter, in a
+folder with a README.md to read over and over; the harness example as it is."""
 
 from __future__ import annotations
 
@@ -64,6 +65,51 @@ def examples() -> dict[str, list[tuple[str, str]]]:
     return found
 
 
+HARNESS = "### In your own harness"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+
+
+def run_example(tmp_path, code: str, prelude: str = ""):
+    (tmp_path / "example.py").write_text(prelude + code)
+    (tmp_path / "README.md").write_text("# notes\n\nA notebook of ideas.\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    env.pop("LOOPWATCH_MODE", None)
+    return subprocess.run(
+        [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+
+
+def test_every_python_block_of_the_readme_is_run_here():
+    text = (ROOT / "README.md").read_text()
+    harness = python_blocks(text.split(HARNESS, 1)[1].split("\n### ", 1)[0])
+    frameworks = [body for blocks in examples().values() for lang, body in blocks if lang == "python"]
+    assert len(harness) == 1 and len(frameworks) == len(CASES)  # each framework's is run below
+    assert sorted(python_blocks(text)) == sorted(harness + frameworks)
+
+
+# Counts the example's tool runs (its commands), without changing the example.
+COUNT_RUNS = """
+import atexit, subprocess
+_runs, _run = [], subprocess.run
+subprocess.run = lambda *a, **k: _runs.append(1) or _run(*a, **k)
+atexit.register(lambda: print("tool runs:", len(_runs)))
+"""
+
+
+def test_readme_harness_example_stops_before_running_the_tool_again(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    (code,) = python_blocks(text.split(HARNESS, 1)[1].split("\n### ", 1)[0])
+    done = run_example(tmp_path, code, COUNT_RUNS)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert "stopped: the same Bash call returned the same result 3 times in a row" in lines
+    # The stop came from check(), before a 4th run: the tool ran 3 times, not once more.
+    assert lines[-1] == "tool runs: 3"
+
+
 def test_every_framework_has_an_example():
     titles = " | ".join(examples())
     for name in [*CASES, "MCP"]:
@@ -79,13 +125,7 @@ def test_readme_example_runs(framework, tmp_path):
     (code,) = [body for lang, body in blocks if lang == "python"]
     marked = [line for line in code.splitlines() if line.endswith("# your model")]
     assert len(marked) == 1, "one line says where the model goes"
-    (tmp_path / "example.py").write_text(code.replace(marked[0], fake.strip()))
-    (tmp_path / "README.md").write_text("# notes\n\nA notebook of ideas.\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENAI_AGENTS_DISABLE_TRACING": "1"}
-    env.pop("LOOPWATCH_MODE", None)
-    done = subprocess.run(
-        [sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300, check=False
-    )
+    done = run_example(tmp_path, code.replace(marked[0], fake.strip()))
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     for want in expected:

@@ -32,6 +32,12 @@ It adds to the monitor only what every integration otherwise gets wrong in its g
   A key function that raises is ignored for that call: the input comes from the model,
   and a malformed one must neither crash the agent nor switch the guard off.
 
+One guard watches one run. A server that runs one agent for many users at once asks
+its guard for each run's own: `guard.for_run(run_id)` is a guard with the same settings
+and a monitor of its own, kept until `guard.end_run(run_id)` (or until the `lifetime=`
+object the framework holds for the run is gone), so concurrent runs never mix their
+calls. The framework adapters do this with each framework's own run identity.
+
 The clock is the caller's (`clock=`, or `at=` on each call), `time.monotonic` by
 default; the core itself stays clock-free. It is safe to share between threads.
 It does not run tools, talk to a model, or keep inputs and results: it keeps what the
@@ -42,8 +48,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Mapping
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, NamedTuple
 
 from .configfile import apply_env
@@ -59,6 +66,10 @@ __all__ = ["Decision", "Guard", "drop"]
 #: A batch of parallel calls is at most a few dozen; older entries are forgotten, which
 #: can at worst count one blocked call as completed.
 _MAX_PENDING = 64
+
+#: Runs kept by `for_run` that never said they ended (a run that raised past its
+#: framework's end hook): beyond this many, the least recently used is forgotten.
+_MAX_RUNS = 1024
 
 # The core words a block as a refusal; after the call ran it is a warning instead
 # (the hook rewords it the same way, in hook/respond.py).
@@ -137,14 +148,68 @@ class Guard:
             if config is None:
                 config = apply_env(Config.make(**kwargs), env)
             monitor = Monitor(config, on_warning=on_warning)
+            self._config: Config | None = config
         elif config is not None or kwargs:
             raise TypeError("Guard: pass a monitor or its configuration, not both")
+        else:
+            self._config = None  # a monitor of the caller's own: this guard cannot make more
+        self._on_warning = on_warning
         self.monitor = monitor
         self.clock = clock
         self.keys = dict(keys or {})
         self.stopped: str | None = None  # the stop reason, once stopped (for a person)
         self._pending: deque[tuple[str | None, bytes]] = deque(maxlen=_MAX_PENDING)
         self._lock = threading.Lock()
+        self._runs: OrderedDict[Hashable, dict[str | None, Guard]] = OrderedDict()
+
+    # -- runs -------------------------------------------------------------------------------
+
+    @property
+    def serves_runs(self) -> bool:
+        """Whether `for_run` can make per-run guards (not for a guard around a given monitor)."""
+        return self._config is not None
+
+    def for_run(self, run: Hashable, agent: str | None = None, *, lifetime: object | None = None) -> Guard:
+        """The guard of one run (and of one `agent` within it, each agent being watched
+        on its own): this guard's settings, a monitor of its own, made on first use.
+        It is released by `end_run(run)`, or when `lifetime` (an object the framework
+        keeps exactly as long as the run, such as its run context) is collected."""
+        if self._config is None:
+            self.fresh()  # raises, saying why
+        with self._lock:
+            agents = self._runs.get(run)
+            if agents is None:
+                agents = self._runs[run] = {}
+                if lifetime is not None:
+                    weakref.finalize(lifetime, self.end_run, run)
+                while len(self._runs) > _MAX_RUNS:
+                    self._runs.popitem(last=False)
+            else:
+                self._runs.move_to_end(run)
+            guard = agents.get(agent)
+            if guard is None:
+                guard = agents[agent] = self.fresh()
+            return guard
+
+    def fresh(self) -> Guard:
+        """A new guard with this one's settings and a monitor of its own (nothing of
+        this guard's calls, streaks or stop)."""
+        if self._config is None:
+            raise TypeError(
+                "Guard(monitor): a guard around one monitor watches one run; build it from a "
+                "configuration (Guard(config=...) or keyword arguments) to serve several runs"
+            )
+        return Guard(config=self._config, clock=self.clock, keys=self.keys, on_warning=self._on_warning)
+
+    def end_run(self, run: Hashable) -> None:
+        """Forget `run`'s guards (its calls, streaks and stop): the run is over."""
+        with self._lock:
+            self._runs.pop(run, None)
+
+    @property
+    def live_runs(self) -> int:
+        """How many runs `for_run` holds now (each released when its run ends)."""
+        return len(self._runs)
 
     # -- tool calls -------------------------------------------------------------------------
 

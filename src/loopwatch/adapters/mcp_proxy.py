@@ -20,6 +20,11 @@ Each finding is also one `loopwatch: ...` line on stderr (MCP clients keep a ser
 stderr in their logs), naming the tool and counts, never arguments or results.
 Errors of the wrapped server (an unknown tool, a bad argument) reach the client as
 they were raised.
+
+Everything else passes through unjudged: the wrapped server's notifications (progress
+of a tool call, log messages, list and resource changes), resources and their
+subscriptions, prompts, completions and the logging level; a request the client
+cancels is cancelled upstream too (its task, and so the SDK's request, is cancelled).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any, TextIO
 
 try:
     from mcp import ClientSession, StdioServerParameters, stdio_client, types
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.stdio import stdio_server
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.mcp_proxy needs the MCP SDK: pip install 'loopwatch[mcp]'") from exc
@@ -54,23 +59,59 @@ def _refusal(decision: Decision) -> types.CallToolResult:
     )
 
 
+class Relay:
+    """Hands the wrapped server's notifications to the client (the `message_handler` of
+    the upstream session). The client's session is known from its first request; a
+    notification before any (a list change at start-up) has no one to go to yet."""
+
+    def __init__(self) -> None:
+        self.client: Any = None
+
+    def seen(self, ctx: Any) -> None:
+        self.client = getattr(ctx, "session", None) or self.client
+
+    async def __call__(self, message: Any) -> None:
+        if self.client is None or isinstance(message, Exception):
+            return  # a transport fault of the upstream connection: the session reports it
+        if isinstance(message, types.ProgressNotification):
+            return  # a request's progress goes with its request (`call_tool`)
+        await self.client.send_notification(message)
+
+
 def make_server(
-    upstream: ClientSession, init: types.InitializeResult, guard: Guard, log: TextIO | None = None
+    upstream: ClientSession,
+    init: types.InitializeResult,
+    guard: Guard,
+    log: TextIO | None = None,
+    relay: Relay | None = None,
 ) -> Server:
-    """The proxy's MCP server, forwarding to `upstream` (an initialized session)."""
+    """The proxy's MCP server, forwarding to `upstream` (an initialized session whose
+    `message_handler` is `relay`)."""
     say = (lambda line: print(f"loopwatch: {line}", file=log, flush=True)) if log is not None else (lambda line: None)
+    relay = relay if relay is not None else Relay()
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        relay.seen(ctx)
         return await upstream.list_tools(params=params)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        relay.seen(ctx)
         name, arguments = params.name, params.arguments
         before = guard.before_call(name, arguments)
         if before.blocks:
             say(f"{before.action.value} {name}: {guard.stopped or before.reason}")
             return _refusal(before)
+        meta: Any = params.meta or getattr(ctx, "meta", None) or {}
+        token = meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) else None
+        progress: Any = None  # the SDK's ProgressFnT, when the client asked for progress
+        if token is not None:
+            session, request = ctx.session, ctx.request_id
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                await session.send_progress_notification(token, done, total, message, related_request_id=request)
+
         try:
-            result = await upstream.call_tool(name, arguments)
+            result = await upstream.call_tool(name, arguments, progress_callback=progress)
         except Exception as exc:
             guard.after_call(name, arguments, str(exc), error=True)
             raise
@@ -89,30 +130,66 @@ def make_server(
     if capabilities.resources is not None:
 
         async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+            relay.seen(ctx)
             return await upstream.list_resources(params=params)
 
         async def list_templates(
             ctx: Any, params: types.PaginatedRequestParams | None
         ) -> types.ListResourceTemplatesResult:
+            relay.seen(ctx)
             return await upstream.list_resource_templates(params=params)
 
         async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+            relay.seen(ctx)
             return await upstream.read_resource(params.uri)
 
         handlers.update(
             on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource
         )
+        if capabilities.resources.subscribe:
+
+            async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+                relay.seen(ctx)
+                return await upstream.subscribe_resource(str(params.uri))
+
+            async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+                relay.seen(ctx)
+                return await upstream.unsubscribe_resource(str(params.uri))
+
+            handlers.update(on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe)
     if capabilities.prompts is not None:
 
         async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+            relay.seen(ctx)
             return await upstream.list_prompts(params=params)
 
         async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+            relay.seen(ctx)
             return await upstream.get_prompt(params.name, params.arguments)
 
         handlers.update(on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+    if capabilities.completions is not None:
+
+        async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+            relay.seen(ctx)
+            context = params.context.arguments if params.context is not None else None
+            argument = {"name": params.argument.name, "value": params.argument.value}
+            return await upstream.complete(params.ref, argument, context)
+
+        handlers.update(on_completion=complete)
+    if capabilities.logging is not None:
+
+        async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+            relay.seen(ctx)
+            return await upstream.set_logging_level(params.level)
+
+        handlers.update(on_set_logging_level=set_level)
     info = init.server_info
     return Server(info.name, version=info.version or "", instructions=init.instructions, **handlers)
+
+
+async def _ignore(params: Any) -> None:
+    """The wrapped server's log messages are the client's to read: `relay` passes them on."""
 
 
 async def serve(command: list[str], guard: Guard, *, log: TextIO | None = sys.stderr, cwd: str | None = None) -> None:
@@ -121,8 +198,18 @@ async def serve(command: list[str], guard: Guard, *, log: TextIO | None = sys.st
     # The whole environment: a wrapped server needs what its client configured for it
     # (API keys, paths), not the SDK's safe default subset.
     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(os.environ), cwd=cwd)
-    async with stdio_client(params, errlog=log or sys.stderr) as (read, write), ClientSession(read, write) as upstream:
+    relay = Relay()
+    async with (
+        stdio_client(params, errlog=log or sys.stderr) as (read, write),
+        ClientSession(read, write, message_handler=relay, logging_callback=_ignore) as upstream,
+    ):
         init = await upstream.initialize()
-        server = make_server(upstream, init, guard, log)
+        server = make_server(upstream, init, guard, log, relay)
+        offered = init.capabilities
+        changes = NotificationOptions(  # the wrapped server's list changes reach the client: say so as it does
+            prompts_changed=bool(offered.prompts and offered.prompts.list_changed),
+            resources_changed=bool(offered.resources and offered.resources.list_changed),
+            tools_changed=bool(offered.tools and offered.tools.list_changed),
+        )
         async with stdio_server() as (client_read, client_write):
-            await server.run(client_read, client_write, server.create_initialization_options())
+            await server.run(client_read, client_write, server.create_initialization_options(changes))

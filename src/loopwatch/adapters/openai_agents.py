@@ -22,23 +22,29 @@ It speaks the SDK's own protocol:
   when the call that tipped it had already run); `stop_reason(exc)` says why.
 
 `guard_tools` returns a clone of the agent with copies of its function tools (the
-originals are left alone, so an agent shared with other runs is unchanged). Hosted
-tools and handoffs are not wrapped: the SDK gives them no guardrails.
+originals are left alone, so an agent shared with other runs is unchanged), and does
+the same to every agent it can hand off to, so a handoff does not escape the guard.
+Hosted tools get no guardrails from the SDK and are not wrapped.
 
-`LoopwatchHooks` counts model turns and text, starts every streak again when a new run
-begins (a new user input), and, on its own (tools not wrapped), observes tool calls
-without changing anything. One guard watches one agent's run at a time.
+One guard serves every run: each run (the SDK's run context, one per `Runner.run`)
+gets guards of its own, one per agent in it, made with the guard's settings and
+released when the run's context is gone; the guard itself watches no run. So one
+guarded agent serves concurrent requests without mixing their calls.
+
+`LoopwatchHooks` counts model turns and text and, on its own (tools not wrapped),
+observes tool calls without changing anything.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import weakref
 from typing import Any
 
 try:
-    from agents import Agent, FunctionTool, RunHooks
+    from agents import Agent, FunctionTool, Handoff, RunHooks
     from agents.exceptions import (
         ToolInputGuardrailTripwireTriggered,
         ToolOutputGuardrailTripwireTriggered,
@@ -76,6 +82,15 @@ def _arguments(raw: Any) -> Any:
     return raw
 
 
+def _run_guard(guard: Guard, context: Any, agent: Any) -> Guard:
+    """`guard`'s guard for this run and agent. The run's usage record is the one object
+    the SDK keeps for exactly one run and shares with every tool and hook context of it."""
+    run = getattr(context, "usage", None)
+    if run is None:
+        return guard.fresh()  # no run to key by: judged alone
+    return guard.for_run(id(run), getattr(agent, "name", None), lifetime=run)
+
+
 def _info(decision: Decision) -> dict[str, Any]:
     # What `stop_reason` and `output_info` readers see: for a person, never the input.
     return {"loopwatch": decision.action.value, "signal": decision.verdict.signal, "reason": decision.reason}
@@ -91,7 +106,9 @@ class _Guardrails:
 
     def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
-        decision = self.guard.before_call(ctx.tool_name, _arguments(ctx.tool_arguments), call_id=ctx.tool_call_id)
+        decision = _run_guard(self.guard, ctx, data.agent).before_call(
+            ctx.tool_name, _arguments(ctx.tool_arguments), call_id=ctx.tool_call_id
+        )
         if decision.action is Action.STOP:
             return ToolGuardrailFunctionOutput.raise_exception(output_info=_info(decision))
         if decision.blocks:
@@ -100,7 +117,7 @@ class _Guardrails:
 
     def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
-        decision = self.guard.after_call(
+        decision = _run_guard(self.guard, ctx, data.agent).after_call(
             ctx.tool_name, _arguments(ctx.tool_arguments), data.output, call_id=ctx.tool_call_id
         )
         if decision.action is Action.STOP:
@@ -125,8 +142,17 @@ def _guardrails(guard: Guard) -> _Guardrails:
 
 def guard_tools(agent: Agent[Any], guard: Guard) -> Agent[Any]:
     """A clone of `agent` whose function tools carry `guard`'s input and output
-    guardrails (after any of their own). Wrapping twice with one guard adds nothing."""
-    rails = _guardrails(guard)
+    guardrails (after any of their own), as do those of every agent it can hand off
+    to. Wrapping twice with one guard adds nothing."""
+    if not guard.serves_runs:
+        guard.fresh()  # raises, saying why
+    return _guard_agent(agent, _guardrails(guard), {})
+
+
+def _guard_agent(agent: Agent[Any], rails: _Guardrails, done: dict[int, Agent[Any]]) -> Agent[Any]:
+    found = done.get(id(agent))
+    if found is not None:
+        return found  # handoffs that lead back: one clone each
     tools = []
     for tool in agent.tools:
         if isinstance(tool, FunctionTool):
@@ -138,7 +164,26 @@ def guard_tools(agent: Agent[Any], guard: Guard) -> Agent[Any]:
                 outputs.append(rails.output)
             tool = dataclasses.replace(tool, tool_input_guardrails=inputs, tool_output_guardrails=outputs)
         tools.append(tool)
-    return agent.clone(tools=tools)
+    clone = done[id(agent)] = agent.clone(tools=tools)
+    clone.handoffs = [_guard_handoff(target, rails, done) for target in agent.handoffs]
+    return clone
+
+
+def _guard_handoff(target: Any, rails: _Guardrails, done: dict[int, Agent[Any]]) -> Any:
+    if isinstance(target, Agent):
+        return _guard_agent(target, rails, done)
+    if not isinstance(target, Handoff):
+        return target
+    # A `handoff(...)` names its agent only through the function that returns it.
+    invoke = target.on_invoke_handoff
+
+    async def guarded(context: Any, arguments: str) -> Any:
+        reached = await invoke(context, arguments)
+        return _guard_agent(reached, rails, {}) if isinstance(reached, Agent) else reached
+
+    wrapped = copy.copy(target)
+    wrapped.on_invoke_handoff = guarded
+    return wrapped
 
 
 def stop_reason(exc: BaseException) -> str | None:
@@ -151,14 +196,15 @@ def stop_reason(exc: BaseException) -> str | None:
 
 
 class LoopwatchHooks(RunHooks[Any]):
-    """Run hooks: model turns and text, a fresh start per run, and (for tools
-    `guard_tools` did not wrap) observation of tool calls. `findings` keeps, in order,
-    the decisions the hooks took (without messages)."""
+    """Run hooks: model turns and text, and (for tools `guard_tools` did not wrap)
+    observation of tool calls, each run and agent on its own. `findings` keeps, in
+    order, the decisions the hooks took (without messages)."""
 
     def __init__(self, guard: Guard) -> None:
+        if not guard.serves_runs:
+            guard.fresh()  # raises, saying why
         self.guard = guard
         self.findings: list[Decision] = []
-        self._run: object = None
 
     def _wrapped(self, tool: Any) -> bool:
         rails = _GUARDRAILS.get(self.guard)
@@ -168,27 +214,21 @@ class LoopwatchHooks(RunHooks[Any]):
         if decision.action is not Action.ALLOW and len(self.findings) < 100:
             self.findings.append(decision._replace(message=None))
 
-    async def on_agent_start(self, context: Any, agent: Any) -> None:
-        # One usage record per run, shared by its agents; held, so its identity is not reused.
-        run = getattr(context, "usage", context)
-        if run is not self._run:
-            self._run = run
-            self.guard.user()
-
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        guard = _run_guard(self.guard, context, agent)
         for item in getattr(response, "output", None) or []:
             if getattr(item, "type", None) == "message":
                 text = "".join(getattr(part, "text", "") or "" for part in getattr(item, "content", None) or [])
                 if text:
-                    self._note(self.guard.text(text))
+                    self._note(guard.text(text))
         tokens = getattr(getattr(response, "usage", None), "total_tokens", None)
-        self._note(self.guard.turn(tokens=tokens if isinstance(tokens, int) and tokens > 0 else None))
+        self._note(guard.turn(tokens=tokens if isinstance(tokens, int) and tokens > 0 else None))
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
         if self._wrapped(tool) or not hasattr(context, "tool_name"):
             return  # the output guardrail counted it (or it is no function call)
         self._note(
-            self.guard.after_call(
+            _run_guard(self.guard, context, agent).after_call(
                 context.tool_name, _arguments(context.tool_arguments), result, call_id=context.tool_call_id
             )
         )

@@ -9,8 +9,8 @@
     except LoopStopped as stop:
         print(stop.reason)
 
-It uses the capability hooks of the current release (`wrap_tool_execute`,
-`after_model_request`, `before_run`):
+It uses the capability hooks of the current release (`for_run`, `wrap_tool_execute`,
+`after_model_request`):
 
 - block: the tool is not run; pydantic-ai's own `ToolFailed` hands the model a failed
   tool result carrying the reason (no retry budget spent, no dangling call);
@@ -18,8 +18,11 @@ It uses the capability hooks of the current release (`wrap_tool_execute`,
   companion (`{"result": ..., "loopwatch": message}`);
 - stop: `LoopStopped` is raised out of the run, with the reason.
 
-Each run starts with a new user message, so streaks start again and a stop is lifted.
-One capability instance watches one agent at a time; give concurrent runs their own.
+Each run gets its own guard (pydantic-ai's `for_run`: a capability instance per run),
+so one agent serves concurrent runs (`asyncio.gather`, a server) without mixing their
+calls, a sub-agent run from a tool is watched on its own, and a finished run's state
+goes with it. A guard passed in gives its settings to each run's guard; it watches no
+run itself.
 """
 
 from __future__ import annotations
@@ -51,14 +54,17 @@ class Loopwatch(AbstractCapability[Any]):
     def __init__(self, guard: Guard | None = None, **kwargs: Any) -> None:
         if guard is not None and kwargs:
             raise TypeError("pass a guard or its configuration, not both")
-        self.guard = guard if guard is not None else Guard(**kwargs)
+        guard = guard if guard is not None else Guard(**kwargs)
+        if not guard.serves_runs:
+            guard.fresh()  # raises, saying why
+        self.guard = guard
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None  # built in code only: a spec file must not be able to configure the guard away
 
-    async def before_run(self, ctx: Any) -> None:
-        self.guard.user()
+    async def for_run(self, ctx: Any) -> Loopwatch:
+        return Loopwatch(self.guard.fresh())
 
     async def after_model_request(self, ctx: Any, *, request_context: Any, response: Any) -> Any:
         text = "".join(part.content for part in getattr(response, "parts", ()) if isinstance(part, TextPart))

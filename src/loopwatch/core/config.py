@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .identity import IGNORED
 
-__all__ = ["MODES", "PROFILES", "Config", "ConfigError", "ToolRule", "check_keys"]
+__all__ = ["MODES", "PROFILES", "WRITERS", "Config", "ConfigError", "ToolRule", "check_keys"]
 
 MODES = ("off", "warn", "enforce")
 PROFILES = ("unattended", "attended")
@@ -120,7 +120,7 @@ class Config(NamedTuple):
 
     def rule(self, tool: str) -> ToolRule:
         """The rule for `tool`'s calls: the configuration's, with the tool's default
-        identity (`identity.IGNORED`) where it sets none."""
+        identity (`identity.IGNORED`) where it sets none; a writer by default (`WRITERS`)."""
         given = self.tools.get(tool)
         if given is None:
             return _DEFAULT_RULES.get(tool, _DEFAULT_RULE)
@@ -179,7 +179,31 @@ class Config(NamedTuple):
 
 
 _DEFAULT_RULE = ToolRule()
-_DEFAULT_RULES = {tool: ToolRule(ignore=fields) for tool, fields in IGNORED.items()}
+
+#: Tools that write files under the names agents and frameworks commonly give them:
+#: writers unless `[tools.X]` says otherwise, so an edit between two failing test runs
+#: is progress (an edit/test loop is not "the same error" repeated). Claude Code's
+#: editing tools, Codex's patch tool, the SWE-agent/OpenHands and Anthropic text
+#: editors, Gemini CLI's, and the usual framework spellings.
+WRITERS = frozenset(
+    {
+        "Write",
+        "Edit",
+        "MultiEdit",
+        "NotebookEdit",
+        "apply_patch",
+        "str_replace_editor",
+        "str_replace_based_edit_tool",
+        "write_file",
+        "replace",
+        "edit_file",
+        "create_file",
+    }
+)
+_DEFAULT_RULES = {
+    tool: ToolRule(role="writer" if tool in WRITERS else "", ignore=IGNORED.get(tool))
+    for tool in IGNORED.keys() | WRITERS
+}
 
 #: Largest count or number of seconds a setting may hold. A threshold past a million
 #: calls, lines or seconds (11 days) never fires in any session recorded so far (the
@@ -288,7 +312,7 @@ def _validate(data: Mapping[str, Any]) -> Config:
         ignore = rule.get("ignore")
         if ignore is not None:
             ignore = frozenset(_field_names(f"tools.{tool}.ignore", ignore))
-        role = rule.get("role", "")
+        role = rule.get("role", "writer" if tool in WRITERS else "")  # a writer stays one unless told
         if role not in ROLES:
             raise ConfigError(f"tools.{tool}.role: {role!r} is not one of writer, poller, exempt")
         tools[str(tool)] = ToolRule(identity=identity, role=role, ignore=ignore)
