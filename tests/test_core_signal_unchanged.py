@@ -48,13 +48,17 @@ def test_without_a_write_between_it_is_not_a_round():
 
 
 def test_a_writer_tool_counts_as_a_write_without_changed_files():
-    m = only("unchanged", {"rounds": 3}, tools={"replace": {"role": "writer"}})
-    replace = [call("replace", {"file_path": "app.css", "n": i}, "Successfully modified file") for i in range(3)]
-    verdicts = feed(m, [check(), replace[0], check(), replace[1], check()])
+    m = only("unchanged", {"rounds": 3}, tools={"restyle": {"role": "writer"}})
+    restyle = [call("restyle", {"file_path": "app.css", "n": i}, "Successfully modified file") for i in range(3)]
+    verdicts = feed(m, [check(), restyle[0], check(), restyle[1], check()])
     assert verdicts[-1].action is Action.NUDGE
     # the same calls with no role: nothing is known to have been written
-    verdicts = feed(only("unchanged", {"rounds": 3}), [check(), replace[0], check(), replace[1], check()])
+    verdicts = feed(only("unchanged", {"rounds": 3}), [check(), restyle[0], check(), restyle[1], check()])
     assert Action.NUDGE not in actions(verdicts)
+    # a writer by default (`config.WRITERS`) needs no role
+    replace = [call("replace", {"file_path": "app.css", "n": i}, "Successfully modified file") for i in range(3)]
+    verdicts = feed(only("unchanged", {"rounds": 3}), [check(), replace[0], check(), replace[1], check()])
+    assert verdicts[-1].action is Action.NUDGE
 
 
 def test_it_nudges_and_never_blocks_or_stops_even_calibrated():
