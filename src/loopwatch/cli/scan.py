@@ -5,10 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
+from typing import BinaryIO
 
 import click
 
 from ..analysis.replay import SessionResult, default_jobs, replay_files
+from ..analysis.results import OutputError, ResultWriter, open_results, record_line
+from ..core.config import Config
 from ..readers import FORMATS
 from ._common import config_options, make_config, progress_bar
 from .paths import expand
@@ -20,6 +23,12 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session per line, instead of the table.")
+@click.option(
+    "--out",
+    "out_path",
+    metavar="FILE",
+    help="Also write one row per session to FILE, as the scan goes: .jsonl, or .parquet (needs loopwatch[parquet]).",
+)
 @config_options
 @click.option(
     "--format",
@@ -39,6 +48,7 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 def scan(
     paths: tuple[str, ...],
     as_json: bool,
+    out_path: str | None,
     config_path: str | None,
     profile: str | None,
     mode: str | None,
@@ -62,6 +72,7 @@ def scan(
     Examples:
       loopwatch scan examples/runaway.jsonl
       loopwatch scan runs/ --json > results.jsonl
+      loopwatch scan runs/ --out results.parquet
       loopwatch scan 'trajs/**/*.traj' --jobs 4
       my-agent --events | loopwatch scan -
 
@@ -72,6 +83,28 @@ def scan(
     if format_name is not None:
         _check_format(format_name)
     out = sys.stdout.buffer
+    with ExitStack() as files:
+        if out_path is not None:
+            try:
+                rows_out = files.enter_context(open_results(out_path))
+            except OutputError as exc:
+                raise click.BadParameter(str(exc), param_hint="--out") from None
+        else:
+            rows_out = None
+        status = _scan(paths, as_json, config, format_name, jobs, no_progress, out, rows_out)
+    sys.exit(status)
+
+
+def _scan(
+    paths: tuple[str, ...],
+    as_json: bool,
+    config: Config,
+    format_name: str | None,
+    jobs: int | None,
+    no_progress: bool,
+    out: BinaryIO,
+    rows_out: ResultWriter | None,
+) -> int:
     totals = Totals()
     rows: list[SessionResult] = []
     # Two passes over the arguments, so nothing per file is held: the first finds the
@@ -83,11 +116,12 @@ def scan(
         if target.problem:
             problems.add(target.label)
             totals.add_file([SessionResult(path=target.label, error=target.problem)])
+            if rows_out is not None:
+                rows_out.write(totals.failed[-1:])
         else:
             readable += 1
     if as_json:  # problems found before reading come first, in the same stream
-        for result in totals.failed:
-            out.write(_json_line(result))
+        out.writelines(record_line(result) for result in totals.failed)
     with ExitStack() as stack:
         progress = stack.enter_context(progress_bar(readable, "scanning", not no_progress, _PROGRESS_MIN_FILES))
 
@@ -98,14 +132,17 @@ def scan(
                 elif target.label not in problems:  # appeared since the first pass
                     problems.add(target.label)
                     totals.add_file([SessionResult(path=target.label, error=target.problem)])
+                    if rows_out is not None:
+                        rows_out.write(totals.failed[-1:])
                     if as_json:
-                        out.write(_json_line(totals.failed[-1]))
+                        out.write(record_line(totals.failed[-1]))
 
         for results in replay_files(to_read(), config, format_name, jobs or default_jobs()):
             kept = totals.add_file(results)
+            if rows_out is not None:
+                rows_out.write(kept)
             if as_json:
-                for result in kept:
-                    out.write(_json_line(result))
+                out.writelines(record_line(result) for result in kept)
                 out.flush()
             if not as_json:  # the table's rows; JSON lines are written as they come
                 rows.extend(r for r in kept if r.verdict is not None or first_block(r))
@@ -113,7 +150,7 @@ def scan(
     if not as_json:
         print_table(rows, totals)
     print_problems(totals, as_json)
-    sys.exit(totals.exit_status)
+    return totals.exit_status
 
 
 def _check_format(name: str) -> None:
@@ -125,19 +162,3 @@ def _check_format(name: str) -> None:
         raise click.BadParameter(
             f"the {name!r} reader is not available in this version", param_hint="--format"
         ) from None
-
-
-def _json_line(result: SessionResult) -> bytes:
-    """One record as a JSON line. orjson refuses integers past 64 bits (a file's token
-    totals can be anything): such a record goes through the standard library, which
-    writes them exactly (and escapes a lone surrogate orjson refuses too), so no
-    file's record can end the scan."""
-    import orjson
-
-    record = result.as_json()
-    try:
-        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        import json
-
-        return json.dumps(record, separators=(",", ":"), default=str).encode() + b"\n"  # ASCII: lone surrogates escaped
