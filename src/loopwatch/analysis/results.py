@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Self
 
 from .replay import SessionResult
 
-__all__ = ["COLUMNS", "OutputError", "ResultWriter", "open_results", "record_line"]
+__all__ = ["COLUMNS", "OutputError", "ResultWriter", "json_bytes", "open_results", "record_line"]
 
 #: Parquet columns, in order, with their Arrow types.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -59,10 +59,11 @@ def record_line(result: SessionResult) -> bytes:
     totals can be anything): such a record goes through the standard library, which
     writes them exactly (and escapes a lone surrogate orjson refuses too), so no
     file's record can end the scan."""
-    return _dumps(result.as_json()) + b"\n"
+    return json_bytes(result.as_json()) + b"\n"
 
 
-def _dumps(value: Any) -> bytes:
+def json_bytes(value: Any) -> bytes:
+    """`value` as compact JSON, whatever its integers (see `record_line`)."""
     import orjson
 
     try:
@@ -146,7 +147,7 @@ def _cell(name: str, value: Any) -> Any:
     if value is None:
         return None
     if name in _NESTED:
-        return _dumps(value).decode()
+        return json_bytes(value).decode()
     if name == "tokens" and not _INT64[0] <= value <= _INT64[1]:
         return None  # past int64: the JSON Lines output keeps it exactly
     return value

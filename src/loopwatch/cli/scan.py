@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from functools import partial
 from typing import BinaryIO
 
 import click
@@ -43,6 +44,18 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
     help="Processes to use (default: one per core; 1 scans in this process).",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: a process pool on this machine. ray: a Ray cluster (needs loopwatch[ray]).",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="With --engine ray: the cluster to join (e.g. auto, or ray://host:10001); default: start one here.",
+)
+@click.option(
     "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."
 )
 def scan(
@@ -54,6 +67,8 @@ def scan(
     mode: str | None,
     format_name: str | None,
     jobs: int | None,
+    engine: str,
+    address: str | None,
     no_progress: bool,
 ) -> None:
     """Replay recorded agent sessions and report the ones that went in circles.
@@ -74,6 +89,7 @@ def scan(
       loopwatch scan runs/ --json > results.jsonl
       loopwatch scan runs/ --out results.parquet
       loopwatch scan 'trajs/**/*.traj' --jobs 4
+      loopwatch scan s3-mounted/rollouts/ --engine ray --address auto --out results.parquet
       my-agent --events | loopwatch scan -
 
     Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
@@ -83,6 +99,17 @@ def scan(
     if format_name is not None:
         _check_format(format_name)
     out = sys.stdout.buffer
+    if address is not None and engine != "ray":
+        raise click.BadParameter("only with --engine ray", param_hint="--address")
+    replay = partial(replay_files, jobs=jobs or default_jobs())
+    if engine == "ray":
+        from ..analysis.ray_engine import RayUnavailable, connect, replay_files_ray
+
+        try:
+            connect(address)
+        except RayUnavailable as exc:
+            raise click.UsageError(str(exc)) from None
+        replay = partial(replay_files_ray, address=address)
     with ExitStack() as files:
         if out_path is not None:
             try:
@@ -91,7 +118,7 @@ def scan(
                 raise click.BadParameter(str(exc), param_hint="--out") from None
         else:
             rows_out = None
-        status = _scan(paths, as_json, config, format_name, jobs, no_progress, out, rows_out)
+        status = _scan(paths, as_json, config, format_name, replay, no_progress, out, rows_out)
     sys.exit(status)
 
 
@@ -100,7 +127,7 @@ def _scan(
     as_json: bool,
     config: Config,
     format_name: str | None,
-    jobs: int | None,
+    replay: Callable[..., Iterator[list[SessionResult]]],
     no_progress: bool,
     out: BinaryIO,
     rows_out: ResultWriter | None,
@@ -137,7 +164,7 @@ def _scan(
                     if as_json:
                         out.write(record_line(totals.failed[-1]))
 
-        for results in replay_files(to_read(), config, format_name, jobs or default_jobs()):
+        for results in replay(to_read(), config, format_name):
             kept = totals.add_file(results)
             if rows_out is not None:
                 rows_out.write(kept)
