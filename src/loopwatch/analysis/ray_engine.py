@@ -32,10 +32,11 @@ from typing import Any
 
 from ..core.config import Config
 from ..readers import HEAD_SIZE
+from .evaluation import Case, Replayed, _replay_case
 from .replay import SessionResult, replay_file
 from .results import json_bytes
 
-__all__ = ["RayUnavailable", "replay_files_ray"]
+__all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
 
 _WINDOW = 1024  # files in one Ray dataset
 _BATCH = 8  # files replayed in one `map_batches` call
@@ -133,3 +134,51 @@ def _replay_batch(batch: Any, config: Config, format: str | None) -> dict[str, l
         results = replay_file(path, config, format, stream=stream)
         out.append(json_bytes([asdict(r) for r in results]).decode())
     return {"path": paths, "results": out}
+
+
+# `loopwatch evaluate --engine ray`: each case under every configuration is one Ray task
+# (the grid's settings are many, the files few and read where they are: the corpus must be
+# at the same path on every node, a shared or copied folder). At most `_IN_FLIGHT` tasks
+# a CPU are out at once; Ray retries a task whose worker died (`_RETRIES`), and a case
+# lost past that is reported as an error.
+_IN_FLIGHT = 4
+_RETRIES = 3
+
+
+def replay_cases_ray(
+    cases: list[Case], corpus: str, configs: list[Config], progress: Any = None, address: str | None = None
+) -> list[Replayed]:
+    """`evaluation.replay_cases` on Ray: the same `Replayed` per case, in order."""
+    connect(address)
+    import ray
+
+    remote = ray.remote(max_retries=_RETRIES)(_case_task)
+    configs_ref = ray.put(configs)  # sent once, not once a case
+    limit = max(1, int(ray.cluster_resources().get("CPU", 1)) * _IN_FLIGHT)
+    results: list[Replayed] = []
+    refs: list[Any] = []
+    for case in cases:
+        refs.append(remote.remote(case, corpus, configs_ref))
+        if len(refs) - len(results) >= limit:
+            results.append(_get(refs[len(results)], cases[len(results)], progress))
+    while len(results) < len(refs):
+        results.append(_get(refs[len(results)], cases[len(results)], progress))
+    return results
+
+
+def _case_task(case: Case, corpus: str, configs: list[Config]) -> Replayed:
+    return _replay_case((case, corpus, configs))
+
+
+def _get(ref: Any, case: Case, progress: Any) -> Replayed:
+    import ray
+
+    try:
+        result = ray.get(ref)
+    except Exception as exc:  # noqa: BLE001 - a worker lost past Ray's retries: the case is reported, not dropped
+        result = Replayed(
+            case, error=f"lost on Ray: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        )
+    if progress:
+        progress(1)
+    return result

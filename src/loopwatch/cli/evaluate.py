@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 
-from ..analysis.evaluation import Case, harm, load_labels, make_cases, only, replay_cases, score
+from ..analysis.evaluation import Case, Replayed, harm, load_labels, make_cases, only, replay_cases, score
 from ._common import config_options, make_config, progress_bar
 
 if TYPE_CHECKING:
@@ -163,6 +165,14 @@ def fold_groups(
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every figure, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: a process pool here. ray: a Ray cluster (loopwatch[ray]; the corpus at the same path on every node).",
+)
+@click.option("--address", metavar="ADDR", help="With --engine ray: the cluster to join (default: start one here).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def evaluate(
     paths: tuple[str, ...],
@@ -179,6 +189,8 @@ def evaluate(
     mode: str | None,
     as_json: bool,
     jobs: int,
+    engine: str,
+    address: str | None,
     no_progress: bool,
 ) -> None:
     """Measure detection on recorded sessions: against hand labels, and against
@@ -217,10 +229,13 @@ def evaluate(
       loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
     """
     config = make_config(config_path, profile or "unattended", mode)
+    replay = _engine(engine, address, jobs)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
     groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
     if folds or groups is not None:
-        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups)
+        report = cross_validated(
+            cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, replay
+        )
         report["folds_by"] = folds_by
         if as_json:
             sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -230,7 +245,7 @@ def evaluate(
     names = list(config.signals)
     configs = [config] + [only(config, name) for name in names]
     with progress_bar(len(cases), "replaying", not no_progress) as bar:
-        results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
+        results = replay(cases, corpus, configs, progress=bar.advance)
     errors = [(r.case.path, r.error) for r in results if r.error]
     ok = [r for r in results if not r.error]
     report = {
@@ -253,6 +268,20 @@ def evaluate(
     sys.exit(2 if errors else 0)
 
 
+def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[Replayed]]:
+    if address is not None and engine != "ray":
+        raise click.BadParameter("only with --engine ray", param_hint="--address")
+    if engine == "local":
+        return partial(replay_cases, jobs=jobs or None)
+    from ..analysis.ray_engine import RayUnavailable, connect, replay_cases_ray
+
+    try:
+        connect(address)
+    except RayUnavailable as exc:
+        raise click.UsageError(str(exc)) from None
+    return partial(replay_cases_ray, address=address)
+
+
 def cross_validated(
     cases: list[Case],
     corpus: str,
@@ -264,15 +293,17 @@ def cross_validated(
     jobs: int,
     no_progress: bool,
     groups: dict[str, str] | None = None,
+    replay: Callable[..., list[Replayed]] | None = None,
 ) -> dict[str, Any]:
     """Replay every case under every candidate of the grid, then cross-validate (one
-    fold per group with `groups`)."""
+    fold per group with `groups`). `replay` is `replay_cases` or its Ray twin."""
     from ..analysis.crossval import GRID, candidates, cross_validate
 
     cands = candidates(config)
     configs = [c.config for c in cands] + [config]
+    replay = replay or partial(replay_cases, jobs=jobs or None)
     with progress_bar(len(cases), f"replaying under {len(configs)} settings", not no_progress) as bar:
-        results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
+        results = replay(cases, corpus, configs, progress=bar.advance)
     errors = [{"path": r.case.path, "error": r.error} for r in results if r.error]
     shipped = [r.item(len(r.results) - 1) for r in results if not r.error]
     for r in results:

@@ -71,3 +71,17 @@ def test_a_file_ray_cannot_read_is_reported_and_the_others_kept(tmp_path):
 def test_address_without_ray_engine_is_a_usage_error(tmp_path):
     result = scan(tmp_path, "--address", "auto")
     assert result.exit_code == 2 and "--address" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.skipif(not (SHARED / "corpus" / "labels.tsv").is_file(), reason="shared corpus absent")
+def test_evaluate_on_ray_gives_the_local_figures(tmp_path):
+    lines = (SHARED / "corpus" / "labels.tsv").read_text().splitlines(keepends=True)
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("".join(lines[:1] + lines[1::25]))  # a spread of the labelled sessions
+    args = ["evaluate", "--no-progress", "--json", "--labels", labels, "--corpus", SHARED / "corpus"]
+    local = CliRunner().invoke(cli, list(map(str, args)))
+    ray = CliRunner().invoke(cli, list(map(str, args + ["--engine", "ray"])))
+    assert ray.exit_code == local.exit_code == 0, ray.output
+    figures = json.loads(ray.stdout)
+    assert figures == json.loads(local.stdout)
+    assert figures["labelled"] == len(lines[1::25]) and figures["detectors"]["all"]["stop"]
