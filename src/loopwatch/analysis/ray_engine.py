@@ -38,8 +38,11 @@ from .results import json_bytes
 
 __all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
 
-_WINDOW = 1024  # files in one Ray dataset
-_BATCH = 8  # files replayed in one `map_batches` call
+# Files in one Ray dataset. A dataset costs seconds to plan and start (about 10 s on a busy
+# 2-core machine, BENCHMARKS.md "Scale"), so windows are wide; the driver holds their paths
+# and the results that arrive before an earlier file's (a few KB each).
+_WINDOW = 8192
+_BATCH = 64  # files replayed in one `map_batches` call (a Ray task costs ~10 ms of scheduling; a session ~10 ms)
 
 
 class RayUnavailable(RuntimeError):
@@ -99,7 +102,9 @@ def _run(
         by_path.setdefault(os.path.abspath(window[index][0]), []).append(index)  # workers have their own cwd
     paths = list(by_path)
     try:
-        dataset = ray.data.read_binary_files(paths, include_paths=True, ignore_missing_paths=False)
+        dataset = ray.data.read_binary_files(
+            paths, include_paths=True, ignore_missing_paths=False, override_num_blocks=max(1, len(paths) // _BATCH)
+        )
         replay = partial(_replay_batch, config=config, format=format)
         replayed = dataset.map_batches(replay, batch_size=_BATCH, batch_format="pyarrow")
         for row in replayed.iter_rows():
