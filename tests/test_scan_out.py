@@ -119,3 +119,12 @@ def test_parquet_without_pyarrow_is_a_one_line_error(tmp_path, mixed, monkeypatc
     assert result.exit_code == 2
     assert "loopwatch[parquet]" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "results.parquet").exists()
+
+
+def test_the_results_file_in_the_scanned_folder_is_not_scanned(tmp_path, mixed):
+    out = tmp_path / "results.jsonl"
+    out.write_text(json.dumps({"path": "old", "actions": 0}) + "\n")  # a results file from an earlier run
+    first = scan(tmp_path, "--json", "--out", out)
+    again = scan(tmp_path, "--json", "--out", out)
+    assert first.stdout == again.stdout
+    assert not any(r["path"].endswith("results.jsonl") for r in json_records(again))

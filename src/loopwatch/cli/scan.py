@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -15,7 +16,7 @@ from ..analysis.results import OutputError, ResultWriter, open_results, record_l
 from ..core.config import Config
 from ..readers import FORMATS
 from ._common import config_options, make_config, progress_bar
-from .paths import expand
+from .paths import Target, expand
 from .report import Totals, first_block, print_problems, print_table
 
 _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
@@ -139,7 +140,7 @@ def _scan(
     # progress bar's total); the second streams the files to read into the replay.
     problems: set[str] = set()
     readable = 0
-    for target in expand(paths):
+    for target in _targets(paths, rows_out):
         if target.problem:
             problems.add(target.label)
             totals.add_file([SessionResult(path=target.label, error=target.problem)])
@@ -153,7 +154,7 @@ def _scan(
         progress = stack.enter_context(progress_bar(readable, "scanning", not no_progress, _PROGRESS_MIN_FILES))
 
         def to_read() -> Iterator[tuple[str, str]]:
-            for target in expand(paths):
+            for target in _targets(paths, rows_out):
                 if not target.problem:
                     yield target.path, target.label
                 elif target.label not in problems:  # appeared since the first pass
@@ -178,6 +179,14 @@ def _scan(
         print_table(rows, totals)
     print_problems(totals, as_json)
     return totals.exit_status
+
+
+def _targets(paths: tuple[str, ...], rows_out: ResultWriter | None) -> Iterator[Target]:
+    """The files to scan, less the results file being written (a folder may hold it)."""
+    own = os.path.realpath(rows_out.path) if rows_out is not None else None
+    for target in expand(paths):
+        if own is None or target.problem or os.path.realpath(target.path) != own:
+            yield target
 
 
 def _check_format(name: str) -> None:
