@@ -393,9 +393,13 @@ def test_an_edit_between_failing_test_runs_is_progress():
         monitor = Monitor(profile="unattended")
         verdicts = []
         for i in range(8):
-            name = ("total", "tax", "discount", "coupon", "refund", "shipping", "currency", "rounding")[i if moving else 0]
+            name = ("total", "tax", "discount", "coupon", "refund", "shipping", "currency", "rounding")[
+                i if moving else 0
+            ]
             failing = f"FAILED tests/test_cart.py::test_{name} - AssertionError\n1 failed in 0.1s"
-            verdicts.append(monitor.observe(ToolCall("Bash", {"command": "pytest -x"}, failing, error=True, at=2.0 * i)))
+            verdicts.append(
+                monitor.observe(ToolCall("Bash", {"command": "pytest -x"}, failing, error=True, at=2.0 * i))
+            )
             verdicts.append(
                 monitor.observe(ToolCall("Edit", {"file_path": "cart.py", "old_string": f"v{i}"}, "ok", at=2.0 * i + 1))
             )

@@ -125,7 +125,15 @@ def _corpus(fmt: str) -> list[tuple[str, bytes]]:
 
 
 def seeds(fmt: str) -> list[tuple[str, bytes]]:
-    folder = {"claude-code": "claude-code", "codex": "codex", "openhands": "openhands", "chat": "chat"}.get(fmt)
+    folder = {
+        "claude-code": "claude-code",
+        "codex": "codex",
+        "openhands": "openhands",
+        "chat": "chat",
+        "verl": "verl",
+        "skyrl": "skyrl",
+        "rllm": "rllm",
+    }.get(fmt)
     mine = [(p.name, p.read_bytes()) for p in sorted((FIXTURES / folder).glob("*"))] if folder else []
     return mine + _written().get(fmt, []) + _corpus(fmt)
 

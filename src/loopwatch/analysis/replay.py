@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from itertools import chain, islice
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..core.config import Config
 from ..core.events import ToolCall, Turn
@@ -186,15 +186,22 @@ def replay(
 
 
 def replay_file(
-    path: str, config: Config, format: str | None = None, *, label: str | None = None, keep_refs: bool = False
+    path: str,
+    config: Config,
+    format: str | None = None,
+    *,
+    label: str | None = None,
+    keep_refs: bool = False,
+    stream: BinaryIO | None = None,
 ) -> list[SessionResult]:
     """Every session in one file, replayed; `-` is standard input, read as it comes.
-    `label` is the path reported in results (default: `path`). Never raises for bad
+    `label` is the path reported in results (default: `path`); `stream`, the file's
+    content when it was read elsewhere (a Ray worker gets bytes). Never raises for bad
     input: an unreadable file is one result with `error` set."""
     label = path if label is None else label
     results: list[SessionResult] = []
     try:
-        stream = open_stdin() if path == "-" else None
+        stream = open_stdin() if path == "-" else stream
         for session in read(path, format, stream):
             results.append(replay(session, config, label, keep_refs=keep_refs))
     except ReadError as exc:

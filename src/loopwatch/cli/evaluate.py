@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 
-from ..analysis.evaluation import EARLY_STEPS, Case, harm, load_labels, make_cases, only, replay_cases, score
+from ..analysis.evaluation import EARLY_STEPS, Case, Replayed, harm, load_labels, make_cases, only, replay_cases, score
 from ._common import config_options, make_config, progress_bar
 
 if TYPE_CHECKING:
@@ -181,6 +183,14 @@ def fold_groups(
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every figure, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: a process pool here. ray: a Ray cluster (loopwatch[ray]; the corpus at the same path on every node).",
+)
+@click.option("--address", metavar="ADDR", help="With --engine ray: the cluster to join (default: start one here).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
     "--report",
@@ -203,6 +213,8 @@ def evaluate(
     mode: str | None,
     as_json: bool,
     jobs: int,
+    engine: str,
+    address: str | None,
     no_progress: bool,
     report_path: str | None,
 ) -> None:
@@ -246,6 +258,7 @@ def evaluate(
         from .page_output import check_page_output
 
         check_page_output(report_path)
+    replay = _engine(engine, address, jobs)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
     groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
 
@@ -267,7 +280,9 @@ def evaluate(
             )
 
     if folds or groups is not None:
-        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups)
+        report = cross_validated(
+            cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, replay
+        )
         report["folds_by"] = folds_by
         if as_json:
             sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -278,7 +293,7 @@ def evaluate(
     names = list(config.signals)
     configs = [config] + [only(config, name) for name in names]
     with progress_bar(len(cases), "replaying", not no_progress) as bar:
-        results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
+        results = replay(cases, corpus, configs, progress=bar.advance)
     errors = [(r.case.path, r.error) for r in results if r.error]
     ok = [r for r in results if not r.error]
     report = {
@@ -302,6 +317,20 @@ def evaluate(
     sys.exit(2 if errors else 0)
 
 
+def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[Replayed]]:
+    if address is not None and engine != "ray":
+        raise click.BadParameter("only with --engine ray", param_hint="--address")
+    if engine == "local":
+        return partial(replay_cases, jobs=jobs or None)
+    from ..analysis.ray_engine import RayUnavailable, connect, replay_cases_ray
+
+    try:
+        connect(address)
+    except RayUnavailable as exc:
+        raise click.UsageError(str(exc)) from None
+    return partial(replay_cases_ray, address=address)
+
+
 def cross_validated(
     cases: list[Case],
     corpus: str,
@@ -313,15 +342,17 @@ def cross_validated(
     jobs: int,
     no_progress: bool,
     groups: dict[str, str] | None = None,
+    replay: Callable[..., list[Replayed]] | None = None,
 ) -> dict[str, Any]:
     """Replay every case under every candidate of the grid, then cross-validate (one
-    fold per group with `groups`)."""
+    fold per group with `groups`). `replay` is `replay_cases` or its Ray twin."""
     from ..analysis.crossval import GRID, candidates, cross_validate
 
     cands = candidates(config)
     configs = [c.config for c in cands] + [config]
+    replay = replay or partial(replay_cases, jobs=jobs or None)
     with progress_bar(len(cases), f"replaying under {len(configs)} settings", not no_progress) as bar:
-        results = replay_cases(cases, corpus, configs, jobs or None, bar.advance)
+        results = replay(cases, corpus, configs, progress=bar.advance)
     errors = [{"path": r.case.path, "error": r.error} for r in results if r.error]
     shipped = [r.item(len(r.results) - 1) for r in results if not r.error]
     for r in results:

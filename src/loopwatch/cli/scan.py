@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from functools import partial
+from typing import BinaryIO
 
 import click
 
 from ..analysis.replay import SessionResult, default_jobs, replay_files
+from ..analysis.results import OutputError, ResultWriter, open_results, record_line
+from ..core.config import Config
 from ..readers import FORMATS
 from ._common import config_options, make_config, progress_bar
-from .paths import expand
+from .paths import Target, expand
 from .report import Totals, first_block, print_problems, print_table
 
 _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
@@ -20,6 +25,12 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session per line, instead of the table.")
+@click.option(
+    "--out",
+    "out_path",
+    metavar="FILE",
+    help="Also write one row per session to FILE, as the scan goes: .jsonl, or .parquet (needs loopwatch[parquet]).",
+)
 @config_options
 @click.option(
     "--format",
@@ -34,6 +45,18 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
     help="Processes to use (default: one per core; never more than the cores or the files; 1 scans in this process).",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: a process pool on this machine. ray: a Ray cluster (needs loopwatch[ray]).",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="With --engine ray: the cluster to join (e.g. auto, or ray://host:10001); default: start one here.",
+)
+@click.option(
     "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."
 )
 @click.option(
@@ -45,11 +68,14 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 def scan(
     paths: tuple[str, ...],
     as_json: bool,
+    out_path: str | None,
     config_path: str | None,
     profile: str | None,
     mode: str | None,
     format_name: str | None,
     jobs: int | None,
+    engine: str,
+    address: str | None,
     no_progress: bool,
     report_path: str | None,
 ) -> None:
@@ -69,7 +95,9 @@ def scan(
     Examples:
       loopwatch scan examples/runaway.jsonl
       loopwatch scan runs/ --json > results.jsonl
+      loopwatch scan runs/ --out results.parquet
       loopwatch scan 'trajs/**/*.traj' --jobs 4
+      loopwatch scan s3-mounted/rollouts/ --engine ray --address auto --out results.parquet
       my-agent --events | loopwatch scan -
 
     Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
@@ -85,6 +113,46 @@ def scan(
         if "-" in paths:
             raise click.UsageError("--report replays the files again: it cannot read standard input twice")
     out = sys.stdout.buffer
+    if address is not None and engine != "ray":
+        raise click.BadParameter("only with --engine ray", param_hint="--address")
+    replay = partial(replay_files, jobs=jobs or default_jobs())
+    if engine == "ray":
+        from ..analysis.ray_engine import RayUnavailable, connect, replay_files_ray
+
+        try:
+            connect(address)
+        except RayUnavailable as exc:
+            raise click.UsageError(str(exc)) from None
+        replay = partial(replay_files_ray, address=address)
+    with ExitStack() as files:
+        if out_path is not None:
+            try:
+                rows_out = files.enter_context(open_results(out_path))
+            except OutputError as exc:
+                raise click.BadParameter(str(exc), param_hint="--out") from None
+        else:
+            rows_out = None
+        status = _scan(paths, as_json, config, format_name, replay, no_progress, out, rows_out)
+    if report_path is not None:
+        from .page_output import write_page
+
+        targets = list(_targets(paths, None))
+        items = [(t.path, t.label) for t in targets if not t.problem]
+        unread = [(t.label, t.problem) for t in targets if t.problem]
+        write_page(report_path, items, config, problems=unread, format=format_name, jobs=jobs, progress=not no_progress)
+    sys.exit(status)
+
+
+def _scan(
+    paths: tuple[str, ...],
+    as_json: bool,
+    config: Config,
+    format_name: str | None,
+    replay: Callable[..., Iterator[list[SessionResult]]],
+    no_progress: bool,
+    out: BinaryIO,
+    rows_out: ResultWriter | None,
+) -> int:
     totals = Totals()
     rows: list[SessionResult] = []
     # Two passes over the arguments, so nothing per file is held: the first finds the
@@ -92,33 +160,37 @@ def scan(
     # progress bar's total); the second streams the files to read into the replay.
     problems: set[str] = set()
     readable = 0
-    for target in expand(paths):
+    for target in _targets(paths, rows_out):
         if target.problem:
             problems.add(target.label)
             totals.add_file([SessionResult(path=target.label, error=target.problem)])
+            if rows_out is not None:
+                rows_out.write(totals.failed[-1:])
         else:
             readable += 1
     if as_json:  # problems found before reading come first, in the same stream
-        for result in totals.failed:
-            out.write(_json_line(result))
+        out.writelines(record_line(result) for result in totals.failed)
     with ExitStack() as stack:
         progress = stack.enter_context(progress_bar(readable, "scanning", not no_progress, _PROGRESS_MIN_FILES))
 
         def to_read() -> Iterator[tuple[str, str]]:
-            for target in expand(paths):
+            for target in _targets(paths, rows_out):
                 if not target.problem:
                     yield target.path, target.label
                 elif target.label not in problems:  # appeared since the first pass
                     problems.add(target.label)
                     totals.add_file([SessionResult(path=target.label, error=target.problem)])
+                    if rows_out is not None:
+                        rows_out.write(totals.failed[-1:])
                     if as_json:
-                        out.write(_json_line(totals.failed[-1]))
+                        out.write(record_line(totals.failed[-1]))
 
-        for results in replay_files(to_read(), config, format_name, jobs or default_jobs()):
+        for results in replay(to_read(), config, format_name):
             kept = totals.add_file(results)
+            if rows_out is not None:
+                rows_out.write(kept)
             if as_json:
-                for result in kept:
-                    out.write(_json_line(result))
+                out.writelines(record_line(result) for result in kept)
                 out.flush()
             if not as_json:  # the table's rows; JSON lines are written as they come
                 rows.extend(r for r in kept if r.verdict is not None or first_block(r))
@@ -126,14 +198,15 @@ def scan(
     if not as_json:
         print_table(rows, totals)
     print_problems(totals, as_json)
-    if report_path is not None:
-        from .page_output import write_page
+    return totals.exit_status
 
-        targets = list(expand(paths))
-        items = [(t.path, t.label) for t in targets if not t.problem]
-        unread = [(t.label, t.problem) for t in targets if t.problem]
-        write_page(report_path, items, config, problems=unread, format=format_name, jobs=jobs, progress=not no_progress)
-    sys.exit(totals.exit_status)
+
+def _targets(paths: tuple[str, ...], rows_out: ResultWriter | None) -> Iterator[Target]:
+    """The files to scan, less the results file being written (a folder may hold it)."""
+    own = os.path.realpath(rows_out.path) if rows_out is not None else None
+    for target in expand(paths):
+        if own is None or target.problem or os.path.realpath(target.path) != own:
+            yield target
 
 
 def _check_format(name: str) -> None:
@@ -145,19 +218,3 @@ def _check_format(name: str) -> None:
         raise click.BadParameter(
             f"the {name!r} reader is not available in this version", param_hint="--format"
         ) from None
-
-
-def _json_line(result: SessionResult) -> bytes:
-    """One record as a JSON line. orjson refuses integers past 64 bits (a file's token
-    totals can be anything): such a record goes through the standard library, which
-    writes them exactly (and escapes a lone surrogate orjson refuses too), so no
-    file's record can end the scan."""
-    import orjson
-
-    record = result.as_json()
-    try:
-        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        import json
-
-        return json.dumps(record, separators=(",", ":"), default=str).encode() + b"\n"  # ASCII: lone surrogates escaped

@@ -31,6 +31,9 @@ FORMATS: dict[str, str] = {
     "tb-console": "loopwatch.readers.tb_console",
     "claude-code": "loopwatch.readers.claude_code",
     "codex": "loopwatch.readers.codex",
+    "verl": "loopwatch.readers.verl",
+    "skyrl": "loopwatch.readers.skyrl",
+    "rllm": "loopwatch.readers.rllm",
     "openhands": "loopwatch.readers.openhands",
     "chat": "loopwatch.readers.chat",
 }

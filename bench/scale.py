@@ -1,0 +1,142 @@
+"""Benchmark of scanning many sessions: the local process pool and Ray, on 1 and 2 workers.
+
+    PYTHONPATH=src python bench/scale.py                    # N = 1,000
+    PYTHONPATH=src python bench/scale.py -n 100000 --engines local
+
+The N sessions are real corpus sessions (../shared/corpus and ../shared/corpus-tb2, or
+`--corpus`; every file a scan finds there in a known format), drawn with replacement by a
+seeded generator into a temporary list the scan is given (a file drawn twice is replayed
+twice), so N can be 100,000 without copying gigabytes. Each configuration runs in a
+fresh Python process (so one's workers and caches do not carry into the next) and prints: wall time (Ray's start-up apart, as "init"), sessions/s, events/s, stopped sessions (the same for every engine, or
+the run says so), and the peak resident memory of a worker (local: the largest child's
+`ru_maxrss`; Ray: the largest `ru_maxrss` among the workers that ran tasks, asked at the
+end) and of the driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+SUFFIXES = (".traj", ".json", ".jsonl", ".log", ".cast")
+
+
+def corpus_files(folders: list[Path]) -> list[Path]:
+    """The transcripts of the corpus folders: the files a scan finds there in a known format."""
+    from loopwatch.cli.paths import expand
+    from loopwatch.readers import HEAD_SIZE, detect
+
+    found = []
+    for folder in folders:
+        for target in expand([str(folder)]):
+            if not target.problem:
+                with open(target.path, "rb") as fh:
+                    if detect(target.path, fh.read(HEAD_SIZE)) is not None:
+                        found.append(Path(target.path))
+    return sorted(found)
+
+
+def build(n: int, seed: int, folders: list[Path], into: Path) -> None:
+    """The drawn sessions, one path a line (a path drawn twice is scanned twice)."""
+    files = corpus_files(folders)
+    if not files:
+        sys.exit("no corpus sessions found (--corpus)")
+    rng = random.Random(seed)
+    into.write_text("".join(f"{rng.choice(files)}\n" for _ in range(n)))
+
+
+def one(engine: str, workers: int, listing: str) -> dict:
+    """Run in a fresh process: replay the sessions listed in `listing` with `engine` on `workers` workers."""
+    from loopwatch.analysis.replay import replay_files
+    from loopwatch.core.config import Config
+
+    items = [(path, f"{i}:{path}") for i, path in enumerate(Path(listing).read_text().splitlines())]
+    config = Config.make()
+    worker_peak = None
+    init_seconds = 0.0
+    start = time.perf_counter()
+    if engine == "local":
+        results = [r for file in replay_files(items, config, jobs=workers) for r in file]
+    else:
+        import ray
+
+        from loopwatch.analysis.ray_engine import replay_files_ray
+
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        init_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        results = [r for file in replay_files_ray(items, config) for r in file]
+    seconds = time.perf_counter() - start
+    if engine == "local":  # one worker: the scan runs in this process
+        who = resource.RUSAGE_CHILDREN if workers > 1 else resource.RUSAGE_SELF
+        worker_peak = resource.getrusage(who).ru_maxrss
+    else:
+        peak = ray.remote(lambda: (os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        worker_peak = max(rss for _, rss in ray.get([peak.remote() for _ in range(workers * 8)]))
+        ray.shutdown()
+    return {
+        "engine": engine,
+        "workers": workers,
+        "sessions": len(results),
+        "events": sum(r.events for r in results),
+        "stopped": sum(r.stopped for r in results),
+        "errors": sum(r.error is not None for r in results),
+        "seconds": round(seconds, 2),
+        "init_seconds": round(init_seconds, 2),
+        "worker_peak_mib": round((worker_peak or 0) / 1024, 1),
+        "driver_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=1000, help="sessions (default 1,000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--corpus", action="append", type=Path, help="corpus folder (repeatable)")
+    parser.add_argument("--engines", default="local,ray")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--one", nargs=3, metavar=("ENGINE", "WORKERS", "LISTING"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one[0], int(args.one[1]), args.one[2])))
+        return
+    folders = args.corpus or [SHARED / "corpus", SHARED / "corpus-tb2"]
+    with tempfile.TemporaryDirectory(prefix="loopwatch-scale-") as folder:
+        tmp = os.path.join(folder, "sessions.txt")
+        build(args.n, args.seed, folders, Path(tmp))
+        print(f"N = {args.n} sessions drawn (seed {args.seed}) from {', '.join(map(str, folders))}")
+        print(
+            f"{'engine':<7}{'workers':>8}{'sessions':>10}{'events':>11}{'stopped':>9}{'errors':>8}"
+            f"{'seconds':>9}{'(init)':>8}{'sess/s':>9}{'events/s':>10}{'worker MiB':>12}{'driver MiB':>12}"
+        )
+        stopped = set()
+        for engine in args.engines.split(","):
+            for workers in map(int, args.workers.split(",")):
+                out = subprocess.run(
+                    [sys.executable, __file__, "--one", engine, str(workers), tmp],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                stopped.add((r["sessions"], r["stopped"], r["errors"]))
+                print(
+                    f"{engine:<7}{workers:>8}{r['sessions']:>10}{r['events']:>11}{r['stopped']:>9}{r['errors']:>8}"
+                    f"{r['seconds']:>9}{r['init_seconds']:>8}{r['sessions'] / r['seconds']:>9.1f}{r['events'] / r['seconds']:>10.0f}"
+                    f"{r['worker_peak_mib']:>12}{r['driver_peak_mib']:>12}"
+                )
+        print("same sessions, stops and errors on every engine:", "yes" if len(stopped) == 1 else f"NO {stopped}")
+
+
+if __name__ == "__main__":
+    main()

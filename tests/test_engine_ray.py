@@ -1,0 +1,87 @@
+"""`scan --engine ray`: on a local Ray (2 CPUs), the same records as the local scan, file for file, nothing dropped.
+
+Skipped when Ray Data is not installed (the `loopwatch[ray]` extra)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("ray.data")
+
+from loopwatch.analysis.ray_engine import replay_files_ray
+from loopwatch.cli import cli
+from loopwatch.core.config import Config
+
+from conftest import jsonl, looping_events
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parent.parent / "shared"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def scan(*args):
+    return CliRunner().invoke(cli, ["scan", "--no-progress", "--json", *map(str, args)])
+
+
+def corpus_sample(folder: str, count: int) -> list[Path]:
+    """The `count` smallest transcripts of a corpus folder (a sample, so the test stays short)."""
+    root = SHARED / folder
+    if not root.is_dir():
+        return []
+    files = [p for p in root.rglob("*") if p.is_file() and p.suffix in (".traj", ".json", ".jsonl", ".log", ".cast")]
+    return sorted(files, key=lambda p: (p.stat().st_size, str(p)))[:count]
+
+
+def test_ray_gives_the_local_records_file_for_file(tmp_path):
+    (tmp_path / "loop.jsonl").write_text(jsonl(looping_events()))
+    (tmp_path / "notes.jsonl").write_text('{"hello": "world"}\n')
+    targets = [tmp_path, HERE / "fixtures", *corpus_sample("corpus", 12), *corpus_sample("corpus-tb2", 12)]
+    local = scan(*targets)
+    ray = scan(*targets, "--engine", "ray", "--out", tmp_path / "ray.parquet")
+    assert ray.exit_code == local.exit_code == 2, ray.output  # notes.jsonl is no transcript
+    records = [json.loads(line) for line in ray.stdout.splitlines()]
+    assert records == [json.loads(line) for line in local.stdout.splitlines()]
+    assert len(records) > 20 and sum(r["verdict"] is not None for r in records) >= 3
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert pq.read_table(tmp_path / "ray.parquet").column("path").to_pylist() == [r["path"] for r in records]
+
+
+def test_a_file_ray_cannot_read_is_reported_and_the_others_kept(tmp_path):
+    good = tmp_path / "loop.jsonl"
+    good.write_text(jsonl(looping_events()))
+    items = [(str(good), "first"), (str(tmp_path / "gone.jsonl"), "gone"), (str(good), "again")]
+    results = list(replay_files_ray(items, Config.make()))
+    assert [[r.path for r in file] for file in results] == [["first"], ["gone"], ["again"]]
+    assert results[0][0].verdict is not None and results[2][0].verdict == results[0][0].verdict
+    assert results[1][0].error.startswith("lost on Ray:")
+
+
+def test_address_without_ray_engine_is_a_usage_error(tmp_path):
+    result = scan(tmp_path, "--address", "auto")
+    assert result.exit_code == 2 and "--address" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.skipif(not (SHARED / "corpus" / "labels.tsv").is_file(), reason="shared corpus absent")
+def test_evaluate_on_ray_gives_the_local_figures(tmp_path):
+    lines = (SHARED / "corpus" / "labels.tsv").read_text().splitlines(keepends=True)
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("".join(lines[:1] + lines[1::25]))  # a spread of the labelled sessions
+    args = ["evaluate", "--no-progress", "--json", "--labels", labels, "--corpus", SHARED / "corpus"]
+    local = CliRunner().invoke(cli, list(map(str, args)))
+    ray = CliRunner().invoke(cli, list(map(str, args + ["--engine", "ray"])))
+    assert ray.exit_code == local.exit_code == 0, ray.output
+    figures = json.loads(ray.stdout)
+    assert figures == json.loads(local.stdout)
+    assert figures["labelled"] == len(lines[1::25]) and figures["detectors"]["all"]["stop"]
