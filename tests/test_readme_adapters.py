@@ -86,8 +86,10 @@ def test_every_python_block_of_the_readme_is_run_here():
     text = (ROOT / "README.md").read_text()
     harness = python_blocks(text.split(HARNESS, 1)[1].split("\n### ", 1)[0])
     frameworks = [body for blocks in examples().values() for lang, body in blocks if lang == "python"]
+    rollouts = python_blocks(text.split("### RL rollouts", 1)[1].split("\n### ", 1)[0])
     assert len(harness) == 1 and len(frameworks) == len(CASES)  # each framework's is run below
-    assert sorted(python_blocks(text)) == sorted(harness + frameworks)
+    assert len(rollouts) == 1  # run by tests/test_rollouts.py
+    assert sorted(python_blocks(text)) == sorted(harness + frameworks + rollouts)
 
 
 # Counts the example's tool runs (its commands), without changing the example.
