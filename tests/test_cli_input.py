@@ -67,8 +67,9 @@ def test_calibrate_on_a_folder_with_no_transcript_exits_2_with_one_line(tmp_path
     assert line == f"loopwatch calibrate: no transcript found in {empty}"
 
 
-def test_calibrate_on_a_text_file_of_no_format_exits_2_with_one_line(tmp_path):
-    plain = tmp_path / "notes.md"
+@pytest.mark.parametrize("name", ["notes.md", "notes.txt"])
+def test_calibrate_on_a_text_file_of_no_format_exits_2_with_one_line(tmp_path, name):
+    plain = tmp_path / name
     plain.write_text("Remember to water the plants.\n")
     line = one_line_error(invoke("calibrate", "--no-progress", plain))
     assert line.startswith(f"loopwatch calibrate: no session could be read: {plain}: unknown format")

@@ -39,7 +39,9 @@ def sniff(path: str, head: bytes) -> bool:
         return False
     if _HEAD_HEADER.search(head):  # a step header on a line of its own
         return True
-    return path.endswith((".log", ".txt")) and b"\x00" not in head
+    # A log named so is a terminal capture even without a header (its lines are read as output);
+    # any other plain text (notes, a `.txt`) is no transcript.
+    return path.endswith(".log") and b"\x00" not in head
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
