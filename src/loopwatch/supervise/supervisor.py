@@ -170,6 +170,9 @@ class Supervisor:
                 self.monitor.observe(event)
             for event in self.transcript.finish():
                 self._judge(child, event, self.clock())
+            if self.transcript.problem is not None and not self._problem_told:
+                self._problem_told = True
+                self.say(f"cannot follow the transcript: {self.transcript.problem}; watching the console")
             if self._ended_by is None and self._stop_due is not None:
                 self._ended_by = "loop"  # it ended while the stop was left to its hook
             if (self._ended_by is None or self._stop_due is not None) and self.source.stopped_by_hook():

@@ -265,6 +265,8 @@ class Follower:
             if not data:
                 break
             events += self._read(data)
+        if self._lines is None and self.problem is None and self._head:
+            self._recognize(self._head, final=True)  # the file is complete: no more waiting for lines
         if self._lines is not None:
             rest = self._lines.finish(self.wall())
             self.events += len(rest)
@@ -299,17 +301,18 @@ class Follower:
         self.events += len(events)
         return events
 
-    def _recognize(self, head: bytes) -> bool:
+    def _recognize(self, head: bytes, final: bool = False) -> bool:
         """Is the format known now? A given file is told by its first lines, as `scan`
         tells it: a session may open with lines no reader claims (Claude Code's
-        `queue-operation`), so up to `_HEAD_LINES` lines or 64 KiB are waited for."""
+        `queue-operation`), so up to `_HEAD_LINES` lines or 64 KiB are waited for
+        (`final`: the run has ended, the file will not grow)."""
         format = self._expected
         if format is None:
             from ..readers import HEAD_SIZE, detect
 
             format = detect(str(self.path), head[:HEAD_SIZE])
             if format not in _FOLLOWED:
-                if format is None and head.count(b"\n") < _HEAD_LINES and len(head) < HEAD_SIZE:
+                if format is None and not final and head.count(b"\n") < _HEAD_LINES and len(head) < HEAD_SIZE:
                     return False  # undecided: wait for more lines
                 self.problem = (
                     f"{self.path}: a {format} transcript cannot be followed as it is written"
