@@ -22,7 +22,7 @@ from loopwatch.analysis.crossval import (
     choose,
     cross_validate,
 )
-from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Label, Replayed, harm, judge, score
+from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Interventions, Label, Replayed, harm, judge, score
 from loopwatch.analysis.outcomes import OutcomeError, load_groups, load_outcomes, parse_resolved
 
 HERE = os.path.dirname(__file__)
@@ -163,7 +163,9 @@ def test_harm_counts_stops_and_nudges_on_sessions_that_succeeded():
 
 
 def _replayed(case: Case, stops: list[int | None]) -> Replayed:
-    return Replayed(case, None, 50, "x", [(s, "sig" if s else None, s, "sig" if s else None) for s in stops])
+    return Replayed(
+        case, None, 50, "x", [Interventions(s, "sig" if s else None, s, "sig" if s else None, s) for s in stops]
+    )
 
 
 def _cands(n: int) -> list[Candidate]:
@@ -554,7 +556,7 @@ def test_sessions_that_recover_from_format_corrections_are_not_stopped():
         if best < 3:
             continue
         checked += 1
-        stop = first_interventions(events, Config.make().for_source(source), step_of)[0]
+        stop = first_interventions(events, Config.make().for_source(source), step_of).stop
         assert stop is None, name
     assert checked >= 3
 
@@ -607,10 +609,10 @@ def test_a_streak_never_runs_across_two_sub_agents():
 
     config = Config.make().for_source("swe-agent")  # repeat: stop on the 5th identical round
     split = _calls("Manager", 1, 0, "plan") + _calls("Reproducer", 4, 1) + _calls("Programmer", 4, 5)
-    assert first_interventions(split, config, _steps(split))[0] is None
+    assert first_interventions(split, config, _steps(split)).stop is None
     # the same calls from one agent are one streak of 8, stopped
     single = [e._replace(agent=None) for e in split]
-    assert first_interventions(single, config, _steps(single))[0] is not None
+    assert first_interventions(single, config, _steps(single)).stop is not None
 
 
 def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
@@ -623,7 +625,8 @@ def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
         + _calls("Tester", 2, 9, "python reproduce.py")
         + _calls("Manager", 8, 11, "submit")
     )
-    stop, _, nudge, _, session_stop, agent = first_interventions(events, config, _steps(events))
+    found = first_interventions(events, config, _steps(events))
+    stop, nudge, session_stop, agent = found.stop, found.nudge, found.session_stop, found.stop_agent
     assert agent == "Programmer" and stop is not None and nudge is not None and nudge <= stop <= 9
     # the Programmer's later calls are skipped; the Manager's own streak stops the session
     assert session_stop is not None and session_stop > 11
@@ -668,7 +671,8 @@ def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_ag
     from loopwatch.analysis.evaluation import _load, first_interventions, last_write
 
     events, step_of, source = _load(name, CORPUS)
-    stop, _, _, _, session_stop, agent = first_interventions(events, Config.make().for_source(source), step_of)
+    found = first_interventions(events, Config.make().for_source(source), step_of)
+    stop, session_stop, agent = found.stop, found.session_stop, found.stop_agent
     assert stop is not None and agent == sub_agent
     assert (session_stop is None) == (sub_agent is not None)
     written = last_write(events, step_of)

@@ -114,10 +114,10 @@ class _Row:
     def __init__(self, replayed: Replayed) -> None:
         self.case = replayed.case
         self.steps = replayed.steps
-        self.stops = [r[0] for r in replayed.results]
-        self.nudges = [r[2] for r in replayed.results]
-        self.session_stops = [r[4] if len(r) > 4 else r[0] for r in replayed.results]
-        self.agents = [r[5] if len(r) > 5 else None for r in replayed.results]
+        self.stops = [r.stop for r in replayed.results]
+        self.nudges = [r.nudge for r in replayed.results]
+        self.session_stops = [r.session_stop for r in replayed.results]
+        self.agents = [r.stop_agent for r in replayed.results]
         self.last_write = replayed.last_write
 
     def item(self, c: int) -> tuple:

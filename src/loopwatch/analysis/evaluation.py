@@ -50,8 +50,8 @@ __all__ = [
     "EARLY_STEPS",
     "Case",
     "Harm",
+    "Interventions",
     "Label",
-    "Outcome",
     "Replayed",
     "Score",
     "first_interventions",
@@ -59,11 +59,9 @@ __all__ = [
     "judge",
     "last_write",
     "load_labels",
-    "load_session",
     "make_cases",
     "only",
     "replay_cases",
-    "replay_labelled",
     "score",
     "with_param",
 ]
@@ -78,18 +76,19 @@ class Label:
     kind: str = ""
 
 
-@dataclass
-class Outcome:
-    """One labelled session replayed: the steps of its first stop and first nudge."""
+@dataclass(frozen=True)
+class Interventions:
+    """What one replay of a session did (`first_interventions`): the step and signal of
+    its first stop, of its first nudge or stronger (the stop when there was no nudge
+    before it), the step of the first stop of the session's own agent, and the
+    sub-agent whose stop came first (None when it was the session's own agent)."""
 
-    label: Label
-    stop_step: int | None = None
+    stop: int | None = None
     stop_signal: str | None = None
-    nudge_step: int | None = None
+    nudge: int | None = None
     nudge_signal: str | None = None
-    steps: int = 0
-    error: str | None = None
-    signals: dict[str, int] = field(default_factory=dict)  # signal -> step of its first stop
+    session_stop: int | None = None
+    stop_agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,28 +103,20 @@ class Case:
 
 @dataclass
 class Replayed:
-    """One case replayed under several configurations: per configuration, the
-    `first_interventions` tuple (stop step, stop signal, nudge step, nudge signal)."""
+    """One case replayed under several configurations: per configuration, what
+    `first_interventions` found."""
 
     case: Case
     error: str | None = None
     steps: int = 0
     format: str | None = None
-    results: list[tuple] = field(default_factory=list)
+    results: list[Interventions] = field(default_factory=list)
     last_write: int | None = None  # step of the last call that changed a file
 
     def item(self, k: int) -> tuple:
         """The record `harm` takes, under configuration `k`."""
         r = self.results[k]
-        return (
-            self.case,
-            self.steps,
-            r[0],
-            r[2],
-            r[4] if len(r) > 4 else r[0],
-            r[5] if len(r) > 5 else None,
-            self.last_write,
-        )
+        return (self.case, self.steps, r.stop, r.nudge, r.session_stop, r.stop_agent, self.last_write)
 
 
 def make_cases(labels: list[Label] | None, outcomes: Any, corpus: str, paths: Iterable[str] = ()) -> list[Case]:
@@ -180,12 +171,6 @@ def _step(text: str | None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def load_session(label: Label | Case, corpus: str) -> tuple[list[Any], dict[str, int]]:
-    """The events of a labelled session and its map from source_ref to step number."""
-    events, step_of, _ = _load(label.path, corpus)
-    return events, step_of
-
-
 def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
     from ..readers import ReadError, read
 
@@ -199,30 +184,6 @@ def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
         refs = [getattr(e, "source_ref", None) for e in events if type(e).__name__ == "ToolCall"]
         step_of = {ref: n for n, ref in enumerate(dict.fromkeys(r for r in refs if r), start=1)}
     return events, step_of, session.format
-
-
-def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool = False) -> Outcome:
-    """Replay one labelled session. With `by_signal`, also note the step at which each
-    signal alone would first have stopped it (its own ladder, the others silent)."""
-    from ..readers import ReadError
-
-    outcome = Outcome(label)
-    try:
-        events, step_of, source = _load(label.path, corpus)
-    except (ReadError, OSError) as exc:
-        outcome.error = str(exc)
-        return outcome
-    config = config.for_source(source)
-    outcome.steps = len(step_of)
-    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(
-        events, config, step_of
-    )[:4]
-    if by_signal:
-        for name in config.signals:
-            step = first_interventions(events, only(config, name), step_of)[0]
-            if step is not None:
-                outcome.signals[name] = step
-    return outcome
 
 
 #: The parameter that switches each signal off when set to 0.
@@ -277,10 +238,10 @@ class _Replayer(Monitor):
 
 def first_interventions(
     events: Iterable[Any], config: Config, step_of: dict[str, int], cache: dict[int, Any] | None = None
-) -> tuple[Any, ...]:
-    """Replay: (step, signal) of the first stop, then of the first nudge or stronger,
-    then the step of the first stop of the session's own agent and the sub-agent whose
-    stop came first (None when it was the session's own agent).
+) -> Interventions:
+    """Replay: the steps and signals of the first stop and the first nudge or stronger,
+    the step of the first stop of the session's own agent and the sub-agent whose stop
+    came first (`Interventions`).
 
     Each agent gets its own monitor (`ToolCall.agent`; the session's own agent is the
     one that acts first, the Manager of a CodeR run), as the live hook gives each
@@ -329,13 +290,13 @@ def first_interventions(
 
     if nudge is None:
         nudge = stop
-    return (
-        step(stop),
-        stop.signal if stop else None,
-        step(nudge),
-        nudge.signal if nudge else None,
-        step(session_stop),
-        stop_agent,
+    return Interventions(
+        stop=step(stop),
+        stop_signal=stop.signal if stop else None,
+        nudge=step(nudge),
+        nudge_signal=nudge.signal if nudge else None,
+        session_stop=step(session_stop),
+        stop_agent=stop_agent,
     )
 
 
@@ -506,9 +467,9 @@ def replay_cases(
 
 def replay_many(
     labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
-) -> list[tuple[Label, str | None, list[tuple]]]:
+) -> list[tuple[Label, str | None, list[Interventions]]]:
     """`replay_cases` for labelled sessions: per label, (label, read error or None,
-    one `first_interventions` tuple per configuration)."""
+    what `first_interventions` found under each configuration)."""
     done = replay_cases([Case(label.path, label) for label in labels], corpus, configs, jobs, progress)
     return [(label, r.error, r.results) for label, r in zip(labels, done)]
 

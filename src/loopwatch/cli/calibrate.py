@@ -270,7 +270,7 @@ def _sweep(labels: list, corpus: str, config: Any, jobs: int, no_progress: bool)
         results = replay_many(labels, corpus, configs, jobs or None, bar.advance)
     table: dict[str, Any] = {}
     for k, (name, value) in enumerate(grid):
-        s = score((label, r[k][0]) for label, error, r in results if not error)
+        s = score((label, r[k].stop) for label, error, r in results if not error)
         entry = {
             "value": value,
             "recall": round(s.recall, 4),

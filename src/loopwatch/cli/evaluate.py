@@ -290,8 +290,8 @@ def evaluate(
     }
     for k, name in enumerate(["all"] + names):
         labelled = [(r.case.label, r) for r in ok if r.case.label is not None]
-        stops = score((label, r.results[k][0]) for label, r in labelled)
-        nudges = score((label, r.results[k][2]) for label, r in labelled)
+        stops = score((label, r.results[k].stop) for label, r in labelled)
+        nudges = score((label, r.results[k].nudge) for label, r in labelled)
         outcomes = harm(r.item(k) for r in ok)
         report["detectors"][name] = {"stop": stops.as_dict(), "nudge": nudges.as_dict(), "outcomes": outcomes.as_dict()}
     if as_json:
