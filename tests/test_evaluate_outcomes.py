@@ -252,11 +252,26 @@ def test_cross_validation_scores_each_fold_on_a_choice_made_without_it():
     rows.append(_replayed(_case(None, True, name="won"), [None, None, 40]))
     rows += [_replayed(_case(None, True, name=f"ok{i}"), [None, None, None]) for i in range(7)]
     report = cross_validate(rows, _cands(3), k=4, seed=0, margin=0, resamples=50)
-    assert report["out_of_fold"]["outcomes"]["stops_on_succeeded"] == 1
-    assert report["in_sample"]["outcomes"]["stops_on_succeeded"] == 0
-    assert report["chosen"] == {"signals.x.threshold": 2}
+    assert report.out_of_fold.outcomes.stopped == 1
+    assert report.in_sample.outcomes.stopped == 0
+    assert report.chosen == {"signals.x.threshold": 2}
     again = cross_validate(rows, _cands(3), k=4, seed=0, margin=0, resamples=50)
-    assert again["intervals"] == report["intervals"]
+    assert again.intervals == report.intervals
+
+
+def test_a_calibration_file_keeps_any_value_as_given():
+    # the file is TOML written by tomli-w: a string with quotes, a backslash and a
+    # newline reads back as it was, next to the numbers and booleans of the grid
+    import tomllib
+
+    from loopwatch.analysis.crossval import calibration_toml
+
+    odd = 'say "hi" \\ C:\\dir\nnext'
+    values = [{"signals.x.pattern": odd, "signals.x.threshold": 3, "evidence.second_signal": True}] * 2
+    cands = [Candidate(v, (i,), None) for i, v in enumerate(values)]  # type: ignore[arg-type]
+    rows = [_replayed(_case(None, True, name=f"s{i}"), [None, None]) for i in range(4)]
+    text = calibration_toml(cross_validate(rows, cands, k=2, resamples=10), "loopwatch calibrate x")
+    assert tomllib.loads(text) == {"signals": {"x": {"pattern": odd, "threshold": 3}}, "evidence": {"second_signal": True}}
 
 
 def test_holding_out_an_agent_scores_it_on_a_choice_made_without_any_of_its_sessions():
@@ -269,17 +284,17 @@ def test_holding_out_an_agent_scores_it_on_a_choice_made_without_any_of_its_sess
     rows += [_replayed(_case(None, True, name=f"b-ok{i}"), [None, None, None]) for i in range(3)]
     groups = {r.case.path: r.case.path[0] for r in rows}  # "a..." or "b..."
     report = cross_validate(rows, _cands(3), k=99, seed=0, margin=0, resamples=20, groups=groups)
-    assert report["folds"] == 2  # one fold per group: k is ignored
-    by_group = {fold["group"]: fold for fold in report["per_fold"]}
+    assert report.folds == 2  # one fold per group: k is ignored
+    by_group = {fold.group: fold for fold in report.per_fold}
     # chosen on b alone: no loop to catch there, so the most conservative setting, which
     # misses every loop of a (an honest miss: b could not tell)
-    assert by_group["a"]["chosen"] == {"signals.x.threshold": 3}
-    assert by_group["a"]["figures"]["stop"]["caught"] == 0
-    assert by_group["b"]["chosen"] == {"signals.x.threshold": 1}  # chosen on a alone: the quickest stop
-    assert by_group["b"]["figures"]["outcomes"]["stops_on_succeeded"] == 1
-    assert report["out_of_fold"]["outcomes"]["stops_on_succeeded"] == 1
-    assert report["in_sample"]["outcomes"]["stops_on_succeeded"] == 0
-    assert (by_group["a"]["sessions"], by_group["b"]["sessions"]) == (6, 4)
+    assert by_group["a"].chosen == {"signals.x.threshold": 3}
+    assert by_group["a"].figures.stop.caught == 0
+    assert by_group["b"].chosen == {"signals.x.threshold": 1}  # chosen on a alone: the quickest stop
+    assert by_group["b"].figures.outcomes.stopped == 1
+    assert report.out_of_fold.outcomes.stopped == 1
+    assert report.in_sample.outcomes.stopped == 0
+    assert (by_group["a"].sessions, by_group["b"].sessions) == (6, 4)
 
 
 def test_one_group_only_cannot_be_held_out():

@@ -49,11 +49,16 @@ from ..core.verdict import Action
 __all__ = [
     "EARLY_STEPS",
     "Case",
+    "Evaluation",
+    "Figures",
     "Harm",
     "Interventions",
     "Label",
     "Replayed",
     "Score",
+    "Sweep",
+    "SweepSetting",
+    "evaluate_detectors",
     "first_interventions",
     "harm",
     "judge",
@@ -63,6 +68,7 @@ __all__ = [
     "only",
     "replay_cases",
     "score",
+    "sweep_thresholds",
     "with_param",
 ]
 
@@ -569,3 +575,141 @@ SWEEP = {
     "retry_storm": [3, 5, 8, 12],
     "chanting": [2, 3, 4, 6],
 }
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one configuration did to a set of sessions: its first stops and first
+    nudges scored against the labels, and its stops and nudges by outcome."""
+
+    stop: Score
+    nudge: Score
+    outcomes: Harm
+
+    def as_json(self) -> dict[str, Any]:
+        return {"stop": self.stop.as_dict(), "nudge": self.nudge.as_dict(), "outcomes": self.outcomes.as_dict()}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """`evaluate_detectors`: the whole detector (`all`) and each signal alone, on every
+    session that could be read; the sessions that could not, with why."""
+
+    sessions: int
+    labelled: int
+    with_outcome: int
+    errors: tuple[tuple[str, str], ...]  # (path, why it could not be read)
+    detectors: dict[str, Figures]  # "all", then one per signal
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sessions": self.sessions,
+            "labelled": self.labelled,
+            "with_outcome": self.with_outcome,
+            "errors": [{"path": path, "error": error} for path, error in self.errors],
+            "detectors": {name: figures.as_json() for name, figures in self.detectors.items()},
+        }
+
+
+def evaluate_detectors(
+    cases: list[Case], corpus: str, config: Config, jobs: int | None = None, progress: Any = None
+) -> Evaluation:
+    """Replay every case under `config` and under each of its signals alone, and score
+    each against the labels and the outcomes."""
+    names = list(config.signals)
+    configs = [config] + [only(config, name) for name in names]
+    results = replay_cases(cases, corpus, configs, jobs, progress)
+    ok = [r for r in results if not r.error]
+    labelled = [(r.case.label, r) for r in ok if r.case.label is not None]
+    detectors = {}
+    for k, name in enumerate(["all"] + names):
+        detectors[name] = Figures(
+            stop=score((label, r.results[k].stop) for label, r in labelled),
+            nudge=score((label, r.results[k].nudge) for label, r in labelled),
+            outcomes=harm(r.item(k) for r in ok),
+        )
+    return Evaluation(
+        sessions=len(cases),
+        labelled=sum(1 for c in cases if c.label is not None),
+        with_outcome=sum(1 for c in cases if c.resolved is not None),
+        errors=tuple((r.case.path, r.error) for r in results if r.error),
+        detectors=detectors,
+    )
+
+
+@dataclass(frozen=True)
+class SweepSetting:
+    """One threshold of one signal alone, scored on the labelled sessions (ratios
+    rounded to 4 places, as reported)."""
+
+    value: int
+    recall: float
+    caught: int
+    false_stops: int
+    median_delay: float | None
+    saved: float
+    stops_on_brief: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "recall": self.recall,
+            "caught": self.caught,
+            "false_stops": self.false_stops,
+            "median_delay": self.median_delay,
+            "saved": self.saved,
+            "stops_on_brief": self.stops_on_brief,
+        }
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The thresholds of one signal's switching parameter (`SWITCH`), each tried with
+    the other signals off, and the most aggressive with no false stop (in sample)."""
+
+    parameter: str
+    default: int
+    settings: tuple[SweepSetting, ...]
+
+    @property
+    def most_aggressive_without_false_stops(self) -> int | None:
+        """The most loops caught with no false stop, then the lowest threshold."""
+        safe = [s for s in self.settings if s.false_stops == 0 and s.caught > 0]
+        best = max(safe, key=lambda s: (s.caught, -s.value), default=None)
+        return best.value if best else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "parameter": self.parameter,
+            "default": self.default,
+            "settings": [s.as_json() for s in self.settings],
+            "most_aggressive_without_false_stops": self.most_aggressive_without_false_stops,
+        }
+
+
+def sweep_thresholds(
+    labels: list[Label], corpus: str, config: Config, jobs: int | None = None, progress: Any = None
+) -> dict[str, Sweep]:
+    """Each signal of `config` alone at each threshold of `SWEEP`, scored on the
+    labelled sessions that could be read."""
+    grid = [(name, value) for name, values in SWEEP.items() for value in values if name in config.signals]
+    configs = [with_param(only(config, name), name, SWITCH[name], value) for name, value in grid]
+    results = replay_many(labels, corpus, configs, jobs, progress)
+    settings: dict[str, list[SweepSetting]] = {}
+    for k, (name, value) in enumerate(grid):
+        s = score((label, r[k].stop) for label, error, r in results if not error)
+        settings.setdefault(name, []).append(
+            SweepSetting(
+                value=value,
+                recall=round(s.recall, 4),
+                caught=s.caught,
+                false_stops=s.false_stops,
+                median_delay=s.median_delay,
+                saved=round(s.saved, 4),
+                stops_on_brief=s.brief_stopped,
+            )
+        )
+    return {
+        name: Sweep(SWITCH[name], getattr(config.signals[name], SWITCH[name]), tuple(found))
+        for name, found in settings.items()
+    }
