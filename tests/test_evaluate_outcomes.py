@@ -271,7 +271,10 @@ def test_a_calibration_file_keeps_any_value_as_given():
     cands = [Candidate(v, (i,), None) for i, v in enumerate(values)]  # type: ignore[arg-type]
     rows = [_replayed(_case(None, True, name=f"s{i}"), [None, None]) for i in range(4)]
     text = calibration_toml(cross_validate(rows, cands, k=2, resamples=10), "loopwatch calibrate x")
-    assert tomllib.loads(text) == {"signals": {"x": {"pattern": odd, "threshold": 3}}, "evidence": {"second_signal": True}}
+    assert tomllib.loads(text) == {
+        "signals": {"x": {"pattern": odd, "threshold": 3}},
+        "evidence": {"second_signal": True},
+    }
 
 
 def test_holding_out_an_agent_scores_it_on_a_choice_made_without_any_of_its_sessions():
