@@ -109,7 +109,7 @@ def assign_folds(cases: Sequence[Case], k: int, seed: int) -> list[int]:
     """A fold (0..k-1) per case: stratified by (label, outcome) so each fold gets its
     share of loops and of successes, shuffled with `seed`."""
     rng = random.Random(seed)
-    strata: dict[tuple, list[int]] = {}
+    strata: dict[tuple[str, bool | None], list[int]] = {}
     for i, case in enumerate(cases):
         strata.setdefault((case.label.label if case.label else "", case.resolved), []).append(i)
     folds = [0] * len(cases)
@@ -137,7 +137,7 @@ class _Row:
         self.agents = [r.stop_agent for r in replayed.results]
         self.last_write = replayed.last_write
 
-    def item(self, c: int) -> tuple:
+    def item(self, c: int) -> tuple[Any, ...]:
         """The record `figures` and `harm` take, under candidate `c`."""
         return (
             self.case,
@@ -176,7 +176,7 @@ def _unsafe(row: _Row, c: int) -> bool:
 FALSE_STOP_COST = 5
 
 
-def _merit(rows: Sequence[_Row], c: int) -> tuple:
+def _merit(rows: Sequence[_Row], c: int) -> tuple[float, ...]:
     caught = 0
     delays = []
     nudged = 0
@@ -203,7 +203,7 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     harmful = [sum(1 for row in rows if _harmful(row, c)) for c in range(len(cands))]
     floor = min(harmful, default=0)  # what no setting of the grid avoids (0 when one is safe)
     where = {cand.position: c for c, cand in enumerate(cands)}
-    best: tuple | None = None
+    best: tuple[float, ...] | None = None
     chosen = 0
     for c, cand in enumerate(cands):
         if harmful[c] > floor:
@@ -222,7 +222,7 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     return chosen
 
 
-def figures(items: Iterable[tuple]) -> Figures:
+def figures(items: Iterable[tuple[Any, ...]]) -> Figures:
     """Label and outcome figures for (case, steps, stop, nudge, ...) records (`harm`'s)."""
     items = list(items)
     labelled = [(item[0].label, item[2]) for item in items if item[0].label is not None]
@@ -232,7 +232,7 @@ def figures(items: Iterable[tuple]) -> Figures:
     return Figures(stop=score(labelled), nudge=score(nudged), outcomes=harm(items))
 
 
-def _summary(items: list[tuple]) -> dict[str, float]:
+def _summary(items: list[tuple[Any, ...]]) -> dict[str, float]:
     f = figures(items)
     stop, out = f.stop, f.outcomes
     delay = stop.median_delay
@@ -249,7 +249,7 @@ def _summary(items: list[tuple]) -> dict[str, float]:
     }
 
 
-def bootstrap(items: list[tuple], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
+def bootstrap(items: list[tuple[Any, ...]], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
     """95% percentile intervals of the summary figures, resampling sessions."""
     rng = random.Random(seed)
     draws: dict[str, list[float]] = {}
@@ -357,7 +357,7 @@ def cross_validate(
         if len(rows) < k:
             raise ValueError(f"folds: {k} folds need at least {k} readable sessions, got {len(rows)}")
         fold_of = assign_folds([r.case for r in rows], k, seed)
-    out_of_fold: list[tuple] = []
+    out_of_fold: list[tuple[Any, ...]] = []
     chosen = []
     for fold in range(k):
         train = [row for row, f in zip(rows, fold_of) if f != fold]

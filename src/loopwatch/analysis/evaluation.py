@@ -119,7 +119,7 @@ class Replayed:
     results: list[Interventions] = field(default_factory=list)
     last_write: int | None = None  # step of the last call that changed a file
 
-    def item(self, k: int) -> tuple:
+    def item(self, k: int) -> tuple[Any, ...]:
         """The record `harm` takes, under configuration `k`."""
         r = self.results[k]
         return (self.case, self.steps, r.stop, r.nudge, r.session_stop, r.stop_agent, self.last_write)
@@ -532,7 +532,7 @@ class Harm:
         }
 
 
-def harm(items: Iterable[tuple]) -> Harm:
+def harm(items: Iterable[tuple[Any, ...]]) -> Harm:
     """Score (case, steps, stop step or None, nudge step or None[, step of the
     session's own agent's stop, sub-agent of the first stop, step of the last write])
     by outcome; cases with no known outcome are left out. Without the last three a
