@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
+from ..analysis import crossval
 from ..analysis.crossval import CrossValidation, show_value
 from ..analysis.evaluation import EARLY_STEPS, Case, Evaluation, Figures, evaluate_detectors, load_labels, make_cases
 from ._common import config_options, make_config, progress_bar
@@ -308,8 +309,6 @@ def cross_validated(
 ) -> CrossValidation:
     """`analysis.crossval.cross_validated` with a progress bar; a one-line usage error
     when the folds cannot be made."""
-    from ..analysis import crossval
-
     cands = crossval.candidates(config)
     with progress_bar(len(cases), f"replaying under {len(cands) + 1} settings", not no_progress) as bar:
         try:
