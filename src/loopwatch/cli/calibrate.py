@@ -152,18 +152,18 @@ def calibrate(
     if folds or folds_by:
         cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
         groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
-        chosen = cross_validated(
+        validation = cross_validated(
             cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, folds_by
         )
         if write_path:
-            _write(write_path, chosen)
+            _write(write_path, validation)
         if as_json:
-            print_json(chosen.as_json())
+            print_json(validation.as_json())
         else:
-            print_folds(chosen)
+            print_folds(validation)
             if write_path:
                 click.echo(f"wrote {write_path}")
-        sys.exit(2 if chosen.errors else 0)
+        sys.exit(2 if validation.errors else 0)
     try:
         sizes = [int(w) for w in windows.split(",") if w.strip()]
     except ValueError:
