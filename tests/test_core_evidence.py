@@ -221,8 +221,8 @@ MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
 def test_labelled_loops_of_the_corpus_circling_on_after_a_nudge_stop_sooner(path, nudge, stop, signal):
     label = corpus_label(path)
     got = replay(path)
-    assert label.label == "yes" and label.onset <= got[0] <= label.end
-    assert (got[2], got[0], got[1]) == (nudge, stop, signal)
+    assert label.label == "yes" and label.onset <= got.stop <= label.end
+    assert (got.nudge, got.stop, got.stop_signal) == (nudge, stop, signal)
 
 
 @needs_corpus
@@ -230,4 +230,4 @@ def test_a_new_success_after_a_nudge_in_the_corpus_still_gives_the_next_streak_i
     """gemini-3-pro corrected on its format (nudged at step 30), then something new
     succeeds and it apologises: suspicion after progress, so a nudge, never a stop."""
     got = replay("mini-swe-agent-traj-json/swebv-gemini-3-pro/mwaskom__seaborn-3069.traj.json")
-    assert got[0] is None and (got[2], got[3]) == (30, "correction")
+    assert got.stop is None and (got.nudge, got.nudge_signal) == (30, "correction")

@@ -297,8 +297,8 @@ def test_bad_drift_is_refused_clearly():
 def test_labelled_shifting_cycles_of_the_corpus_are_stopped(path, stop):
     label = corpus_label(path)
     got = replay(path)
-    assert label.label == "yes" and label.onset <= got[0] <= label.end
-    assert (got[0], got[1]) == (stop, "cycle")
+    assert label.label == "yes" and label.onset <= got.stop <= label.end
+    assert (got.stop, got.stop_signal) == (stop, "cycle")
 
 
 @needs_corpus
@@ -314,7 +314,7 @@ def test_labelled_shifting_cycles_of_the_corpus_are_stopped(path, stop):
     ],
 )
 def test_successful_work_of_the_corpus_that_merely_looks_alike_is_not_stopped(path):
-    assert replay(path)[0] is None
+    assert replay(path).stop is None
 
 
 def test_a_number_changed_in_an_edit_is_a_different_edit_not_a_shifted_range():

@@ -266,8 +266,8 @@ MSB = "swe-agent-traj/msb-java/20240825_SWE-agent_"
 def test_labelled_loops_of_the_corpus_that_begin_with_a_near_copy_are_stopped_sooner(path, stop):
     label = corpus_label(path)
     got = replay(path)
-    assert label.label == "yes" and label.onset <= got[0] <= label.end
-    assert (got[0], got[1]) == (stop, "repeat")
+    assert label.label == "yes" and label.onset <= got.stop <= label.end
+    assert (got.stop, got.stop_signal) == (stop, "repeat")
 
 
 @needs_corpus
@@ -280,7 +280,7 @@ def test_labelled_loops_of_the_corpus_that_begin_with_a_near_copy_are_stopped_so
 )
 def test_a_pair_of_near_copies_in_healthy_work_of_the_corpus_is_not_stopped(path):
     label = corpus_label(path)
-    assert label.label == "no" and replay(path)[0] is None
+    assert label.label == "no" and replay(path).stop is None
 
 
 # -- time: waiting is not circling ---------------------------------------------------------

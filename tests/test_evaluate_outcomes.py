@@ -22,7 +22,7 @@ from loopwatch.analysis.crossval import (
     choose,
     cross_validate,
 )
-from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Label, Replayed, harm, judge, score
+from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Interventions, Label, Replayed, harm, judge, score
 from loopwatch.analysis.outcomes import OutcomeError, load_groups, load_outcomes, parse_resolved
 
 HERE = os.path.dirname(__file__)
@@ -163,7 +163,9 @@ def test_harm_counts_stops_and_nudges_on_sessions_that_succeeded():
 
 
 def _replayed(case: Case, stops: list[int | None]) -> Replayed:
-    return Replayed(case, None, 50, "x", [(s, "sig" if s else None, s, "sig" if s else None) for s in stops])
+    return Replayed(
+        case, None, 50, "x", [Interventions(s, "sig" if s else None, s, "sig" if s else None, s) for s in stops]
+    )
 
 
 def _cands(n: int) -> list[Candidate]:
@@ -250,11 +252,29 @@ def test_cross_validation_scores_each_fold_on_a_choice_made_without_it():
     rows.append(_replayed(_case(None, True, name="won"), [None, None, 40]))
     rows += [_replayed(_case(None, True, name=f"ok{i}"), [None, None, None]) for i in range(7)]
     report = cross_validate(rows, _cands(3), k=4, seed=0, margin=0, resamples=50)
-    assert report["out_of_fold"]["outcomes"]["stops_on_succeeded"] == 1
-    assert report["in_sample"]["outcomes"]["stops_on_succeeded"] == 0
-    assert report["chosen"] == {"signals.x.threshold": 2}
+    assert report.out_of_fold.outcomes.stopped == 1
+    assert report.in_sample.outcomes.stopped == 0
+    assert report.chosen == {"signals.x.threshold": 2}
     again = cross_validate(rows, _cands(3), k=4, seed=0, margin=0, resamples=50)
-    assert again["intervals"] == report["intervals"]
+    assert again.intervals == report.intervals
+
+
+def test_a_calibration_file_keeps_any_value_as_given():
+    # the file is TOML written by tomli-w: a string with quotes, a backslash and a
+    # newline reads back as it was, next to the numbers and booleans of the grid
+    import tomllib
+
+    from loopwatch.analysis.crossval import calibration_toml
+
+    odd = 'say "hi" \\ C:\\dir\nnext'
+    values = [{"signals.x.pattern": odd, "signals.x.threshold": 3, "evidence.second_signal": True}] * 2
+    cands = [Candidate(v, (i,), None) for i, v in enumerate(values)]  # type: ignore[arg-type]
+    rows = [_replayed(_case(None, True, name=f"s{i}"), [None, None]) for i in range(4)]
+    text = calibration_toml(cross_validate(rows, cands, k=2, resamples=10), "loopwatch calibrate x")
+    assert tomllib.loads(text) == {
+        "signals": {"x": {"pattern": odd, "threshold": 3}},
+        "evidence": {"second_signal": True},
+    }
 
 
 def test_holding_out_an_agent_scores_it_on_a_choice_made_without_any_of_its_sessions():
@@ -267,17 +287,17 @@ def test_holding_out_an_agent_scores_it_on_a_choice_made_without_any_of_its_sess
     rows += [_replayed(_case(None, True, name=f"b-ok{i}"), [None, None, None]) for i in range(3)]
     groups = {r.case.path: r.case.path[0] for r in rows}  # "a..." or "b..."
     report = cross_validate(rows, _cands(3), k=99, seed=0, margin=0, resamples=20, groups=groups)
-    assert report["folds"] == 2  # one fold per group: k is ignored
-    by_group = {fold["group"]: fold for fold in report["per_fold"]}
+    assert report.folds == 2  # one fold per group: k is ignored
+    by_group = {fold.group: fold for fold in report.per_fold}
     # chosen on b alone: no loop to catch there, so the most conservative setting, which
     # misses every loop of a (an honest miss: b could not tell)
-    assert by_group["a"]["chosen"] == {"signals.x.threshold": 3}
-    assert by_group["a"]["figures"]["stop"]["caught"] == 0
-    assert by_group["b"]["chosen"] == {"signals.x.threshold": 1}  # chosen on a alone: the quickest stop
-    assert by_group["b"]["figures"]["outcomes"]["stops_on_succeeded"] == 1
-    assert report["out_of_fold"]["outcomes"]["stops_on_succeeded"] == 1
-    assert report["in_sample"]["outcomes"]["stops_on_succeeded"] == 0
-    assert (by_group["a"]["sessions"], by_group["b"]["sessions"]) == (6, 4)
+    assert by_group["a"].chosen == {"signals.x.threshold": 3}
+    assert by_group["a"].figures.stop.caught == 0
+    assert by_group["b"].chosen == {"signals.x.threshold": 1}  # chosen on a alone: the quickest stop
+    assert by_group["b"].figures.outcomes.stopped == 1
+    assert report.out_of_fold.outcomes.stopped == 1
+    assert report.in_sample.outcomes.stopped == 0
+    assert (by_group["a"].sessions, by_group["b"].sessions) == (6, 4)
 
 
 def test_one_group_only_cannot_be_held_out():
@@ -554,7 +574,7 @@ def test_sessions_that_recover_from_format_corrections_are_not_stopped():
         if best < 3:
             continue
         checked += 1
-        stop = first_interventions(events, Config.make().for_source(source), step_of)[0]
+        stop = first_interventions(events, Config.make().for_source(source), step_of).stop
         assert stop is None, name
     assert checked >= 3
 
@@ -607,10 +627,10 @@ def test_a_streak_never_runs_across_two_sub_agents():
 
     config = Config.make().for_source("swe-agent")  # repeat: stop on the 5th identical round
     split = _calls("Manager", 1, 0, "plan") + _calls("Reproducer", 4, 1) + _calls("Programmer", 4, 5)
-    assert first_interventions(split, config, _steps(split))[0] is None
+    assert first_interventions(split, config, _steps(split)).stop is None
     # the same calls from one agent are one streak of 8, stopped
     single = [e._replace(agent=None) for e in split]
-    assert first_interventions(single, config, _steps(single))[0] is not None
+    assert first_interventions(single, config, _steps(single)).stop is not None
 
 
 def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
@@ -623,7 +643,8 @@ def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
         + _calls("Tester", 2, 9, "python reproduce.py")
         + _calls("Manager", 8, 11, "submit")
     )
-    stop, _, nudge, _, session_stop, agent = first_interventions(events, config, _steps(events))
+    found = first_interventions(events, config, _steps(events))
+    stop, nudge, session_stop, agent = found.stop, found.nudge, found.session_stop, found.stop_agent
     assert agent == "Programmer" and stop is not None and nudge is not None and nudge <= stop <= 9
     # the Programmer's later calls are skipped; the Manager's own streak stops the session
     assert session_stop is not None and session_stop > 11
@@ -668,7 +689,8 @@ def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_ag
     from loopwatch.analysis.evaluation import _load, first_interventions, last_write
 
     events, step_of, source = _load(name, CORPUS)
-    stop, _, _, _, session_stop, agent = first_interventions(events, Config.make().for_source(source), step_of)
+    found = first_interventions(events, Config.make().for_source(source), step_of)
+    stop, session_stop, agent = found.stop, found.session_stop, found.stop_agent
     assert stop is not None and agent == sub_agent
     assert (session_stop is None) == (sub_agent is not None)
     written = last_write(events, step_of)

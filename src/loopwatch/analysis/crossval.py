@@ -31,12 +31,30 @@ import math
 import random
 import statistics
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
-from ..core.config import Config
-from .evaluation import Case, Replayed, Score, harm, judge, score, with_param
+import tomli_w
 
-__all__ = ["GRID", "Candidate", "assign_folds", "bootstrap", "candidates", "choose", "cross_validate", "figures"]
+from ..core.config import Config
+from .evaluation import Case, Figures, Replay, Replayed, harm, judge, replay_cases, score, with_param
+
+__all__ = [
+    "GRID",
+    "Candidate",
+    "CrossValidation",
+    "Fold",
+    "assign_folds",
+    "bootstrap",
+    "calibration_toml",
+    "candidates",
+    "choose",
+    "cross_validate",
+    "cross_validated",
+    "figures",
+    "show_value",
+]
 
 #: The axes tuned, each from its most conservative value to its most aggressive. The
 #: thresholds that decide stops (repeat and same_error) and the evidence rule; the
@@ -59,7 +77,7 @@ class Candidate:
         self.values, self.position, self.config = values, position, config
 
     def label(self) -> str:
-        return ", ".join(f"{k}={_toml(v)}" for k, v in self.values.items())
+        return ", ".join(f"{k}={show_value(v)}" for k, v in self.values.items())
 
 
 def apply(config: Config, values: dict[str, Any]) -> Config:
@@ -92,7 +110,7 @@ def assign_folds(cases: Sequence[Case], k: int, seed: int) -> list[int]:
     """A fold (0..k-1) per case: stratified by (label, outcome) so each fold gets its
     share of loops and of successes, shuffled with `seed`."""
     rng = random.Random(seed)
-    strata: dict[tuple, list[int]] = {}
+    strata: dict[tuple[str, bool | None], list[int]] = {}
     for i, case in enumerate(cases):
         strata.setdefault((case.label.label if case.label else "", case.resolved), []).append(i)
     folds = [0] * len(cases)
@@ -114,13 +132,13 @@ class _Row:
     def __init__(self, replayed: Replayed) -> None:
         self.case = replayed.case
         self.steps = replayed.steps
-        self.stops = [r[0] for r in replayed.results]
-        self.nudges = [r[2] for r in replayed.results]
-        self.session_stops = [r[4] if len(r) > 4 else r[0] for r in replayed.results]
-        self.agents = [r[5] if len(r) > 5 else None for r in replayed.results]
+        self.stops = [r.stop for r in replayed.results]
+        self.nudges = [r.nudge for r in replayed.results]
+        self.session_stops = [r.session_stop for r in replayed.results]
+        self.agents = [r.stop_agent for r in replayed.results]
         self.last_write = replayed.last_write
 
-    def item(self, c: int) -> tuple:
+    def item(self, c: int) -> tuple[Any, ...]:
         """The record `figures` and `harm` take, under candidate `c`."""
         return (
             self.case,
@@ -159,7 +177,7 @@ def _unsafe(row: _Row, c: int) -> bool:
 FALSE_STOP_COST = 5
 
 
-def _merit(rows: Sequence[_Row], c: int) -> tuple:
+def _merit(rows: Sequence[_Row], c: int) -> tuple[float, ...]:
     caught = 0
     delays = []
     nudged = 0
@@ -186,7 +204,7 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     harmful = [sum(1 for row in rows if _harmful(row, c)) for c in range(len(cands))]
     floor = min(harmful, default=0)  # what no setting of the grid avoids (0 when one is safe)
     where = {cand.position: c for c, cand in enumerate(cands)}
-    best: tuple | None = None
+    best: tuple[float, ...] | None = None
     chosen = 0
     for c, cand in enumerate(cands):
         if harmful[c] > floor:
@@ -205,34 +223,34 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     return chosen
 
 
-def figures(items: Iterable[tuple]) -> dict[str, Any]:
+def figures(items: Iterable[tuple[Any, ...]]) -> Figures:
     """Label and outcome figures for (case, steps, stop, nudge, ...) records (`harm`'s)."""
     items = list(items)
     labelled = [(item[0].label, item[2]) for item in items if item[0].label is not None]
     nudged = [
         (item[0].label, item[3] if item[3] is not None else item[2]) for item in items if item[0].label is not None
     ]
-    stops: Score = score(labelled)
-    return {"stop": stops.as_dict(), "nudge": score(nudged).as_dict(), "outcomes": harm(items).as_dict()}
+    return Figures(stop=score(labelled), nudge=score(nudged), outcomes=harm(items))
 
 
-def _summary(items: list[tuple]) -> dict[str, float]:
+def _summary(items: list[tuple[Any, ...]]) -> dict[str, float]:
     f = figures(items)
-    stop, out = f["stop"], f["outcomes"]
-    return {
-        "recall": stop["recall"],
-        "median_delay": stop["median_delay"] if stop["median_delay"] is not None else float("nan"),
-        "early_stops_on_yes": stop["early_stops_on_yes"],
-        "stops_before_onset": stop["stops_before_onset"],
-        "false_stops_on_no": stop["false_stops_on_no"],
-        "stops_on_brief": stop["stops_on_brief"],
-        "stops_on_succeeded": out["stops_on_succeeded"],
-        "nudges_on_succeeded_rate": out["nudges_on_succeeded_rate"],
-        "stops_on_failed": out["stops_on_failed"],
+    stop, out = f.stop, f.outcomes
+    delay = stop.median_delay
+    return {  # the ratios rounded as reported
+        "recall": round(stop.recall, 4),
+        "median_delay": delay if delay is not None else float("nan"),
+        "early_stops_on_yes": stop.early_yes,
+        "stops_before_onset": stop.before_onset,
+        "false_stops_on_no": stop.false_no,
+        "stops_on_brief": stop.brief_stopped,
+        "stops_on_succeeded": out.stopped,
+        "nudges_on_succeeded_rate": round(out.nudged_rate, 4),
+        "stops_on_failed": out.failed_stopped,
     }
 
 
-def bootstrap(items: list[tuple], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
+def bootstrap(items: list[tuple[Any, ...]], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
     """95% percentile intervals of the summary figures, resampling sessions."""
     rng = random.Random(seed)
     draws: dict[str, list[float]] = {}
@@ -251,6 +269,66 @@ def bootstrap(items: list[tuple], n: int = 1000, seed: int = 0) -> dict[str, lis
     return out
 
 
+@dataclass(frozen=True)
+class Fold:
+    """One fold: the setting chosen on the others and how many sessions it was scored
+    on; held out by group (`--folds-by`), the group and its own figures."""
+
+    fold: int
+    sessions: int
+    chosen: dict[str, Any]
+    group: str | None = None
+    figures: Figures | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"fold": self.fold, "sessions": self.sessions, "chosen": self.chosen}
+        if self.group is not None:
+            out["group"] = self.group
+            out["figures"] = self.figures.as_json() if self.figures is not None else None
+        return out
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """Thresholds chosen on K-1 folds and scored on the one left out: the figures out
+    of fold with bootstrap intervals, each fold's choice, the choice on every session
+    and its figures in sample; from `cross_validated`, also the grid, the figures of
+    the configuration as given and the sessions that could not be read."""
+
+    folds: int
+    seed: int
+    margin: int
+    sessions: int
+    candidates: int
+    out_of_fold: Figures
+    intervals: dict[str, list[float]]
+    per_fold: tuple[Fold, ...]
+    chosen: dict[str, Any]
+    in_sample: Figures
+    grid: dict[str, list[Any]] | None = None
+    configured: Figures | None = None  # the configuration as given (calibrations applied), not tuned
+    errors: tuple[tuple[str, str], ...] = ()  # (path, why it could not be read)
+    folds_by: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "folds": self.folds,
+            "seed": self.seed,
+            "margin": self.margin,
+            "sessions": self.sessions,
+            "candidates": self.candidates,
+            "out_of_fold": self.out_of_fold.as_json(),
+            "intervals": self.intervals,
+            "per_fold": [fold.as_json() for fold in self.per_fold],
+            "chosen": self.chosen,
+            "in_sample": self.in_sample.as_json(),
+            "grid": self.grid,
+            "configured": self.configured.as_json() if self.configured is not None else None,
+            "errors": [{"path": path, "error": error} for path, error in self.errors],
+            "folds_by": self.folds_by,
+        }
+
+
 def cross_validate(
     replayed: Sequence[Replayed],
     cands: Sequence[Candidate],
@@ -259,7 +337,7 @@ def cross_validate(
     margin: int = 1,
     resamples: int = 1000,
     groups: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> CrossValidation:
     """Choose on K-1 folds, score on the one left out; figures out of fold with
     bootstrap intervals, each fold's choice, and the choice on every session.
 
@@ -280,34 +358,112 @@ def cross_validate(
         if len(rows) < k:
             raise ValueError(f"folds: {k} folds need at least {k} readable sessions, got {len(rows)}")
         fold_of = assign_folds([r.case for r in rows], k, seed)
-    out_of_fold: list[tuple] = []
+    out_of_fold: list[tuple[Any, ...]] = []
     chosen = []
     for fold in range(k):
         train = [row for row, f in zip(rows, fold_of) if f != fold]
         c = choose(train, cands, margin)
         held = [row.item(c) for row, f in zip(rows, fold_of) if f == fold]
-        entry: dict[str, Any] = {"fold": fold, "sessions": len(held), "chosen": cands[c].values}
         if groups is not None:
-            entry["group"] = names[fold]
-            entry["figures"] = figures(held)
-        chosen.append(entry)
+            chosen.append(Fold(fold, len(held), cands[c].values, names[fold], figures(held)))
+        else:
+            chosen.append(Fold(fold, len(held), cands[c].values))
         out_of_fold += held
     final = choose(rows, cands, margin)
-    return {
-        "folds": k,
-        "seed": seed,
-        "margin": margin,
-        "sessions": len(rows),
-        "candidates": len(cands),
-        "out_of_fold": figures(out_of_fold),
-        "intervals": bootstrap(out_of_fold, resamples, seed),
-        "per_fold": chosen,
-        "chosen": cands[final].values,
-        "in_sample": figures(row.item(final) for row in rows),
-    }
+    return CrossValidation(
+        folds=k,
+        seed=seed,
+        margin=margin,
+        sessions=len(rows),
+        candidates=len(cands),
+        out_of_fold=figures(out_of_fold),
+        intervals=bootstrap(out_of_fold, resamples, seed),
+        per_fold=tuple(chosen),
+        chosen=cands[final].values,
+        in_sample=figures(row.item(final) for row in rows),
+    )
 
 
-def _toml(value: Any) -> str:
+def cross_validated(
+    cases: list[Case],
+    corpus: str,
+    config: Config,
+    cands: Sequence[Candidate],
+    folds: int,
+    seed: int = 0,
+    margin: int = 1,
+    resamples: int = 1000,
+    groups: dict[str, str] | None = None,
+    folds_by: str | None = None,
+    jobs: int | None = None,
+    progress: Any = None,
+    replay: Replay | None = None,
+) -> CrossValidation:
+    """Replay every case under every candidate (`candidates(config)`) and under
+    `config` as given, then cross-validate (one fold per group with `groups`, named
+    by `folds_by`). A ValueError says why the folds cannot be made. `replay` replays
+    the cases (default: `replay_cases` on `jobs` processes here)."""
+    configs = [c.config for c in cands] + [config]
+    results = (replay or partial(replay_cases, jobs=jobs))(cases, corpus, configs, progress=progress)
+    errors = tuple((r.case.path, r.error) for r in results if r.error)
+    shipped = [r.item(len(r.results) - 1) for r in results if not r.error]
+    for r in results:
+        r.results = r.results[:-1]
+    report = cross_validate(results, cands, folds, seed, margin, resamples, groups)
+    return replace(report, grid=GRID, configured=figures(shipped), errors=errors, folds_by=folds_by)
+
+
+def show_value(value: Any) -> str:
+    """A setting's value as TOML writes it (`true`, `4`, a string quoted and escaped),
+    for the lines that name it: a calibration file's comments among them."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        return tomli_w.dumps({"v": value}).partition(" = ")[2].rstrip("\n")
     return str(value)
+
+
+def calibration_toml(report: CrossValidation, command: str) -> str:
+    """The setting chosen on every session as a loopwatch TOML file, its out-of-fold
+    evidence in comments; `command` is the command line that made it."""
+    stop, out = report.out_of_fold.stop, report.out_of_fold.outcomes
+    split = (
+        f"one fold per {report.folds_by} ({report.folds})"
+        if report.folds_by
+        else f"{report.folds} folds, seed {report.seed}"
+    )
+    lines = [
+        "# loopwatch calibration, chosen by cross-validation on your own runs.",
+        f"# written by: {command}",
+        f"# {report.sessions} sessions, {split}, margin {report.margin}.",
+        "# Out of fold (chosen on the other folds, scored on the one left out):",
+    ]
+    if stop.yes:
+        delay = "-" if stop.median_delay is None else f"{stop.median_delay:g}"
+        lines.append(
+            f"#   recall {round(stop.recall, 4):.0%} ({stop.caught}/{stop.yes}), median delay {delay}, "
+            f"stops before onset {stop.before_onset} (early {stop.early_yes}), "
+            f"on healthy {stop.false_no}, on brief {stop.brief_stopped}"
+        )
+    if out.succeeded or out.failed:
+        lines.append(
+            f"#   stops on succeeded {out.stopped} of {out.succeeded}, "
+            f"nudged {out.nudged}, stops on failed {out.failed_stopped} of {out.failed}"
+        )
+    lines.append(
+        "# Per fold: "
+        + "; ".join(
+            ", ".join(f"{k.split('.')[-1]}={show_value(v)}" for k, v in fold.chosen.items()) for fold in report.per_fold
+        )
+    )
+    tables: dict[str, dict[str, Any]] = {}
+    for key, value in report.chosen.items():
+        head, _, name = key.rpartition(".")
+        tables.setdefault(head, {})[name] = value
+    document: dict[str, Any] = {}
+    for head in sorted(tables):
+        where = document
+        for part in head.split("."):
+            where = where.setdefault(part, {})
+        where.update(tables[head])
+    return "\n".join(lines) + "\n\n" + tomli_w.dumps(document)

@@ -38,8 +38,9 @@ from __future__ import annotations
 import csv
 import os
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..core.config import Config
@@ -50,22 +51,27 @@ from ..files import read_file
 __all__ = [
     "EARLY_STEPS",
     "Case",
+    "Evaluation",
+    "Figures",
     "Harm",
+    "Interventions",
     "Label",
-    "Outcome",
+    "Replay",
     "Replayed",
     "Score",
+    "Sweep",
+    "SweepSetting",
+    "evaluate_detectors",
     "first_interventions",
     "harm",
     "judge",
     "last_write",
     "load_labels",
-    "load_session",
     "make_cases",
     "only",
     "replay_cases",
-    "replay_labelled",
     "score",
+    "sweep_thresholds",
     "with_param",
 ]
 
@@ -79,18 +85,19 @@ class Label:
     kind: str = ""
 
 
-@dataclass
-class Outcome:
-    """One labelled session replayed: the steps of its first stop and first nudge."""
+@dataclass(frozen=True)
+class Interventions:
+    """What one replay of a session did (`first_interventions`): the step and signal of
+    its first stop, of its first nudge or stronger (the stop when there was no nudge
+    before it), the step of the first stop of the session's own agent, and the
+    sub-agent whose stop came first (None when it was the session's own agent)."""
 
-    label: Label
-    stop_step: int | None = None
+    stop: int | None = None
     stop_signal: str | None = None
-    nudge_step: int | None = None
+    nudge: int | None = None
     nudge_signal: str | None = None
-    steps: int = 0
-    error: str | None = None
-    signals: dict[str, int] = field(default_factory=dict)  # signal -> step of its first stop
+    session_stop: int | None = None
+    stop_agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,28 +112,20 @@ class Case:
 
 @dataclass
 class Replayed:
-    """One case replayed under several configurations: per configuration, the
-    `first_interventions` tuple (stop step, stop signal, nudge step, nudge signal)."""
+    """One case replayed under several configurations: per configuration, what
+    `first_interventions` found."""
 
     case: Case
     error: str | None = None
     steps: int = 0
     format: str | None = None
-    results: list[tuple] = field(default_factory=list)
+    results: list[Interventions] = field(default_factory=list)
     last_write: int | None = None  # step of the last call that changed a file
 
-    def item(self, k: int) -> tuple:
+    def item(self, k: int) -> tuple[Any, ...]:
         """The record `harm` takes, under configuration `k`."""
         r = self.results[k]
-        return (
-            self.case,
-            self.steps,
-            r[0],
-            r[2],
-            r[4] if len(r) > 4 else r[0],
-            r[5] if len(r) > 5 else None,
-            self.last_write,
-        )
+        return (self.case, self.steps, r.stop, r.nudge, r.session_stop, r.stop_agent, self.last_write)
 
 
 def make_cases(labels: list[Label] | None, outcomes: Any, corpus: str, paths: Iterable[str] = ()) -> list[Case]:
@@ -184,12 +183,6 @@ def _step(text: str | None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def load_session(label: Label | Case, corpus: str) -> tuple[list[Any], dict[str, int]]:
-    """The events of a labelled session and its map from source_ref to step number."""
-    events, step_of, _ = _load(label.path, corpus)
-    return events, step_of
-
-
 def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
     from ..readers import ReadError, read
 
@@ -203,30 +196,6 @@ def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
         refs = [getattr(e, "source_ref", None) for e in events if type(e).__name__ == "ToolCall"]
         step_of = {ref: n for n, ref in enumerate(dict.fromkeys(r for r in refs if r), start=1)}
     return events, step_of, session.format
-
-
-def replay_labelled(label: Label, corpus: str, config: Config, by_signal: bool = False) -> Outcome:
-    """Replay one labelled session. With `by_signal`, also note the step at which each
-    signal alone would first have stopped it (its own ladder, the others silent)."""
-    from ..readers import ReadError
-
-    outcome = Outcome(label)
-    try:
-        events, step_of, source = _load(label.path, corpus)
-    except (ReadError, OSError) as exc:
-        outcome.error = str(exc)
-        return outcome
-    config = config.for_source(source)
-    outcome.steps = len(step_of)
-    outcome.stop_step, outcome.stop_signal, outcome.nudge_step, outcome.nudge_signal = first_interventions(
-        events, config, step_of
-    )[:4]
-    if by_signal:
-        for name in config.signals:
-            step = first_interventions(events, only(config, name), step_of)[0]
-            if step is not None:
-                outcome.signals[name] = step
-    return outcome
 
 
 #: The parameter that switches each signal off when set to 0.
@@ -284,10 +253,10 @@ class _Replayer(Monitor):
 
 def first_interventions(
     events: Iterable[Any], config: Config, step_of: dict[str, int], cache: dict[int, Any] | None = None
-) -> tuple[Any, ...]:
-    """Replay: (step, signal) of the first stop, then of the first nudge or stronger,
-    then the step of the first stop of the session's own agent and the sub-agent whose
-    stop came first (None when it was the session's own agent).
+) -> Interventions:
+    """Replay: the steps and signals of the first stop and the first nudge or stronger,
+    the step of the first stop of the session's own agent and the sub-agent whose stop
+    came first (`Interventions`).
 
     Each agent gets its own monitor (`ToolCall.agent`; the session's own agent is the
     one that acts first, the Manager of a CodeR run), as the live hook gives each
@@ -336,13 +305,13 @@ def first_interventions(
 
     if nudge is None:
         nudge = stop
-    return (
-        step(stop),
-        stop.signal if stop else None,
-        step(nudge),
-        nudge.signal if nudge else None,
-        step(session_stop),
-        stop_agent,
+    return Interventions(
+        stop=step(stop),
+        stop_signal=stop.signal if stop else None,
+        nudge=step(nudge),
+        nudge_signal=nudge.signal if nudge else None,
+        session_stop=step(session_stop),
+        stop_agent=stop_agent,
     )
 
 
@@ -483,6 +452,11 @@ def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
     return Replayed(case, None, len(step_of), source, results, last_write(events, step_of))
 
 
+#: What replays the cases: `(cases, corpus, configs, progress=...)` to one `Replayed` per
+#: case, in order (`replay_cases` here, bound to its jobs; `ray_engine.replay_cases_ray`).
+Replay = Callable[..., "list[Replayed]"]
+
+
 def replay_cases(
     cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
 ) -> list[Replayed]:
@@ -513,9 +487,9 @@ def replay_cases(
 
 def replay_many(
     labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
-) -> list[tuple[Label, str | None, list[tuple]]]:
+) -> list[tuple[Label, str | None, list[Interventions]]]:
     """`replay_cases` for labelled sessions: per label, (label, read error or None,
-    one `first_interventions` tuple per configuration)."""
+    what `first_interventions` found under each configuration)."""
     done = replay_cases([Case(label.path, label) for label in labels], corpus, configs, jobs, progress)
     return [(label, r.error, r.results) for label, r in zip(labels, done)]
 
@@ -572,7 +546,7 @@ class Harm:
         }
 
 
-def harm(items: Iterable[tuple]) -> Harm:
+def harm(items: Iterable[tuple[Any, ...]]) -> Harm:
     """Score (case, steps, stop step or None, nudge step or None[, step of the
     session's own agent's stop, sub-agent of the first stop, step of the last write])
     by outcome; cases with no known outcome are left out. Without the last three a
@@ -615,3 +589,147 @@ SWEEP = {
     "retry_storm": [3, 5, 8, 12],
     "chanting": [2, 3, 4, 6],
 }
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one configuration did to a set of sessions: its first stops and first
+    nudges scored against the labels, and its stops and nudges by outcome."""
+
+    stop: Score
+    nudge: Score
+    outcomes: Harm
+
+    def as_json(self) -> dict[str, Any]:
+        return {"stop": self.stop.as_dict(), "nudge": self.nudge.as_dict(), "outcomes": self.outcomes.as_dict()}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """`evaluate_detectors`: the whole detector (`all`) and each signal alone, on every
+    session that could be read; the sessions that could not, with why."""
+
+    sessions: int
+    labelled: int
+    with_outcome: int
+    errors: tuple[tuple[str, str], ...]  # (path, why it could not be read)
+    detectors: dict[str, Figures]  # "all", then one per signal
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sessions": self.sessions,
+            "labelled": self.labelled,
+            "with_outcome": self.with_outcome,
+            "errors": [{"path": path, "error": error} for path, error in self.errors],
+            "detectors": {name: figures.as_json() for name, figures in self.detectors.items()},
+        }
+
+
+def evaluate_detectors(
+    cases: list[Case],
+    corpus: str,
+    config: Config,
+    jobs: int | None = None,
+    progress: Any = None,
+    replay: Replay | None = None,
+) -> Evaluation:
+    """Replay every case under `config` and under each of its signals alone, and score
+    each against the labels and the outcomes. `replay` replays the cases (default:
+    `replay_cases` on `jobs` processes here; the Ray engine's twin on a cluster)."""
+    names = list(config.signals)
+    configs = [config] + [only(config, name) for name in names]
+    results = (replay or partial(replay_cases, jobs=jobs))(cases, corpus, configs, progress=progress)
+    ok = [r for r in results if not r.error]
+    labelled = [(r.case.label, r) for r in ok if r.case.label is not None]
+    detectors = {}
+    for k, name in enumerate(["all"] + names):
+        detectors[name] = Figures(
+            stop=score((label, r.results[k].stop) for label, r in labelled),
+            nudge=score((label, r.results[k].nudge) for label, r in labelled),
+            outcomes=harm(r.item(k) for r in ok),
+        )
+    return Evaluation(
+        sessions=len(cases),
+        labelled=sum(1 for c in cases if c.label is not None),
+        with_outcome=sum(1 for c in cases if c.resolved is not None),
+        errors=tuple((r.case.path, r.error) for r in results if r.error),
+        detectors=detectors,
+    )
+
+
+@dataclass(frozen=True)
+class SweepSetting:
+    """One threshold of one signal alone, scored on the labelled sessions (ratios
+    rounded to 4 places, as reported)."""
+
+    value: int
+    recall: float
+    caught: int
+    false_stops: int
+    median_delay: float | None
+    saved: float
+    stops_on_brief: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "recall": self.recall,
+            "caught": self.caught,
+            "false_stops": self.false_stops,
+            "median_delay": self.median_delay,
+            "saved": self.saved,
+            "stops_on_brief": self.stops_on_brief,
+        }
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The thresholds of one signal's switching parameter (`SWITCH`), each tried with
+    the other signals off, and the most aggressive with no false stop (in sample)."""
+
+    parameter: str
+    default: int
+    settings: tuple[SweepSetting, ...]
+
+    @property
+    def most_aggressive_without_false_stops(self) -> int | None:
+        """The most loops caught with no false stop, then the lowest threshold."""
+        safe = [s for s in self.settings if s.false_stops == 0 and s.caught > 0]
+        best = max(safe, key=lambda s: (s.caught, -s.value), default=None)
+        return best.value if best else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "parameter": self.parameter,
+            "default": self.default,
+            "settings": [s.as_json() for s in self.settings],
+            "most_aggressive_without_false_stops": self.most_aggressive_without_false_stops,
+        }
+
+
+def sweep_thresholds(
+    labels: list[Label], corpus: str, config: Config, jobs: int | None = None, progress: Any = None
+) -> dict[str, Sweep]:
+    """Each signal of `config` alone at each threshold of `SWEEP`, scored on the
+    labelled sessions that could be read."""
+    grid = [(name, value) for name, values in SWEEP.items() for value in values if name in config.signals]
+    configs = [with_param(only(config, name), name, SWITCH[name], value) for name, value in grid]
+    results = replay_many(labels, corpus, configs, jobs, progress)
+    settings: dict[str, list[SweepSetting]] = {}
+    for k, (name, value) in enumerate(grid):
+        s = score((label, r[k].stop) for label, error, r in results if not error)
+        settings.setdefault(name, []).append(
+            SweepSetting(
+                value=value,
+                recall=round(s.recall, 4),
+                caught=s.caught,
+                false_stops=s.false_stops,
+                median_delay=s.median_delay,
+                saved=round(s.saved, 4),
+                stops_on_brief=s.brief_stopped,
+            )
+        )
+    return {
+        name: Sweep(SWITCH[name], getattr(config.signals[name], SWITCH[name]), tuple(found))
+        for name, found in settings.items()
+    }

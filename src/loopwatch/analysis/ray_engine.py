@@ -159,7 +159,8 @@ def replay_cases_ray(
 
     remote = ray.remote(max_retries=_RETRIES)(_case_task)
     configs_ref = ray.put(configs)  # sent once, not once a case
-    limit = max(1, int(ray.cluster_resources().get("CPU", 1)) * _IN_FLIGHT)
+    cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
+    limit = max(1, int(cpus) * _IN_FLIGHT)
     results: list[Replayed] = []
     refs: list[Any] = []
     for case in cases:
@@ -179,7 +180,7 @@ def _get(ref: Any, case: Case, progress: Any) -> Replayed:
     import ray
 
     try:
-        result = ray.get(ref)
+        result: Replayed = ray.get(ref)
     except Exception as exc:  # noqa: BLE001 - a worker lost past Ray's retries: the case is reported, not dropped
         result = Replayed(
             case, error=f"lost on Ray: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

@@ -294,11 +294,13 @@ class _Noting(Monitor):
 def _excerpt(value: Any) -> str:
     if value is None:
         return ""
-    if not isinstance(value, str):
+    if isinstance(value, str):
+        text = value
+    else:
         import json
 
-        value = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(value) <= _EXCERPT else value[:_EXCERPT] + "..."
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 
 def default_jobs() -> int:
@@ -396,7 +398,7 @@ def _parallel(
             continue
         count = workers(jobs, len(waiting))
         pool = ProcessPoolExecutor(count, mp_context=context, initializer=_init_worker, initargs=(config, format))
-        in_hand: dict[Future, list[int]] = {}
+        in_hand: dict[Future[list[tuple[int, list[SessionResult]]]], list[int]] = {}
         broken = False
         try:
             while waiting or in_hand:

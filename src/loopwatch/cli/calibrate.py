@@ -8,9 +8,9 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
-from ..analysis.evaluation import SWEEP, SWITCH, only, replay_many, score, with_param
+from ..analysis.crossval import CrossValidation, calibration_toml
+from ..analysis.evaluation import Sweep, only, sweep_thresholds, with_param
 from ..analysis.replay import replay_files
 from ..readers import FORMATS
 from ._common import config_options, fail, make_config, plural, progress_bar
@@ -23,6 +23,7 @@ from .evaluate import (
     load_inputs,
     outcomes_or_usage,
     print_folds,
+    print_json,
 )
 from .paths import expand
 
@@ -162,17 +163,18 @@ def calibrate(
     if folds or folds_by:
         cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
         groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
-        report = cross_validated(cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups)
-        report["folds_by"] = folds_by
+        validation = cross_validated(
+            cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, folds_by
+        )
         if write_path:
-            _write(write_path, report, cases)
+            _write(write_path, validation)
         if as_json:
-            sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+            print_json(validation.as_json())
         else:
-            print_folds(report)
+            print_folds(validation)
             if write_path:
                 click.echo(f"wrote {write_path}")
-        sys.exit(2 if report["errors"] else 0)
+        sys.exit(2 if validation.errors else 0)
     try:
         sizes = [int(w) for w in windows.split(",") if w.strip()]
     except ValueError:
@@ -209,18 +211,21 @@ def calibrate(
         # Nothing to show: one line (the first problem; the count of the others).
         more = f" (and {plural(len(problems) - 1, 'more file')})" if len(problems) > 1 else ""
         fail("calibrate", f"no session could be read: {problems[0]}{more}" if problems else "no session found")
-    report = {"sessions": sessions}
+    report: dict[str, Any] = {"sessions": sessions}
     if problems:
         report["unreadable"] = problems
+    sweeps: dict[str, Sweep] = {}
     if labels is not None:
         assert corpus is not None, "the corpus is set with --labels"
-        report["thresholds"] = _sweep(labels, corpus, config, jobs, no_progress)
+        with progress_bar(len(labels), "sweeping thresholds", not no_progress) as bar:
+            sweeps = sweep_thresholds(labels, corpus, config, jobs or None, bar.advance)
+        report["thresholds"] = {name: sweep.as_json() for name, sweep in sweeps.items()}
     if profile_out is not None:
         report["profile"] = _write_profile(profile_out, report["sessions"], outcomes)
     if as_json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(report)
     else:
-        _print(report, sizes)
+        _print(report, sweeps, sizes)
         if "profile" in report:
             written = report["profile"]
             click.echo(
@@ -299,35 +304,7 @@ def _write_profile(path: str, sessions: list[dict], outcomes: Outcomes | None) -
     return {"path": path, "healthy_sessions": len(healthy), "lines_most": most, "repeats": repeats}
 
 
-def _sweep(labels: list, corpus: str, config: Any, jobs: int, no_progress: bool) -> dict[str, Any]:
-    grid = [(name, value) for name, values in SWEEP.items() for value in values if name in config.signals]
-    configs = [with_param(only(config, name), name, SWITCH[name], value) for name, value in grid]
-    with progress_bar(len(labels), "sweeping thresholds", not no_progress) as bar:
-        results = replay_many(labels, corpus, configs, jobs or None, bar.advance)
-    table: dict[str, Any] = {}
-    for k, (name, value) in enumerate(grid):
-        s = score((label, r[k][0]) for label, error, r in results if not error)
-        entry = {
-            "value": value,
-            "recall": round(s.recall, 4),
-            "caught": s.caught,
-            "false_stops": s.false_stops,
-            "median_delay": s.median_delay,
-            "saved": round(s.saved, 4),
-            "stops_on_brief": s.brief_stopped,
-        }
-        table.setdefault(
-            name, {"parameter": SWITCH[name], "default": getattr(config.signals[name], SWITCH[name]), "settings": []}
-        )["settings"].append(entry)
-    for name, entry in table.items():
-        safe = [s for s in entry["settings"] if s["false_stops"] == 0 and s["caught"] > 0]
-        # The most aggressive: the most loops caught, then the lowest threshold.
-        best = max(safe, key=lambda s: (s["caught"], -s["value"]), default=None)
-        entry["most_aggressive_without_false_stops"] = best["value"] if best else None
-    return table
-
-
-def _print(report: dict, sizes: list[int]) -> None:
+def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -350,80 +327,29 @@ def _print(report: dict, sizes: list[int]) -> None:
         churn = [_cell(row["churn_fewest_distinct"].get(str(w))) for w in sizes]
         table.add_row(_name(row, per_file[row["path"]] > 1), str(row["actions"]), *cells, *churn)
     console.print(table)
-    for name, entry in report.get("thresholds", {}).items():
-        sweep = Table(
-            title=f"{name}.{entry['parameter']} (default {entry['default']}; most aggressive with no false stop: "
-            f"{_cell(entry['most_aggressive_without_false_stops'])})",
+    for name, sweep in sweeps.items():
+        table = Table(
+            title=f"{name}.{sweep.parameter} (default {sweep.default}; most aggressive with no false stop: "
+            f"{_cell(sweep.most_aggressive_without_false_stops)})",
             title_justify="left",
         )
         for column in ("value", "recall", "caught", "false stops", "median delay", "saved", "on brief"):
-            sweep.add_column(column, justify="right")
-        for s in entry["settings"]:
-            sweep.add_row(
-                str(s["value"]),
-                f"{s['recall']:.0%}",
-                str(s["caught"]),
-                str(s["false_stops"]),
-                "-" if s["median_delay"] is None else f"{s['median_delay']:g}",
-                f"{s['saved']:.0%}",
-                str(s["stops_on_brief"]),
+            table.add_column(column, justify="right")
+        for s in sweep.settings:
+            table.add_row(
+                str(s.value),
+                f"{s.recall:.0%}",
+                str(s.caught),
+                str(s.false_stops),
+                "-" if s.median_delay is None else f"{s.median_delay:g}",
+                f"{s.saved:.0%}",
+                str(s.stops_on_brief),
             )
-        console.print(sweep)
+        console.print(table)
 
 
-def calibration_toml(report: dict, sessions: int, command: str) -> str:
-    """The chosen setting as a loopwatch TOML file, its evidence in comments."""
-    oof = report["out_of_fold"]
-    stop, out = oof["stop"], oof["outcomes"]
-    lines = [
-        "# loopwatch calibration, chosen by cross-validation on your own runs.",
-        f"# written by: {command}",
-        f"# {sessions} sessions, "
-        + (
-            f"one fold per {report['folds_by']} ({report['folds']})"
-            if report.get("folds_by")
-            else f"{report['folds']} folds, seed {report['seed']}"
-        )
-        + f", margin {report['margin']}.",
-        "# Out of fold (chosen on the other folds, scored on the one left out):",
-    ]
-    if stop["yes"]:
-        delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
-        lines.append(
-            f"#   recall {stop['recall']:.0%} ({stop['caught']}/{stop['yes']}), median delay {delay}, "
-            f"stops before onset {stop['stops_before_onset']} (early {stop['early_stops_on_yes']}), "
-            f"on healthy {stop['false_stops_on_no']}, on brief {stop['stops_on_brief']}"
-        )
-    if out["succeeded"] or out["failed"]:
-        lines.append(
-            f"#   stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, "
-            f"nudged {out['nudges_on_succeeded']}, stops on failed {out['stops_on_failed']} of {out['failed']}"
-        )
-    lines.append(
-        "# Per fold: "
-        + "; ".join(
-            ", ".join(f"{k.split('.')[-1]}={_toml(v)}" for k, v in fold["chosen"].items())
-            for fold in report["per_fold"]
-        )
-    )
-    tables: dict[str, dict[str, Any]] = {}
-    for key, value in report["chosen"].items():
-        head, _, name = key.rpartition(".")
-        tables.setdefault(head, {})[name] = value
-    for head in sorted(tables):
-        lines += ["", f"[{head}]"] + [f"{name} = {_toml(value)}" for name, value in tables[head].items()]
-    return "\n".join(lines) + "\n"
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _write(path: str, report: dict, cases: list) -> None:
-    command = "loopwatch calibrate " + " ".join(sys.argv[1:])
-    text = calibration_toml(report, report["sessions"], command)
+def _write(path: str, report: CrossValidation) -> None:
+    text = calibration_toml(report, "loopwatch calibrate " + " ".join(sys.argv[1:]))
     from .. import safefile
 
     try:

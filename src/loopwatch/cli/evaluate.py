@@ -13,11 +13,25 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from ..analysis.evaluation import EARLY_STEPS, Case, Replayed, harm, load_labels, make_cases, only, replay_cases, score
+from ..analysis import crossval
+from ..analysis.crossval import CrossValidation, show_value
+from ..analysis.evaluation import (
+    EARLY_STEPS,
+    Case,
+    Evaluation,
+    Figures,
+    Replay,
+    Replayed,
+    evaluate_detectors,
+    load_labels,
+    make_cases,
+    replay_cases,
+)
 from ._common import config_options, make_config, progress_bar
 
 if TYPE_CHECKING:
     from ..analysis.outcomes import Outcomes
+    from ..core.config import Config
 
 __all__ = ["corpus_of", "evaluate", "load_inputs"]
 
@@ -281,40 +295,26 @@ def evaluate(
 
     if folds or groups is not None:
         report = cross_validated(
-            cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, replay
+            cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, folds_by, replay
         )
-        report["folds_by"] = folds_by
         if as_json:
-            sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+            print_json(report.as_json())
         else:
             print_folds(report)
         page()
-        sys.exit(2 if report["errors"] else 0)
-    names = list(config.signals)
-    configs = [config] + [only(config, name) for name in names]
+        sys.exit(2 if report.errors else 0)
     with progress_bar(len(cases), "replaying", not no_progress) as bar:
-        results = replay(cases, corpus, configs, progress=bar.advance)
-    errors = [(r.case.path, r.error) for r in results if r.error]
-    ok = [r for r in results if not r.error]
-    report = {
-        "sessions": len(cases),
-        "labelled": sum(1 for c in cases if c.label is not None),
-        "with_outcome": sum(1 for c in cases if c.resolved is not None),
-        "errors": [{"path": p, "error": e} for p, e in errors],
-        "detectors": {},
-    }
-    for k, name in enumerate(["all"] + names):
-        labelled = [(r.case.label, r) for r in ok if r.case.label is not None]
-        stops = score((label, r.results[k][0]) for label, r in labelled)
-        nudges = score((label, r.results[k][2]) for label, r in labelled)
-        outcomes = harm(r.item(k) for r in ok)
-        report["detectors"][name] = {"stop": stops.as_dict(), "nudge": nudges.as_dict(), "outcomes": outcomes.as_dict()}
+        evaluation = evaluate_detectors(cases, corpus, config, jobs or None, bar.advance, replay)
     if as_json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(evaluation.as_json())
     else:
-        _print(report)
+        _print(evaluation)
     page()
-    sys.exit(2 if errors else 0)
+    sys.exit(2 if evaluation.errors else 0)
+
+
+def print_json(report: dict[str, Any]) -> None:
+    sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[Replayed]]:
@@ -334,7 +334,7 @@ def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[R
 def cross_validated(
     cases: list[Case],
     corpus: str,
-    config: Any,
+    config: Config,
     folds: int,
     seed: int,
     margin: int,
@@ -342,50 +342,55 @@ def cross_validated(
     jobs: int,
     no_progress: bool,
     groups: dict[str, str] | None = None,
-    replay: Callable[..., list[Replayed]] | None = None,
-) -> dict[str, Any]:
-    """Replay every case under every candidate of the grid, then cross-validate (one
-    fold per group with `groups`). `replay` is `replay_cases` or its Ray twin."""
-    from ..analysis.crossval import GRID, candidates, cross_validate
+    folds_by: str | None = None,
+    replay: Replay | None = None,
+) -> CrossValidation:
+    """`analysis.crossval.cross_validated` with a progress bar; a one-line usage error
+    when the folds cannot be made. `replay` is `replay_cases` or its Ray twin."""
+    cands = crossval.candidates(config)
+    with progress_bar(len(cases), f"replaying under {len(cands) + 1} settings", not no_progress) as bar:
+        try:
+            return crossval.cross_validated(
+                cases,
+                corpus,
+                config,
+                cands,
+                folds,
+                seed,
+                margin,
+                resamples,
+                groups,
+                folds_by,
+                jobs or None,
+                bar.advance,
+                replay,
+            )
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
 
-    cands = candidates(config)
-    configs = [c.config for c in cands] + [config]
-    replay = replay or partial(replay_cases, jobs=jobs or None)
-    with progress_bar(len(cases), f"replaying under {len(configs)} settings", not no_progress) as bar:
-        results = replay(cases, corpus, configs, progress=bar.advance)
-    errors = [{"path": r.case.path, "error": r.error} for r in results if r.error]
-    shipped = [r.item(len(r.results) - 1) for r in results if not r.error]
-    for r in results:
-        r.results = r.results[:-1]
-    try:
-        report = cross_validate(results, cands, folds, seed, margin, resamples, groups)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    from ..analysis.crossval import figures
 
-    report["grid"] = GRID
-    report["configured"] = figures(shipped)  # the configuration as given (calibrations applied), not tuned
-    report["errors"] = errors
-    return report
+def _pct(ratio: float, places: int = 0) -> str:
+    """A ratio as a percentage, from its value rounded as --json gives it."""
+    return f"{round(ratio, 4):.{places}%}"
 
 
-def print_folds(report: dict) -> None:
+def print_folds(report: CrossValidation) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 120)
-    by = report.get("folds_by")
+    by = report.folds_by
     if by:
-        split = f"one fold per {by} ({report['folds']}), margin {report['margin']}"
+        split = f"one fold per {by} ({report.folds}), margin {report.margin}"
     else:
-        split = f"{report['folds']} folds (seed {report['seed']}, margin {report['margin']})"
-    console.print(
-        f"{report['sessions']} sessions, {split}, {report['candidates']} settings tried per fold", markup=False
-    )
+        split = f"{report.folds} folds (seed {report.seed}, margin {report.margin})"
+    console.print(f"{report.sessions} sessions, {split}, {report.candidates} settings tried per fold", markup=False)
     table = Table(title="out of fold (chosen on the other folds) vs the configuration as given", title_justify="left")
     for column in ("", "out of fold", "95% interval", "as configured"):
         table.add_column(column, justify="left" if not column else "right")
-    oof, given, iv = report["out_of_fold"], report["configured"], report["intervals"]
+    oof, iv = report.out_of_fold, report.intervals
+    assert report.configured is not None, "cross_validated measures the configuration as given"
+    given = report.configured
 
     def interval(key: str, percent: bool = False) -> str:
         if key not in iv:
@@ -393,52 +398,49 @@ def print_folds(report: dict) -> None:
         low, high = iv[key]
         return f"{low:.0%} - {high:.0%}" if percent else f"{low:g} - {high:g}"
 
-    rows = [
+    rows: list[tuple[str, Callable[[Figures], str], str]] = [
         (
             "recall of loops",
-            lambda f: f"{f['stop']['recall']:.0%} ({f['stop']['caught']}/{f['stop']['yes']})",
+            lambda f: f"{_pct(f.stop.recall)} ({f.stop.caught}/{f.stop.yes})",
             interval("recall", True),
         ),
         (
             "median delay, onset to stop",
-            lambda f: "-" if f["stop"]["median_delay"] is None else f"{f['stop']['median_delay']:g}",
+            lambda f: "-" if f.stop.median_delay is None else f"{f.stop.median_delay:g}",
             interval("median_delay"),
         ),
         (
             f"stops before onset (more than {EARLY_STEPS} steps)",
-            lambda f: str(f["stop"]["stops_before_onset"]),
+            lambda f: str(f.stop.before_onset),
             interval("stops_before_onset"),
         ),
-        ("stops on healthy (no)", lambda f: str(f["stop"]["false_stops_on_no"]), interval("false_stops_on_no")),
-        ("stops on brief", lambda f: str(f["stop"]["stops_on_brief"]), interval("stops_on_brief")),
+        ("stops on healthy (no)", lambda f: str(f.stop.false_no), interval("false_stops_on_no")),
+        ("stops on brief", lambda f: str(f.stop.brief_stopped), interval("stops_on_brief")),
         (
             f"early stops (within {EARLY_STEPS} of onset: not harm)",
-            lambda f: str(f["stop"]["early_stops_on_yes"]),
+            lambda f: str(f.stop.early_yes),
             interval("early_stops_on_yes"),
         ),
-        ("looping steps saved", lambda f: f"{f['stop']['saved']:.0%}", "-"),
+        ("looping steps saved", lambda f: _pct(f.stop.saved), "-"),
         (
             "stops on succeeded",
-            lambda f: f"{f['outcomes']['stops_on_succeeded']} of {f['outcomes']['succeeded']}",
+            lambda f: f"{f.outcomes.stopped} of {f.outcomes.succeeded}",
             interval("stops_on_succeeded"),
         ),
         ("  of them: session's own agent / sub-agent", _agents, "-"),
         (
             "  of them: before / after the last file change",
-            lambda f: (
-                f"{f['outcomes']['stops_on_succeeded_before_last_write']} / "
-                f"{f['outcomes']['stops_on_succeeded_after_last_write']}"
-            ),
+            lambda f: f"{f.outcomes.stopped_before_last_write} / {f.outcomes.stopped_after_last_write}",
             "-",
         ),
         (
             "nudged, succeeded",
-            lambda f: f"{f['outcomes']['nudges_on_succeeded']} ({f['outcomes']['nudges_on_succeeded_rate']:.1%})",
+            lambda f: f"{f.outcomes.nudged} ({_pct(f.outcomes.nudged_rate, 1)})",
             interval("nudges_on_succeeded_rate", True),
         ),
         (
             "stops on failed",
-            lambda f: f"{f['outcomes']['stops_on_failed']} of {f['outcomes']['failed']}",
+            lambda f: f"{f.outcomes.failed_stopped} of {f.outcomes.failed}",
             interval("stops_on_failed"),
         ),
     ]
@@ -446,63 +448,60 @@ def print_folds(report: dict) -> None:
         table.add_row(title, cell(oof), ci, cell(given))
     console.print(table)
     console.print("chosen per fold:")
-    for fold in report["per_fold"]:
-        name = f"{by} {fold['group']}" if "group" in fold else f"fold {fold['fold']}"
-        console.print(f"  {name} ({fold['sessions']} sessions): " + _values(fold["chosen"]), markup=False)
-        if "figures" in fold:
-            console.print("    held out: " + _held(fold["figures"]), markup=False)
-    console.print("chosen on all sessions: " + _values(report["chosen"]))
-    paths = oof["outcomes"]["stopped_succeeded_paths"] + oof["stop"]["false_paths"]
+    for fold in report.per_fold:
+        name = f"{by} {fold.group}" if fold.group is not None else f"fold {fold.fold}"
+        console.print(f"  {name} ({fold.sessions} sessions): " + _values(fold.chosen), markup=False)
+        if fold.figures is not None:
+            console.print("    held out: " + _held(fold.figures), markup=False)
+    console.print("chosen on all sessions: " + _values(report.chosen))
+    paths = oof.outcomes.stopped_paths + oof.stop.false_paths
     if paths:
         console.print("out-of-fold stops on succeeded, healthy or before onset:")
         for path in paths:
             console.print(f"  {path}")
-    for item in report["errors"]:
-        console.print(f"[red]could not read[/red] {item['path']}: {item['error']}")
+    for path, error in report.errors:
+        console.print(f"[red]could not read[/red] {path}: {error}")
 
 
-def _held(figures: dict) -> str:
+def _held(figures: Figures) -> str:
     """One group's own out-of-fold figures, on one line."""
-    stop, out = figures["stop"], figures["outcomes"]
+    stop, out = figures.stop, figures.outcomes
     parts = []
-    if stop["yes"]:
-        delay = "-" if stop["median_delay"] is None else f"{stop['median_delay']:g}"
+    if stop.yes:
+        delay = "-" if stop.median_delay is None else f"{stop.median_delay:g}"
         parts.append(
-            f"recall {stop['caught']}/{stop['yes']}, delay {delay}, before onset {stop['stops_before_onset']}"
-            f" (early {stop['early_stops_on_yes']})"
+            f"recall {stop.caught}/{stop.yes}, delay {delay}, before onset {stop.before_onset} (early {stop.early_yes})"
         )
-    if stop["no"]:
-        parts.append(f"on healthy {stop['false_stops_on_no']} of {stop['no']}")
-    if stop["brief"]:
-        parts.append(f"on brief {stop['stops_on_brief']} of {stop['brief']}")
-    if out["succeeded"]:
-        parts.append(
-            f"stops on succeeded {out['stops_on_succeeded']} of {out['succeeded']}, nudged {out['nudges_on_succeeded']}"
-        )
-    if out["failed"]:
-        parts.append(f"stops on failed {out['stops_on_failed']} of {out['failed']}")
+    if stop.no:
+        parts.append(f"on healthy {stop.false_no} of {stop.no}")
+    if stop.brief:
+        parts.append(f"on brief {stop.brief_stopped} of {stop.brief}")
+    if out.succeeded:
+        parts.append(f"stops on succeeded {out.stopped} of {out.succeeded}, nudged {out.nudged}")
+    if out.failed:
+        parts.append(f"stops on failed {out.failed_stopped} of {out.failed}")
     return "; ".join(parts) or "no labelled session and no outcome"
 
 
-def _agents(figures: dict) -> str:
-    o = figures["outcomes"]
-    return f"{o['stops_on_succeeded_of_session_agent']} / {o['stops_on_succeeded_by_sub_agent']}"
+def _agents(figures: Figures) -> str:
+    o = figures.outcomes
+    return f"{o.stopped_session} / {o.stopped_sub_agent}"
 
 
-def _values(values: dict) -> str:
-    return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in values.items())
+def _values(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={show_value(v)}" for k, v in values.items())
 
 
-def _print(report: dict) -> None:
+def _print(report: Evaluation) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 120)
-    all_ = report["detectors"]["all"]
-    if report["labelled"]:
-        stop = all_["stop"]
+    all_ = report.detectors["all"]
+    if report.labelled:
+        stop = all_.stop
         console.print(
-            f"{report['labelled']} labelled sessions: {stop['yes']} loops (yes), {stop['brief']} brief, {stop['no']} healthy (no)"
+            f"{report.labelled} labelled sessions: {stop.yes} loops (yes), {stop.brief} brief, {stop.no} healthy (no)"
         )
         for what in ("stop", "nudge"):
             table = Table(title=f"first {what}", title_justify="left")
@@ -518,24 +517,24 @@ def _print(report: dict) -> None:
                 "early (not harm)",
             ):
                 table.add_column(column, justify="left" if column == "detector" else "right")
-            for name, figures in report["detectors"].items():
-                f = figures[what]
-                delay = "-" if f["median_delay"] is None else f"{f['median_delay']:g}"
+            for name, figures in report.detectors.items():
+                f = figures.stop if what == "stop" else figures.nudge
+                delay = "-" if f.median_delay is None else f"{f.median_delay:g}"
                 table.add_row(
                     name,
-                    f"{f['recall']:.0%}",
-                    f"{f['caught']}/{f['yes']}",
+                    _pct(f.recall),
+                    f"{f.caught}/{f.yes}",
                     delay,
-                    f"{f['saved']:.0%}",
-                    str(f["false_stops"]),
-                    f"{f['false_stops_on_no']} / {f['stops_on_brief']} / {f['stops_before_onset']}",
-                    str(f["early_stops_on_yes"]),
+                    _pct(f.saved),
+                    str(f.false_stops),
+                    f"{f.false_no} / {f.brief_stopped} / {f.before_onset}",
+                    str(f.early_yes),
                 )
             console.print(table)
-    out = all_["outcomes"]
-    if out["succeeded"] or out["failed"]:
+    out = all_.outcomes
+    if out.succeeded or out.failed:
         console.print(
-            f"{report['with_outcome']} sessions with a known outcome: {out['succeeded']} solved their task, {out['failed']} failed"
+            f"{report.with_outcome} sessions with a known outcome: {out.succeeded} solved their task, {out.failed} failed"
         )
         table = Table(title="by outcome", title_justify="left")
         for column in (
@@ -548,26 +547,25 @@ def _print(report: dict) -> None:
             "failed steps saved",
         ):
             table.add_column(column, justify="left" if column == "detector" else "right")
-        for name, figures in report["detectors"].items():
-            o = figures["outcomes"]
+        for name, figures in report.detectors.items():
+            o = figures.outcomes
             table.add_row(
                 name,
-                f"{o['stops_on_succeeded']} ({o['stops_on_succeeded_rate']:.1%})",
+                f"{o.stopped} ({_pct(o.stopped_rate, 1)})",
                 _agents(figures),
-                f"{o['stops_on_succeeded_before_last_write']} / {o['stops_on_succeeded_after_last_write']}",
-                f"{o['nudges_on_succeeded']} ({o['nudges_on_succeeded_rate']:.1%})",
-                f"{o['stops_on_failed']}/{o['failed']}",
-                f"{o['failed_steps_saved']:.0%}",
+                f"{o.stopped_before_last_write} / {o.stopped_after_last_write}",
+                f"{o.nudged} ({_pct(o.nudged_rate, 1)})",
+                f"{o.failed_stopped}/{o.failed}",
+                _pct(o.saved),
             )
         console.print(table)
-        if out["stopped_succeeded_paths"]:
+        if out.stopped_paths:
             console.print("stopped although they solved their task (whole detector):")
-            for path in out["stopped_succeeded_paths"]:
+            for path in out.stopped_paths:
                 console.print(f"  {path}")
-    stop = all_["stop"]
-    if stop["false_paths"]:
+    if all_.stop.false_paths:
         console.print("false stops (whole detector):")
-        for path in stop["false_paths"]:
+        for path in all_.stop.false_paths:
             console.print(f"  {path}")
-    for item in report["errors"]:
-        console.print(f"[red]could not read[/red] {item['path']}: {item['error']}")
+    for path, error in report.errors:
+        console.print(f"[red]could not read[/red] {path}: {error}")
