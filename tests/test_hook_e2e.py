@@ -39,13 +39,33 @@ def test_same_failure_five_times_gets_a_nudge_then_a_block(tmp_path, host):
 
 def test_rerunning_tests_after_different_edits_is_never_flagged(agent):
     for i in range(5):  # above every threshold (repeat 3, same_error 4, cycle 3 copies)
-        _, after = agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=pytest_failure(40))
+        failure = pytest_failure(40).replace("test_nested_arrays", f"test_case_{'abcde'[i]}")  # each edit moves it
+        _, after = agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=failure)
         assert after.context is None and after.out is None, after
         old, new = f"    depth = {i}", f"    depth = {i + 1}"
         before, after = agent.run(
             "Edit", edit("/p/src/parser.py", old, new), response=edit_response("/p/src/parser.py", old, new)
         )
         assert before.denied is None and after.out is None
+    assert state_actions(agent.state, agent.session) == 10
+
+
+def test_edits_that_leave_the_identical_failure_are_only_nudged_from_the_fourth(agent):
+    """The same failure after every edit (`unchanged`): nothing is said for three rounds,
+    then the model is told once that its edits do not change what the test says; nothing
+    is refused."""
+    for i in range(5):
+        before, after = agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=pytest_failure(40))
+        assert before.denied is None
+        if i == 3:
+            assert after.context and "your edits are not changing what" in after.context, after
+        else:
+            assert after.context is None and after.out is None, after
+        old, new = f"    depth = {i}", f"    depth = {i + 1}"
+        before, _ = agent.run(
+            "Edit", edit("/p/src/parser.py", old, new), response=edit_response("/p/src/parser.py", old, new)
+        )
+        assert before.denied is None
     assert state_actions(agent.state, agent.session) == 10
 
 

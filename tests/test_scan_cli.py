@@ -105,7 +105,10 @@ def test_json_gives_one_object_per_session_with_the_documented_keys(loop_file, h
     assert healthy["verdict"] is None and healthy["actions"] == 8
 
 
-def test_the_table_lists_only_looping_sessions_then_totals(loop_file, healthy_file):
+def test_the_table_lists_only_looping_sessions_then_totals(loop_file, healthy_file, monkeypatch):
+    # Paths are shown relative to the working folder: a long temporary folder would fold
+    # the name across lines of the table.
+    monkeypatch.chdir(loop_file.parent)
     result = scan(loop_file, healthy_file)
     out = result.stdout
     assert "loop.jsonl" in out and "healthy.jsonl" not in out

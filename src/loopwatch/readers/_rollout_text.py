@@ -34,11 +34,11 @@ __all__ = ["events", "messages"]
 _CHATML = re.compile(r"<\|im_start\|>(\w+)\n?(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.DOTALL)
 _RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*(?:</tool_response>|\Z)", re.DOTALL)
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_TAG = re.compile(r"<([A-Za-z_][\w-]{0,40})>(.*?)</\1>", re.DOTALL)
+_OPEN_TAG = re.compile(r"<([A-Za-z_][\w-]{0,40})>")
 _NOT_ACTIONS = frozenset({"think", "answer", "tool_call", "tool_response", "reasoning", "solution"})
 # What verl's decoding (special tokens skipped) leaves of the template around a tool answer.
 _ROLE_LINE = re.compile(r"^\s*(?:user|assistant|tool)\s*\n", re.IGNORECASE)
-_ROLE_TAIL = re.compile(r"\n?\s*(?:user|assistant|tool)\s*$", re.IGNORECASE)
+_ROLES = ("user", "assistant", "tool")
 
 
 def messages(text: str) -> list[dict[str, str]]:
@@ -54,7 +54,7 @@ def messages(text: str) -> list[dict[str, str]]:
     turns = []
     at = 0
     for match in _RESPONSE.finditer(text):
-        said = _ROLE_TAIL.sub("", _ROLE_LINE.sub("", text[at : match.start()])).strip()
+        said = _without_role_tail(_ROLE_LINE.sub("", text[at : match.start()])).strip()
         if said or not turns:  # the model's turn, then the answers to it
             turns += [{"role": "assistant", "content": said}, {"role": "tool", "content": ""}]
         turns[-1]["content"] += f"<tool_response>{match.group(1)}</tool_response>"
@@ -126,7 +126,36 @@ def _calls(text: str) -> tuple[list[tuple[str, Any]], str]:
     return calls, _CALL.sub("", text) if calls else text
 
 
+def _without_role_tail(text: str) -> str:
+    """`text` less a role name left at its end (`...\nuser`, `</tool_call>user`), as the
+    template leaves it.
+    Plain string work: a pattern anchored at the end rescans the text from every blank."""
+    body = text.rstrip()
+    lowered = body.lower()
+    for role in _ROLES:
+        head = body[: -len(role)]
+        if lowered.endswith(role) and (not head or head[-1].isspace() or head[-1] == ">"):
+            return head.rstrip()
+    return text
+
+
 def _action(text: str) -> list[tuple[str, Any]]:
-    """The last action block of a turn with no tool call, as `[(tag, body)]`, or []."""
-    found = [m for m in _TAG.finditer(text) if m.group(1).lower() not in _NOT_ACTIONS]
-    return [(found[-1].group(1), found[-1].group(2).strip())] if found else []
+    """The last action block of a turn with no tool call, as `[(tag, body)]`, or []. Each
+    opening tag is matched to the first closing tag of its name after it; a name with no
+    closing tag left is not looked for again (so unclosed tags cost one pass each name)."""
+    found: tuple[str, str] | None = None
+    unclosed: set[str] = set()
+    at = 0
+    while (opening := _OPEN_TAG.search(text, at)) is not None:
+        name = opening.group(1)
+        at = opening.end()
+        if name in unclosed:
+            continue
+        end = text.find(f"</{name}>", at)
+        if end < 0:
+            unclosed.add(name)
+            continue
+        if name.lower() not in _NOT_ACTIONS:
+            found = (name, text[at:end].strip())
+        at = end + len(name) + 3
+    return [found] if found else []

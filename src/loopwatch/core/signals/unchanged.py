@@ -89,8 +89,8 @@ class Unchanged(Signal[Params]):
         if len(checks) > _MAX_CHECKS:
             del checks[next(iter(checks))]
         self.most = max(self.most, check.rounds)
-        if check.rounds < 2:
-            return None
+        if check.rounds < self.params.rounds:
+            return None  # no warning before: one result that held across edits is no news
         return Finding(
             signal=self.name,
             severity=check.rounds / self.params.rounds,
