@@ -15,6 +15,8 @@ pytest.importorskip("mcp")
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, str(ROOT / "tests" / "mcp_tiny_server.py")]
 FAILED = "FAILED tests/test_cart.py::test_total - AssertionError: 10 != 12"

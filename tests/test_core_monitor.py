@@ -316,6 +316,7 @@ def mixed_stream(n: int, seed: int = 7):
     return out
 
 
+@pytest.mark.slow
 def test_memory_stays_bounded_however_long_the_run(monkeypatch):
     monkeypatch.setattr(monitor_module, "_MAX_INTERVENTIONS", 50)  # reach every cap early
     m = Monitor(Config.make(signals={"stagnation": {"memory": 512}}))
@@ -337,6 +338,7 @@ def test_memory_stays_bounded_however_long_the_run(monkeypatch):
     assert max(largest.values()) <= 512, largest
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from("tcoarnux"), st.integers(0, 3), st.booleans()), min_size=1, max_size=12))
 def test_property_memory_is_bounded_for_any_stream_shape(pattern):

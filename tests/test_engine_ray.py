@@ -18,6 +18,8 @@ from loopwatch.core.config import Config
 
 from conftest import jsonl, looping_events
 
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared"
 

@@ -492,6 +492,7 @@ def test_calibrate_folds_by_writes_a_calibration_saying_how_it_was_held_out(tmp_
     assert "evidence.confirm" in load_config(str(out), env={}).given
 
 
+@pytest.mark.slow
 @needs_corpus
 def test_evaluate_folds_is_deterministic_and_reports_out_of_fold(tmp_path):
     # a small slice of the corpus: the mini-swe-agent sessions' outcomes, 3 folds

@@ -288,6 +288,7 @@ def test_finished_runs_are_released():
     assert guard.live_runs == 0
 
 
+@pytest.mark.slow
 def test_ten_thousand_runs_leave_memory_flat():
     guard = attended()
 

@@ -127,6 +127,7 @@ def _manifest() -> dict[str, str]:
         return {row["file"]: row["resolved"] for row in csv.DictReader(fh, delimiter="\t")}
 
 
+@pytest.mark.slow
 @needs_casts
 def test_no_recorded_run_that_solved_its_task_is_stopped():
     """Issue 11's target on the real recordings: OpenHands' access log (one line per
@@ -147,6 +148,7 @@ def test_no_recorded_run_that_solved_its_task_is_stopped():
     assert stopped == []
 
 
+@pytest.mark.slow
 @needs_casts
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc (as the other run tests)")
 def test_a_real_cast_played_through_run_passes_byte_for_byte_and_is_not_ended(tmp_path):
@@ -190,6 +192,7 @@ def _cli(*args: str, cwd: Path):
     )
 
 
+@pytest.mark.slow
 def test_calibrate_writes_a_private_profile_from_the_solved_runs_only(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -100,6 +101,7 @@ def test_a_result_cut_to_its_head_and_tail_gives_the_digests_of_the_whole():
     assert steps[0] == steps[1]
 
 
+@pytest.mark.slow
 def test_a_200_mib_line_is_scanned_without_holding_it(tmp_path):
     path = tmp_path / "line.jsonl"
     chunk = b"progress 10% done, file_0001.o compiled; " * 1024
@@ -143,6 +145,7 @@ def test_json_lines_readers_report_a_line_read_in_part(tmp_path):
     assert objects.skipped == ["line 2: read in part, 18 MiB in one line: 1 string kept as its first and last 1 MiB"]
 
 
+@pytest.mark.slow
 def test_a_200_mib_cast_line_is_read_without_holding_it(tmp_path):
     """The asciicast reader reads through the same `lines`: one 200 MiB output event
     costs no more than it does in an events file."""

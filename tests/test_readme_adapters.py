@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
 SECTION = "## Guard an agent framework"
 
 LOOPING_LANGCHAIN = """
