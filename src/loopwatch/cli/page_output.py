@@ -51,9 +51,10 @@ def write_page(
     model columns of the TSV files among `tables`; `problems` are
     `(label, why)` for files that cannot be read at all, listed as such. Returns the
     number of files that could not be read."""
+    from .. import safefile
     from ..analysis.outcomes import load_groups
     from ..html import Sources, report_data
-    from ..html.page import render, write
+    from ..html.page import render
     from ..html.sessions import error_row
 
     tables = list(tables)
@@ -71,7 +72,9 @@ def write_page(
         )
     data["sessions"] = [error_row(label, why) for label, why in problems] + data["sessions"]
     try:
-        write(output, render(data))
+        safefile.write(output, render(data))
+    except safefile.UnsafeWrite as exc:
+        raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
     click.echo(f"wrote {output}", err=True)

@@ -4,12 +4,11 @@ fresh nonce, the data one JSON blob the script reads. Jinja2 renders it, autoesc
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render", "script_json", "write"]
+__all__ = ["render", "script_json"]
 
 _HERE = Path(__file__).parent
 
@@ -49,20 +48,3 @@ def render(data: dict[str, Any]) -> str:
         style=Markup(style),
         data=Markup(script_json(data)),
     )
-
-
-def write(path: str, text: str) -> None:
-    """Write the page, private to the user (0600) like every file loopwatch creates,
-    replacing any file there only once it is complete."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
