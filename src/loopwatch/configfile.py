@@ -69,28 +69,22 @@ class FileRefused(ConfigError):
 
 def _parse(source: str) -> dict[str, Any]:
     """The TOML document in `source`, read within `MAX_BYTES` and `MAX_DEPTH`."""
-    import stat
     import tomllib
 
+    from .files import NotRegularFile, open_file
+
     try:
-        # O_NONBLOCK: a FIFO planted under the name must not hang the reader.
-        fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FileRefused(f"{source}: not a regular file; not read")
-        if info.st_size > MAX_BYTES:
-            raise FileRefused(
-                f"{source}: {info.st_size} bytes, over the {MAX_BYTES >> 20} MiB a configuration may have; not read"
-            )
-        with os.fdopen(os.dup(fd), "rb") as fh:
+        with open_file(source) as fh:  # never a blocking open: a FIFO planted here must not hang
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_BYTES:
+                raise FileRefused(
+                    f"{source}: {size} bytes, over the {MAX_BYTES >> 20} MiB a configuration may have; not read"
+                )
             raw = fh.read(MAX_BYTES + 1)
+    except NotRegularFile:
+        raise FileRefused(f"{source}: not a regular file; not read") from None
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
     if len(raw) > MAX_BYTES:
         raise FileRefused(f"{source}: over the {MAX_BYTES >> 20} MiB a configuration may have; not read")
     try:
