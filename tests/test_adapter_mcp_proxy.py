@@ -194,6 +194,38 @@ def test_a_cancelled_call_is_cancelled_in_the_wrapped_server(tmp_path, config):
     assert got == ["proxied cancelled"]
 
 
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # the 2025 protocol's ways
+def test_logging_level_and_resource_subscriptions_reach_the_wrapped_server(tmp_path, config):
+    """logging/setLevel and resources/subscribe are forwarded, and the server's
+    notifications/resources/updated comes back, through the proxy as directly."""
+
+    async def exchange(client, heard):
+        capabilities = client.server_capabilities
+        await client.set_logging_level("warning")
+        level = texts(await client.call_tool("level", {}))
+        await client.subscribe_resource("notes://readme")
+        touched = texts(await client.call_tool("touch", {"uri": "notes://readme"}))
+        with anyio.move_on_after(20):  # notifications are handled apart from the call's answer
+            while not any(m.method == "notifications/resources/updated" for m in heard):
+                await anyio.sleep(0.05)
+        updated = [str(m.params.uri) for m in heard if m.method == "notifications/resources/updated"]
+        offered = capabilities.logging is not None, capabilities.resources.subscribe
+        return offered, level, touched, updated
+
+    async def main(direct_log, log):
+        heard_direct, heard_proxied = [], []
+        async with session(SERVER, direct_log, heard_direct) as direct:
+            want = await exchange(direct, heard_direct)
+        async with session(proxy("--config", config), log, heard_proxied) as guarded:
+            got = await exchange(guarded, heard_proxied)
+        return want, got
+
+    with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
+        want, got = run(main, direct_log, log)
+    assert want == ((True, True), ["warning"], ["notes://readme updated"], ["notes://readme"])
+    assert got == want
+
+
 def test_looping_client_is_nudged_then_blocked_then_stopped(tmp_path, config):
     async def main(log):
         async with session(proxy("--config", config, "--stop"), log) as client:
