@@ -16,7 +16,14 @@ import itertools
 import anyio
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import Completion, EmptyResult, PromptReference, SetLevelRequestParams, SubscribeRequestParams
+from mcp.types import (
+    Completion,
+    EmptyResult,
+    PromptReference,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+)
 
 server = MCPServer("tiny-project", instructions="A project with failing tests.")
 _ticks = itertools.count(1)
@@ -114,10 +121,16 @@ async def subscribe(ctx, params: SubscribeRequestParams) -> EmptyResult:
     return EmptyResult()
 
 
-# MCPServer serves neither (both are deprecated as of the 2026-07-28 protocol), but
+async def unsubscribe(ctx, params: UnsubscribeRequestParams) -> EmptyResult:
+    _subscribed.discard(str(params.uri))
+    return EmptyResult()
+
+
+# MCPServer serves none of these (both are deprecated as of the 2026-07-28 protocol), but
 # clients of the 2025 protocol still use them: register them on its low-level server.
 server._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
 server._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+server._lowlevel_server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
 
 
 @server.completion()

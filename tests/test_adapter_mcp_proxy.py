@@ -196,7 +196,7 @@ def test_a_cancelled_call_is_cancelled_in_the_wrapped_server(tmp_path, config):
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # the 2025 protocol's ways
 def test_logging_level_and_resource_subscriptions_reach_the_wrapped_server(tmp_path, config):
-    """logging/setLevel and resources/subscribe are forwarded, and the server's
+    """logging/setLevel and resources/(un)subscribe are forwarded, and the server's
     notifications/resources/updated comes back, through the proxy as directly."""
 
     async def exchange(client, heard):
@@ -209,6 +209,8 @@ def test_logging_level_and_resource_subscriptions_reach_the_wrapped_server(tmp_p
             while not any(m.method == "notifications/resources/updated" for m in heard):
                 await anyio.sleep(0.05)
         updated = [str(m.params.uri) for m in heard if m.method == "notifications/resources/updated"]
+        await client.unsubscribe_resource("notes://readme")
+        touched += texts(await client.call_tool("touch", {"uri": "notes://readme"}))
         offered = capabilities.logging is not None, capabilities.resources.subscribe
         return offered, level, touched, updated
 
@@ -222,7 +224,8 @@ def test_logging_level_and_resource_subscriptions_reach_the_wrapped_server(tmp_p
 
     with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
         want, got = run(main, direct_log, log)
-    assert want == ((True, True), ["warning"], ["notes://readme updated"], ["notes://readme"])
+    touched = ["notes://readme updated", "notes://readme not subscribed"]
+    assert want == ((True, True), ["warning"], touched, ["notes://readme"])
     assert got == want
 
 
