@@ -133,6 +133,102 @@ def test_the_client_hears_through_the_proxy_what_it_hears_directly(tmp_path, con
     assert got == want
 
 
+def test_list_changes_reach_the_client_through_the_proxy(tmp_path, config):
+    """The server's tools, resources and prompts list_changed notifications pass through."""
+    changed = {"notifications/tools/list_changed", "notifications/resources/list_changed"}
+    changed.add("notifications/prompts/list_changed")
+
+    async def exchange(client, heard):
+        grown = await client.call_tool("grow", {})
+        with anyio.move_on_after(20):  # notifications are handled apart from the call's answer
+            while not changed <= {m.method for m in heard}:
+                await anyio.sleep(0.05)
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        return texts(grown), sorted(m.method for m in heard if m.method in changed), "grown" in names
+
+    async def main(direct_log, log):
+        heard_direct, heard_proxied = [], []
+        async with session(SERVER, direct_log, heard_direct) as direct:
+            want = await exchange(direct, heard_direct)
+        async with session(proxy("--config", config), log, heard_proxied) as guarded:
+            got = await exchange(guarded, heard_proxied)
+        return want, got
+
+    with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
+        want, got = run(main, direct_log, log)
+    assert want == (["grown"], sorted(changed), True)
+    assert got == want
+
+
+def test_a_cancelled_call_is_cancelled_in_the_wrapped_server(tmp_path, config):
+    """The client abandons a running call (the SDK then sends notifications/cancelled):
+    the wrapped server's tool is cancelled, through the proxy as directly."""
+
+    async def exchange(client, job):
+        started = anyio.Event()
+
+        async def on_progress(done, total, message):
+            started.set()
+
+        async with anyio.create_task_group() as tasks:
+
+            async def call():
+                await client.call_tool("wait", {"job": job}, progress_callback=on_progress)
+
+            tasks.start_soon(call)
+            with anyio.fail_after(60):
+                await started.wait()
+            tasks.cancel_scope.cancel()
+        return texts(await client.call_tool("was_cancelled", {"job": job}))
+
+    async def main(direct_log, log):
+        async with session(SERVER, direct_log) as direct:
+            want = await exchange(direct, "direct")
+        async with session(proxy("--config", config), log) as guarded:
+            got = await exchange(guarded, "proxied")
+        return want, got
+
+    with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
+        want, got = run(main, direct_log, log)
+    assert want == ["direct cancelled"]
+    assert got == ["proxied cancelled"]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # the 2025 protocol's ways
+def test_logging_level_and_resource_subscriptions_reach_the_wrapped_server(tmp_path, config):
+    """logging/setLevel and resources/(un)subscribe are forwarded, and the server's
+    notifications/resources/updated comes back, through the proxy as directly."""
+
+    async def exchange(client, heard):
+        capabilities = client.server_capabilities
+        await client.set_logging_level("warning")
+        level = texts(await client.call_tool("level", {}))
+        await client.subscribe_resource("notes://readme")
+        touched = texts(await client.call_tool("touch", {"uri": "notes://readme"}))
+        with anyio.move_on_after(20):  # notifications are handled apart from the call's answer
+            while not any(m.method == "notifications/resources/updated" for m in heard):
+                await anyio.sleep(0.05)
+        updated = [str(m.params.uri) for m in heard if m.method == "notifications/resources/updated"]
+        await client.unsubscribe_resource("notes://readme")
+        touched += texts(await client.call_tool("touch", {"uri": "notes://readme"}))
+        offered = capabilities.logging is not None, capabilities.resources.subscribe
+        return offered, level, touched, updated
+
+    async def main(direct_log, log):
+        heard_direct, heard_proxied = [], []
+        async with session(SERVER, direct_log, heard_direct) as direct:
+            want = await exchange(direct, heard_direct)
+        async with session(proxy("--config", config), log, heard_proxied) as guarded:
+            got = await exchange(guarded, heard_proxied)
+        return want, got
+
+    with open(tmp_path / "direct.log", "w") as direct_log, open(tmp_path / "proxy.log", "w") as log:
+        want, got = run(main, direct_log, log)
+    touched = ["notes://readme updated", "notes://readme not subscribed"]
+    assert want == ((True, True), ["warning"], touched, ["notes://readme"])
+    assert got == want
+
+
 def test_looping_client_is_nudged_then_blocked_then_stopped(tmp_path, config):
     async def main(log):
         async with session(proxy("--config", config, "--stop"), log) as client:
