@@ -65,8 +65,9 @@ def mcp_proxy(
     """Serve COMMAND's MCP tools on stdio, guarded against loops.
 
     COMMAND is a stdio MCP server. loopwatch starts it, forwards every tool it
-    lists and all it does not judge (resources, prompts, completions, the server's
-    progress and log notifications), and watches each tool call: a repeated loop
+    lists and all it does not judge (resources and their subscriptions, prompts,
+    completions, the logging level, cancellations, the server's progress, log and
+    list-changed notifications), and watches each tool call: a repeated loop
     is nudged (one more text block in the tool's result), then blocked (the call is
     not forwarded and the client gets an error result saying why); a stop answers
     every later call with an error until the client restarts the server. Each
