@@ -1,4 +1,5 @@
-"""One table of tools that write files (`hosts.WRITERS`), used by the readers and the hook."""
+"""Tools that write files: `hosts.WRITERS` (which input field names the file, for the
+readers) and the writer role every front end gives them (`core.config.WRITERS`)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ import json
 
 import pytest
 
+from loopwatch.core.config import Config
 from loopwatch.hook.guard import DEFAULT_TOOLS
 from loopwatch.hosts import WRITERS
 from loopwatch.readers import read
 
 
-def test_the_hook_gives_every_writer_the_writer_role_and_nothing_else():
-    writers = {name for name, rule in DEFAULT_TOOLS.items() if rule.get("role") == "writer"}
-    assert writers == set(WRITERS)
-    assert DEFAULT_TOOLS["BashOutput"] == {"role": "poller"}
+def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
+    config = Config.make()
+    assert all(config.rule(name).role == "writer" for name in WRITERS), WRITERS
+    # The hook adds no role of its own but the poller: the defaults are the core's.
+    assert DEFAULT_TOOLS == {"BashOutput": {"role": "poller"}}
 
 
 def _atif(tmp_path, name, arguments, error=False):

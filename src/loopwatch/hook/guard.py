@@ -32,7 +32,7 @@ from ..core.config import Config
 from ..core.events import Attempt, ToolCall, Turn, UserMessage
 from ..core.monitor import Monitor
 from ..core.verdict import ALLOW, Action, Verdict
-from ..hosts import WRITERS, codex
+from ..hosts import codex
 from .payload import Payload
 from .respond import ALLOW_REPLY, Reply, reply
 from .settings import detect_profile
@@ -44,10 +44,9 @@ __all__ = ["DEFAULT_TOOLS", "handle"]
 #: not imported from there: the hook path stays small).
 SUPERVISED = "LOOPWATCH_SUPERVISED"
 
-#: Tool rules the hook adds under the user's own (theirs win): edits are progress
-#: (the tools of `hosts.WRITERS`); polling a background shell is waiting.
+#: Tool rules the hook adds under the user's own (theirs win): polling a background
+#: shell is waiting. Editing tools are writers for every front end (`core.config.WRITERS`).
 DEFAULT_TOOLS = {
-    **{name: {"role": "writer"} for name in WRITERS},
     "BashOutput": {"role": "poller"},
 }
 
