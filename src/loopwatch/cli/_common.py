@@ -13,7 +13,16 @@ from ..core.config import Config, ConfigError
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["WRAPPER_CONTEXT", "config_options", "fail", "make_config", "plural", "progress_bar"]
+__all__ = [
+    "WRAPPER_CONTEXT",
+    "config_options",
+    "engine_options",
+    "fail",
+    "make_config",
+    "plural",
+    "progress_bar",
+    "use_ray",
+]
 
 # The context of a command that wraps another command line (`run`, `mcp-proxy`): from
 # the first argument that is not an option of ours on, everything is that command's own.
@@ -38,6 +47,39 @@ def config_options(func: Any) -> Any:
         help="A loopwatch.toml (default: ./loopwatch.toml or [tool.loopwatch] in pyproject.toml).",
     )(func)
     return func
+
+
+def engine_options(func: Any) -> Any:
+    """`--engine local|ray` and `--address`: where `scan` and `evaluate` replay."""
+    func = click.option(
+        "--address",
+        metavar="ADDR",
+        help="With --engine ray: the cluster to join (e.g. auto, or ray://host:10001); default: start one here.",
+    )(func)
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: a process pool on this machine. ray: a Ray cluster (needs loopwatch[ray]; "
+        "the files at the same path on every node).",
+    )(func)
+
+
+def use_ray(engine: str, address: str | None) -> bool:
+    """Whether to replay on Ray, connected when so. `--address` without `--engine ray`,
+    or a Ray that is missing or out of reach, is a one-line usage error."""
+    if address is not None and engine != "ray":
+        raise click.BadParameter("only with --engine ray", param_hint="--address")
+    if engine != "ray":
+        return False
+    from ..analysis.ray_engine import RayUnavailable, connect
+
+    try:
+        connect(address)
+    except RayUnavailable as exc:
+        raise click.UsageError(str(exc)) from None
+    return True
 
 
 def fail(command: str, message: str) -> NoReturn:

@@ -27,7 +27,7 @@ from ..analysis.evaluation import (
     make_cases,
     replay_cases,
 )
-from ._common import config_options, make_config, progress_bar
+from ._common import config_options, engine_options, make_config, progress_bar, use_ray
 
 if TYPE_CHECKING:
     from ..analysis.outcomes import Outcomes
@@ -197,14 +197,7 @@ def fold_groups(
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every figure, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="local: a process pool here. ray: a Ray cluster (loopwatch[ray]; the corpus at the same path on every node).",
-)
-@click.option("--address", metavar="ADDR", help="With --engine ray: the cluster to join (default: start one here).")
+@engine_options
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
     "--report",
@@ -318,16 +311,10 @@ def print_json(report: dict[str, Any]) -> None:
 
 
 def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[Replayed]]:
-    if address is not None and engine != "ray":
-        raise click.BadParameter("only with --engine ray", param_hint="--address")
-    if engine == "local":
+    if not use_ray(engine, address):
         return partial(replay_cases, jobs=jobs or None)
-    from ..analysis.ray_engine import RayUnavailable, connect, replay_cases_ray
+    from ..analysis.ray_engine import replay_cases_ray
 
-    try:
-        connect(address)
-    except RayUnavailable as exc:
-        raise click.UsageError(str(exc)) from None
     return partial(replay_cases_ray, address=address)
 
 

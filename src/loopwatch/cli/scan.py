@@ -15,7 +15,7 @@ from ..analysis.replay import SessionResult, default_jobs, replay_files
 from ..analysis.results import OutputError, ResultWriter, open_results, record_line
 from ..core.config import Config
 from ..readers import FORMATS
-from ._common import config_options, make_config, progress_bar
+from ._common import config_options, engine_options, make_config, progress_bar, use_ray
 from .paths import Target, expand
 from .report import Totals, first_block, print_problems, print_table
 
@@ -44,18 +44,7 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
     type=click.IntRange(min=1),
     help="Processes to use (default: one per core; never more than the cores or the files; 1 scans in this process).",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="local: a process pool on this machine. ray: a Ray cluster (needs loopwatch[ray]).",
-)
-@click.option(
-    "--address",
-    metavar="ADDR",
-    help="With --engine ray: the cluster to join (e.g. auto, or ray://host:10001); default: start one here.",
-)
+@engine_options
 @click.option(
     "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."
 )
@@ -113,16 +102,10 @@ def scan(
         if "-" in paths:
             raise click.UsageError("--report replays the files again: it cannot read standard input twice")
     out = sys.stdout.buffer
-    if address is not None and engine != "ray":
-        raise click.BadParameter("only with --engine ray", param_hint="--address")
     replay = partial(replay_files, jobs=jobs or default_jobs())
-    if engine == "ray":
-        from ..analysis.ray_engine import RayUnavailable, connect, replay_files_ray
+    if use_ray(engine, address):
+        from ..analysis.ray_engine import replay_files_ray
 
-        try:
-            connect(address)
-        except RayUnavailable as exc:
-            raise click.UsageError(str(exc)) from None
         replay = partial(replay_files_ray, address=address)
     with ExitStack() as files:
         if out_path is not None:
