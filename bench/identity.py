@@ -1,4 +1,4 @@
-"""What identifies a call, measured in the real CLIs and on the corpora (issue 23).
+"""What identifies a call, measured in the real CLIs and on the corpora.
 
     # the real `claude -p` (2.1.197, 2.1.332) and `codex exec` (0.171.0), a scripted model
     # running the same failing `ls` 12 times, fixed or with its free fields reworded; the

@@ -17,7 +17,7 @@ own marks, in milliseconds from the start of navigation (the file's parse includ
 `--scale K` also renders a page of K copies of every session (the same data, K times
 as many rows) to see that thousands of sessions stay responsive.
 
-Targets (issue 21): the 711-session page shows its rows within 2 s (rows-shown) and its
+Targets: the 711-session page shows its rows within 2 s (rows-shown) and its
 HTML stays under 10 MB. Other work on the machine slows the browser: the load average
 is printed with the figures.
 """

@@ -14,7 +14,7 @@ from that folder and times, best of N runs:
     serialize each result as `scan --json` does;
 (c) the same scan across processes (default: one per core).
 
-Targets (issue 3): (b) at most 2x (a); (c) at least 1.6x faster than (b) on 2 cores.
+Targets: (b) at most 2x (a); (c) at least 1.6x faster than (b) on 2 cores.
 Other work on the machine skews (c) most: the load average is printed with the figures,
 and so is the CPU the parallel scan spends (workers included) against one process,
 which bounds the speed-up on idle cores.

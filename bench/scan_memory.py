@@ -18,9 +18,9 @@ shared machine skews times, not peaks.
   it is in (it sorts them), so one folder of 10,000 holds 10,000 names at once;
 - line: one events file whose single `tool` event has a result of M MB, for each M in
   `--line-mb` (the figures: the peak against the first size, and against the file's
-  size; issue 9 measured 4.2x the file);
-- cast: one asciicast whose single `o` event is M MB, for each M in `--cast-mb` (issue
-  24 measured 620 MB for 200 MB);
+  size; a reader that holds the line peaks at about 4x the file);
+- cast: one asciicast whose single `o` event is M MB, for each M in `--cast-mb` (a
+  reader that holds the line peaks at about 3x it: 620 MB for 200 MB);
 - workers: `scan --jobs J` of N small files, for each J in `--many-jobs` (N =
   `--many-jobs-files`): the most worker processes seen at once (a count, from /proc).
 

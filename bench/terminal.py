@@ -13,7 +13,8 @@ and prints seconds, MB/s and each as a ratio to `lines`, best of N runs.
 
     PYTHONPATH=src python bench/terminal.py --hostile [--repeat N]
 
-instead feeds `lines` hostile escapes (issue 24), each repeated to ~64 KiB, and the same
+instead feeds `lines` hostile escapes (huge cursor counts, thousands of digits or
+parameters), each repeated to ~64 KiB, and the same
 text with each escape's bytes as letters (the same lines, as plain text),
 and prints, for each, the time (best of N) and the peak of memory allocated while it is
 cut (tracemalloc), each per input byte and as a ratio to the plain text: bounded per

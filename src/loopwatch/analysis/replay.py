@@ -321,7 +321,8 @@ def workers(jobs: int | None, files: int) -> int:
 # Files a parallel replay holds at once: admitted in order, given to the workers
 # largest first within this window, yielded in order. It bounds what is held (their
 # paths, and the results that finished before an earlier file did) whatever the number
-# of files (issue 9: the same peak for 10 and 10,000 files), and it is wide enough for
+# of files (the same peak for 10 and 10,000 files: `bench/scan_memory.py --files
+# 10,10000`), and it is wide enough for
 # largest-first to work: 1,024 is 64 times the files in hand on 2 cores (2 chunks of 8
 # a worker) and 8 times on 8. Sizes in a folder of runs vary by 1000x; the window sees
 # many of them.

@@ -1,7 +1,7 @@
 """Recording Codex's own trust for the hooks `loopwatch install codex` wrote.
 
 Codex skips hooks.json entries it has not been told to trust, without a message
-(issue 8: nothing reached loopwatch). Trust is a `[hooks.state."<key>"]` table with
+(nothing reaches loopwatch). Trust is a `[hooks.state."<key>"]` table with
 `trusted_hash = "sha256:..."` in the user's config.toml; the key and hash are computed
 exactly as Codex computes them (`loopwatch.hosts.codex`). This module trusts exactly
 loopwatch's own entries, with the hash of exactly what was written, and edits

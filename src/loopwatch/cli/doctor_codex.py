@@ -1,6 +1,6 @@
 """`loopwatch doctor`, Codex part: is the hook installed, trusted and runnable, and which
-Codex is this? What a user runs when "nothing happens" (issue 8: Codex skipped the
-untrusted hooks without a word).
+Codex is this? What a user runs when "nothing happens" (Codex skips untrusted
+hooks without a word).
 
     check_codex(env=None, codex="codex", cwd=None) -> list[(ok, line)]
 

@@ -283,7 +283,7 @@ def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path 
 
 def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict, changed: bool, dry_run: bool) -> None:
     """Record Codex's trust for exactly loopwatch's entries: Codex silently skips
-    untrusted hooks, so an install without it would do nothing (issue 8)."""
+    untrusted hooks, so an install without it would do nothing."""
     from . import codex_trust
 
     events = ", ".join(EVENTS["codex"])

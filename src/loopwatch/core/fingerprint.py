@@ -72,8 +72,8 @@ _LINE_PROGRESS = re.compile(r"(?<![0-9])[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)
 # Random hex ids: a token (between non-alphanumerics; `-` and `_` separate) of four or
 # more hex characters, with at least one digit and one letter. Codex 0.171 starts every
 # shell output with `Chunk ID: <6 random hex>`; masked from their first digit only,
-# `e1eabb` became `e#` and `86d36c` `#`, so twelve identical results read as two
-# (issue 8). Four: the shortest group of a UUID (`9b2e`); shorter mixed words (`e2e`,
+# `e1eabb` becomes `e#` and `86d36c` `#`, so twelve identical results would read as
+# two. Four: the shortest group of a UUID (`9b2e`); shorter mixed words (`e2e`,
 # `b4`) are left alone. Results only: in output lines a hex id names a thing (`docker
 # pull` prints one line per layer id), as digits after a letter do.
 _HEX_IDS = re.compile(
@@ -83,8 +83,9 @@ _HEX_IDS = re.compile(
 # a letter (`e1eabb` -> `e#`) leaves once `_NUMBERS` has run. Ids that start with a
 # digit are masked whole by `_NUMBERS` alone, so a result without this mark needs no
 # `_HEX_IDS` pass, which costs four times `_NUMBERS` (it has no literal to scan for;
-# this one starts at `#`). Most results have none: the core went from 39x the bare
-# digest to 30x (bench/core.py). `mask_numbers` gives what both passes give.
+# this one starts at `#`). Most results have none, so most skip the costly pass
+# (`python bench/core.py` measures the core's cost). `mask_numbers` gives what both
+# passes give.
 _HEX_MARK = re.compile(r"#(?<=[a-fA-F]#)")
 # The standard library's encoder, not orjson: inputs are small, and importing orjson
 # costs the hook 14 ms of start-up (it pulls in dataclasses, uuid and datetime).

@@ -5,8 +5,9 @@ the command, the path, the content, the pattern, the patch. Some fields are writ
 for the person watching or for the runtime, and a model words them anew at will:
 Claude Code's Bash `description` ("List the directory", "Show the folder"), its
 `timeout` and `run_in_background`, Codex's `yield_time_ms` and `max_output_tokens`.
-Counted, they hid a loop: the real `claude -p` ran the same failing `ls` 12 times of
-12 when its description was reworded each time (issue 23).
+Counted, they hide a loop: the real `claude -p` runs the same failing `ls` 12 times of
+12 when its description is reworded each time (ignored, it stops at the 4th; `python
+bench/identity.py clients` re-measures it).
 
 `IGNORED` names those fields per tool, for the tools of each host, read from what the
 real CLIs offer the model (the tools and input schemas Claude Code 2.1.197 and 2.1.332

@@ -27,14 +27,16 @@ takes that rung. Suspicion takes it when no call since that nudge succeeded with
 something new: the new streak's conclusive finding is then one conclusive round past
 the nudge (`held` 1, judged by `evidence.confirm` as any round is); otherwise it gets a
 nudge of its own.
-Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): in sample, 3 labelled
-loops stopped 1 to 3 steps sooner (a rejected edit nudged, then nearly the same rejected
-edits resubmitted; two streaks of two wordings of "No matches found"), no other verdict
-changed; out of fold (with `repeat`'s near copies) looping steps saved 56.2% -> 57.3%,
-recall, stops before onset, on `no` and on successful sessions, and successful sessions
-nudged unchanged. Without the "nothing new succeeded" condition a gemini-3-pro session
-nudged for its format corrections would be stopped (by `apology`) after a call that
-succeeded with something new, and one more labelled loop caught.
+Evidence for that rule: in sample it stops 3 labelled loops 1 to 3 steps sooner (a
+rejected edit nudged, then nearly the same rejected edits resubmitted; two streaks of two
+wordings of "No matches found") and changes no other verdict; out of fold, with
+`repeat`'s near copies, looping steps saved are 57.3% (56.2% without either) and recall,
+stops before onset, on `no` and on successful sessions, and successful sessions nudged
+do not move, as `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv --folds 5 --margin 0` re-measures.
+Without the "nothing new succeeded" condition a gemini-3-pro session nudged for its format
+corrections would be stopped (by `apology`) after a call that succeeded with something
+new, and one more labelled loop caught.
 
 Warnings are throttled: one, then at most one every `warn_every` seconds of event time,
 plus one more when a streak becomes conclusive; never one per event. A warning callback

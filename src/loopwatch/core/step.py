@@ -34,8 +34,8 @@ _NO_MATCH = re.compile(
 # is compared as written.
 _RANGE = re.compile(rb"(?<![0-9A-Za-z_.])[0-9]+[:,][0-9]+(?![0-9A-Za-z_.])")
 # The count a "found N matches" answer gives, read in the raw text: normalized, every
-# count is `#`, and "Found 34 matches" read as "nothing found" (a failure, an empty
-# answer) until round 3 of issue 10.
+# count is `#`, so "Found 34 matches" would read as "nothing found" (a failure, an
+# empty answer).
 _COUNT = re.compile(r"\bfound ([0-9]+) |\b([0-9]+) (?:files?|match(?:es)?|results?) found\b", re.IGNORECASE)
 # A shell's continuation prompt (`>` alone or before the text typed; a REPL's `>>>` is not one):
 # the line a shell shows while it waits for the rest of an unfinished command.

@@ -6,7 +6,8 @@ concurrently. Each call takes an exclusive `flock` on `state.lock`, then runs on
 commit. The lock file, not SQLite's busy handler, queues the writers: the kernel
 wakes a waiter when the lock is let go, where SQLite's handler sleeps and retries
 and, with 128 writers on two busy cores, starved some past a 10 s timeout
-(issue 9: 1-12 calls lost in 5 of 9 trials). A waiter gives up only when nobody
+(1-12 calls lost in 5 of 9 trials; with the lock none of 512 is lost: `python
+bench/hook_stress.py --calls 32,128,512`). A waiter gives up only when nobody
 has committed anything for `busy_timeout` seconds while the holder is stopped or
 not a loopwatch call (a holder that is stuck, not a queue that is long or a machine
 that is starved), or after `_WAIT_CAP` x `busy_timeout` in all.

@@ -7,6 +7,10 @@ severity at most).
 
 Grade: suspicion. An apology is what the model says, not what it does: it nudges, and
 stops only when corroborated.
+Evidence: alone it catches none of the 62 labelled loops of the 2024 corpus and stops
+no session there (its row of `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv`); what it
+does is pinned on written fixtures (tests/test_core_signal_apology.py).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ its worst 20-call window; three runaways had 5, 2 and 7), so churn warns and nud
 and never blocks or stops. No finding before a full window.
 
 Grade: suspicion (and `can_stop` False: even corroborated, it only nudges).
+Evidence: the fewest distinct calls per window of each labelled session, printed by
+`loopwatch calibrate --labels ../shared/corpus/labels.tsv`.
 """
 
 from __future__ import annotations

@@ -22,12 +22,13 @@ with a longer period. Suspicion for a cycle whose rounds shift: a masked line ra
 and alike results are a judgement (the same body pasted at another line is a
 different file), so it nudges and stops only when corroborated (the measured calibrations:
 one more conclusive round past the nudge).
-Evidence (round 3 of issue 10, out of fold, BENCHMARKS.md "Evidence, round 3"):
-recall 76% (47/62) -> 81% (50/62), three labelled cycles more (a run/edit cycle whose
-edit views move a line, two __init__s re-edited to the same states, `edit N:N` then
-`edit N:N+11` with N one lower each round); stops before onset (1), on `no` sessions
-(0) and on successful sessions (the same 3) unchanged; successful sessions nudged: the
-same 9 of 261.
+Evidence, out of fold on the 2024 corpus: shifting rounds catch three labelled cycles
+that exact rounds miss (a run/edit cycle whose edit views move a line, two __init__s
+re-edited to the same states, `edit N:N` then `edit N:N+11` with N one lower each round;
+recall 81% (50/62), 76% without them) and add no stop before onset, on `no` or on a
+successful session, and no nudge on one (9 of 261 either way), as
+`loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv --folds 5 --margin 0` re-measures.
 """
 
 from __future__ import annotations

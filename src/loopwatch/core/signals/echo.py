@@ -16,12 +16,16 @@ What it may do depends on how alike the calls are and how they fared:
 - near-identical calls that succeeded (`git add a.py`, `git add b.py`; sibling files
   with near-identical contents) are progress ("the same operation on different
   targets" is not a loop by the labelling protocol): a warning at most, never a nudge
-  (they were 7 of the 18 nudges on sessions that solved their task).
+  (when they nudged, they made 7 of the 18 nudges on sessions of the 2024 corpus that
+  solved their task).
 
 Grade: proof for identical calls that all failed (the identical rejected edit
 resubmitted: the protocol's own example of a loop); suspicion otherwise, because
 "nearly the same" is a similarity threshold, and healthy runs refine a search or edit
 sibling files with calls just as alike.
+Evidence: alone, on the 2024 corpus, it catches 15% of the labelled loops at a median
+delay of 3, with no stop on a `no` session (its row of `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv`).
 """
 
 from __future__ import annotations

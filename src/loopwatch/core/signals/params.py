@@ -9,7 +9,7 @@ rule it obeys as the field's `Annotated` metadata::
         #: Seconds the streak must span.
         window: Annotated[float, Seconds()] = 60.0
 
-From those declarations the base gives what every signal used to write by hand:
+From those declarations the base gives what every signal would otherwise write by hand:
 `enabled` (False when a field that can turn the signal off is 0) and `check()` (the
 first field out of its range, worded as `config` reports it: "threshold: 1 would
 make every single occurrence a loop; ..."). It also gives what `config`, `evaluation`

@@ -25,13 +25,14 @@ masked range and a changing file are a judgement): it nudges, and stops only whe
 corroborated (the measured calibrations: one more round past the nudge), until the
 identical copies that close it reach the threshold by themselves: that run is proof, as
 it would be with no near copy before it.
-Evidence (round 4 of issue 10, BENCHMARKS.md "Evidence, round 4"): near copies occur
-in 9 sessions of the shared corpus: 8 labelled loops and 1 `no` session (a pair, not
-stopped), none in a session that solved its task. In sample they stop 2 labelled loops
-sooner (the identical edit re-applied 29 times: step 20 -> 11; an edit rejected at 1:1,
-then at 1:6: 10 -> 9); out of fold (with the policy's round 4 rule) recall (50/62), stops
-before onset (1), on `no` (0) and on successful sessions (the same 3), and successful
-sessions nudged (the same 9) are unchanged; looping steps saved 56.2% -> 57.3%.
+Evidence for near copies: they occur in 9 sessions of the shared corpus (8 labelled
+loops and 1 `no` session, a pair, not stopped), none in a session that solved its task;
+in sample they stop 2 labelled loops sooner (the identical edit re-applied 29 times, at
+step 11 instead of 20; an edit rejected at 1:1, then at 1:6, at 9 instead of 10), and out
+of fold, with the policy's rule for an unheeded nudge, they move no recall or harm figure
+while looping steps saved are 57.3% (56.2% without either), as
+`loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv --folds 5 --margin 0` re-measures.
 
 Time. A streak whose copies came mostly `wait` seconds or more apart (more than half
 of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same

@@ -7,9 +7,9 @@ three-line traceback with a moving counter. Progress bars, pytest dots and blank
 never count.
 
 What a raw console can prove. A line that repeats only once its numbers are masked is
-suspicion, not proof: it is how log templates, tables and data look. On the
-Terminal-Bench recordings of OpenHands (`bench/consoles.py`), 95 of the 110 runs that
-solved their task were stopped on such lines, nearly always the runtime's access log
+suspicion, not proof: it is how log templates, tables and data look. Evidence: on the
+Terminal-Bench recordings of OpenHands (`python bench/consoles.py`), stopping on such lines
+would stop 95 of the 110 runs that solved their task, nearly always on the runtime's access log
 (`HH:MM:SS - openhands:INFO: ... "POST /execute_action HTTP/1.1" 200 OK`, one per
 action). Even lines repeated exactly are data when they come in one burst: on the
 mini-swe-agent console logs, a maze's rows in an assertion diff, `> hit wall` /
@@ -29,9 +29,9 @@ rounds, and it warns at most, however long it goes on. Grade: judgement. Not a f
 10,135 rounds of the timed sessions of the shared corpus (mini-swe-agent and ATIF), none
 took under a second (6 took 1 s, at mini-swe-agent's one-second resolution; the median
 4 s; `python bench/waiting.py`).
-A heartbeat slower than that is not told apart by its time. No verdict changes on the
-consoles or the corpora (BENCHMARKS.md, "Time as evidence": `python bench/consoles.py`,
-`loopwatch scan --json` before and after).
+A heartbeat slower than that is not told apart by its time. The recordings hold no
+heartbeat, so the rule decides no verdict on the consoles or the corpora (`python
+bench/consoles.py`, `loopwatch scan --json`).
 Anything else warns and nudges, never stops (`can_stop` False), unless
 `masked_can_stop` is set: a profile written by `loopwatch calibrate` for an agent
 whose healthy runs were measured.
@@ -41,8 +41,8 @@ stays under 1), as near-identical calls that succeeded only warn in `echo`: line
 alike once masked that say the work went through, one per step (the access log's
 `200 OK`), or one command's output in a burst (a maze's rows). Telling the model to
 change course on them is noise: with them nudging, 105 of the 110 solved OpenHands
-runs were nudged, and 2 of the 23 solved console logs (BENCHMARKS.md, "Consoles: a
-log of progress only warns"). A flood that goes on is not spared: over `min_span` it
+runs would be nudged, and 2 of the 23 solved console logs; as it is, none (`python
+bench/consoles.py`). A flood that goes on is not spared: over `min_span` it
 is proof. With a failure in it (the same exception, a moving port) it still nudges.
 """
 

@@ -2,6 +2,13 @@
 
 `retries` retries in a row, spanning at least `window` seconds, with no completed turn
 and no action between them: the run is paying for a provider that is not answering.
+
+Grade: proof (the harness's own retries, nothing else between), but it never blocks:
+there is no tool call to refuse (`can_block` False).
+Evidence: the corpora hold no retry storm (alone it stops no session of the 2024 corpus:
+its row of `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv`); what it does is
+pinned on written fixtures (tests/test_core_signal_output.py).
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ Grade: suspicion. The calls differ; only their error is the same, and healthy ru
 meet one error from several calls while they search (the same operation on sibling
 targets, searches that find nothing among searches that do). It nudges, and stops only
 when corroborated (see `policy`).
+Evidence: alone, on the 2024 corpus, it catches 61% of the labelled loops, more than any
+other signal, at a median delay of 8 (its row of `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv`;
+the threshold's evidence is on `Params.threshold`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Memory is bounded: at most `memory` actions are remembered, the oldest forgotten
 Grade: suspicion. Each replay is exact, but they need not be in a row or in any order
 (re-reading the same files while thinking it over is not a loop): it nudges, and stops
 only when corroborated.
+Evidence: most formats of the 2024 corpus keep no times, and alone it catches none of its
+62 labelled loops and stops no session there (its row of `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv`);
+what it does is pinned on written fixtures (tests/test_core_signal_stagnation.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ nudge there, as a suspicion.)
 
 Evidence (the shared Terminal-Bench 2.0 half; user events with no tool call between):
 7 or more in a row in 2 of 2,721 sessions that solved their task and in 25 of 2,360
-that failed (one answered 215 prompts with text); 5 or more in 3 and 29. A person
+that failed (one answered 215 prompts with text); 5 or more in 3 and 29 (`loopwatch
+scan --json --format events ../shared/corpus-tb2`: each record's
+`calibration.text_only_most` against `resolved` in its MANIFEST.tsv). A person
 chatting with an agent without asking it to act makes the same shape, so it is a
 suspicion that only nudges, never blocks or stops.
 

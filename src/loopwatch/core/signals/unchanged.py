@@ -20,7 +20,10 @@ failed sessions and none of 2,721 resolved ones. The 2024 corpus (692 sessions, 
 known), this signal alone, in sample: 3 rounds nudge or stop 13 of 261 sessions that
 solved their task, and stop a session labelled `no` (the same `apt-get install` timing
 out across edits to the package sources); 4 rounds: 1 and the same `no` session; 5: none,
-and 3 labelled loops. So 4 rounds, and never a stop.
+and 3 labelled loops. So 4 rounds, and never a stop. Each session's longest streak is
+its `calibration.unchanged_most` in `loopwatch scan --json`; the harm as shipped,
+`loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv`.
 
 Grade: suspicion, and it never blocks or stops (`can_stop` False): a check that stays the
 same while other files are written (an install that times out, a lint of another file)

@@ -11,7 +11,9 @@ Evidence (the shared Terminal-Bench 2.0 half, 5,081 sessions, `tb2-view` by hand
 longest run of such calls in a session that solved its task is 9 (one session of 2,721,
 wedged after its files were written, marked complete from the prompt); every other
 resolved session has at most 1. Of the 2,360 failed ones, 7 have 3 or more, up to 34:
-a `>` prompt after a broken `sed` quote, every later command only echoed to the end.
+a `>` prompt after a broken `sed` quote, every later command only echoed to the end
+(`loopwatch scan --json --format events ../shared/corpus-tb2`: each record's
+`calibration.wedged_most` against `resolved` in its MANIFEST.tsv).
 A single stuck call is common and harmless (a heredoc typed over two steps), so 3 in
 a row, the protocol's rounds, with nothing else between.
 
