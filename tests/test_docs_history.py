@@ -54,9 +54,7 @@ def prose(source: str) -> list[tuple[int, str]]:
 
 
 def history_in(source: str) -> list[str]:
-    return [
-        f"line {line}: {match.group(0)!r}" for line, text in prose(source) for match in HISTORY.finditer(text)
-    ]
+    return [f"line {line}: {match.group(0)!r}" for line, text in prose(source) for match in HISTORY.finditer(text)]
 
 
 def test_the_check_sees_history_in_docstrings_and_comments_only():
