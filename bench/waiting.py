@@ -11,7 +11,7 @@ call) as quantiles, and how many took under 1 s and 100 s or more; then, for the
 copies of one call in a row (the identical call with the identical result, as `repeat`
 counts them), the gap from the copy before, by outcome (a labelled loop, a session
 that solved its task, the others), and the streaks whose gaps are mostly `wait` seconds
-or more (what `repeat` now reads as waiting). Prints figures only: no call, no result.
+or more (what `repeat` reads as waiting). Prints figures only: no call, no result.
 """
 
 from __future__ import annotations
