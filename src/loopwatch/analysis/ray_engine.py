@@ -39,7 +39,7 @@ from .results import json_bytes
 __all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
 
 # Files in one Ray dataset. A dataset costs seconds to plan and start (about 10 s on a busy
-# 2-core machine, BENCHMARKS.md "Scale"), so windows are wide; the driver holds their paths
+# 2-core machine, BENCHMARKS.md "Scan, scale and Ray"), so windows are wide; the driver holds their paths
 # and the results that arrive before an earlier file's (a few KB each).
 _WINDOW = 8192
 _BATCH = 64  # files replayed in one `map_batches` call (a Ray task costs ~10 ms of scheduling; a session ~10 ms)

@@ -30,7 +30,8 @@ __all__ = ["CALIBRATIONS"]
 #: careful one (50% recall): repeat 4 rests on the protocol's 5 rounds, not on the sample.
 #: The labelled loops are nearly all SWE-agent ones, so for mini-swe-agent and
 #: Terminal-Bench this rests on outcomes (no stop on a successful session) more than on
-#: loops. Per format and per signal: BENCHMARKS.md, "Detection on the 2024 corpus".
+#: loops. BENCHMARKS.md, "Detection on the 2024 corpus" (per format and per signal: its
+#: Archive).
 _MEASURED: dict[str, Any] = {
     "signals": {"repeat": {"threshold": 4}, "same_error": {"threshold": 6}},
     "evidence": {"confirm": 1, "second_signal": False},

@@ -79,10 +79,10 @@ _RETRY = re.compile(
 # `ERR!`); the shell's and the OS's own words (`command not found`, `No such file or
 # directory`, `Permission denied`, `Connection refused`). The same failing step coming
 # back is what an agent's loop looks like; a log template or a table has none (the
-# OpenHands runtime log is all `INFO ... 200 OK`). The labels and the OS's words, added
-# when streaks with no failure in them stopped nudging, stopped and nudged nothing on
-# the OpenHands casts or the tb1 console logs (BENCHMARKS.md, "Consoles: a log of
-# progress only warns"). Substring checks come before each regex: most lines have none.
+# OpenHands runtime log is all `INFO ... 200 OK`). The labels and the OS's words stop
+# and nudge nothing on the OpenHands casts or the tb1 console logs (`python
+# bench/consoles.py`; BENCHMARKS.md, "Consoles"). Substring checks come before each
+# regex: most lines have none.
 _FAILURE = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bFAILED\b|\bfailed\b|\bfatal\b|Traceback \(most recent")
 _ERROR_LABEL = re.compile(r"\b(?:[Ee]rror[:!\]]|ERROR\b|ERR!)")
 

@@ -60,7 +60,8 @@ _MAX_DECISIONS = 20000
 #: the hook's own deadline (`Store.deadline`, `[hook] answer_within`) comes first, so
 #: a call that gives up says so in hook.log before the host kills it. 512 parallel
 #: calls on two cores kept busy by other work took up to ~200 s each (BENCHMARKS.md,
-#: "Reliability: the hook"), most of it starting Python: past the host's timeout.
+#: "The hook: start-up, per call, parallel calls"), most of it starting Python: past
+#: the host's timeout.
 _WAIT_CAP = 30
 _PROGRESS_EVERY = 0.25  # seconds between looks at whether the lock holder is getting anywhere
 
