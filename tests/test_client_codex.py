@@ -202,7 +202,12 @@ def test_run_ends_codex_exec_at_the_fourth_identical_failing_call(user, tmp_path
 
     assert done.returncode == 86, done.stderr[-2000:]
     assert len(stream_items(done.stdout)) == 4
-    assert len(server.requests) == 4  # no model turn after the stop
+    # No model turn after the stop: no fifth call ran. Codex posts the 4th call's output
+    # to the model while `run` reads the same output from the stream, so that one request
+    # may be in flight when the process group is ended; how often depends on scheduling,
+    # so the count allows it, and what it carries is checked instead.
+    assert len(server.requests) in (4, 5)
+    assert all(len(server.tool_outputs(n)) <= 4 for n in range(1, len(server.requests) + 1))
     verdict = json.loads(record.read_text())["loop"]["verdict"]
     assert verdict["action"] == "stop" and verdict["at_action"] == 4
     if hooked:  # the hook's nudge reached the model before the stop
