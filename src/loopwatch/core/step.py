@@ -100,6 +100,12 @@ def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
     return tuple([crc32(w) & 0xFFFF for w in words])
 
 
+def _first_words(text: str, limit: int = _CALL_SKETCH_WORDS) -> str:
+    """The first `limit` words of `text`, whitespace folded: all a sketch of `limit`
+    words can read (a file body is not split whole)."""
+    return " ".join(text.split(None, limit)[:limit])
+
+
 def _stuck(raw: str, input_value: object) -> bool:
     """Did the terminal only echo what was typed? Every non-blank line of the screen is a
     continuation prompt or a line of the call's own input, echoed; at least one such line."""
@@ -188,7 +194,7 @@ def make_step(
         role=role,
         at=at,
         sketch=sketch_of(text),
-        call_sketch=sketch_of(name + " " + " ".join(body.decode("utf-8", "replace").split()), _CALL_SKETCH_WORDS),
+        call_sketch=sketch_of(name + " " + _first_words(body.decode("utf-8", "replace")), _CALL_SKETCH_WORDS),
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
         shifted=_shifted(name, call, body),
