@@ -34,16 +34,15 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core import Pool  # noqa: E402  (bench/core.py: the same mixed stream)
+from core import Pool  # bench/core.py: the same mixed stream
 
-from loopwatch import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn  # noqa: E402
+from loopwatch import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 _OPT = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
