@@ -178,8 +178,9 @@ def arguments_of(value: Any) -> list[str]:
         if isinstance(item, str):
             if len(item) <= _MAX_ARGUMENT_SOURCE:
                 # Quoted phrases whole ("install java"), then their words.
-                for pair in _QUOTED.findall(item):
-                    found.add(pair[0] or pair[1])
+                if '"' in item or "'" in item:
+                    for pair in _QUOTED.findall(item):
+                        found.add(pair[0] or pair[1])
                 tokens = _TOKEN_SPLIT.split(item.strip())
                 # The first word of a command is the program, not an argument:
                 # `ping: command not found` and `sudo: command not found` differ.
