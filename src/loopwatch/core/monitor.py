@@ -319,10 +319,17 @@ class Monitor:
         for signal in self._by_hook[hook]:
             finding = getattr(signal, hook)(*args)
             if finding is not None:
+                # The signal's grade and the event's ref, where the finding has none
+                # (one `_replace`: it is the costly part of a finding).
+                fill: dict[str, Any] = {}
                 if not finding.grade:
-                    finding = finding._replace(grade=signal.grade)
+                    fill["grade"] = signal.grade
                 if event is not None and finding.source_ref is None:
-                    finding = _with_ref(finding, getattr(event, "source_ref", None))
+                    ref = getattr(event, "source_ref", None)
+                    if ref is not None:
+                        fill["source_ref"] = ref
+                if fill:
+                    finding = finding._replace(**fill)
                 findings.append(finding)
                 best = self.strongest.get(signal.name)
                 if best is None or finding.severity > best.severity:
@@ -365,8 +372,3 @@ def _stronger(a: Verdict, b: Verdict) -> Verdict:
         return a
     return b if b.action.rank > a.action.rank else a
 
-
-def _with_ref(finding: Finding, ref: str | None) -> Finding:
-    if ref is None:
-        return finding
-    return finding._replace(source_ref=ref)
