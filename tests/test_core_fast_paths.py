@@ -181,7 +181,9 @@ def stream(seed: int, size: int = 400) -> list[Any]:
             else:
                 events.append(ModelText(said))
         elif r < 0.85:  # output lines, some redrawn
-            data = "".join(phrase(rng, rng.randint(1, 6)) + rng.choice(["\n", "\r", "\r\n", "\x1b[2K\r"]) for _ in range(4))
+            data = "".join(
+                phrase(rng, rng.randint(1, 6)) + rng.choice(["\n", "\r", "\r\n", "\x1b[2K\r"]) for _ in range(4)
+            )
             events.append(Output(data, stream=rng.choice(("stdout", "stderr"))))
         elif r < 0.9:
             events.append(Retry(reason="overloaded"))
@@ -237,10 +239,26 @@ def test_the_patterns_find_what_their_plain_forms_find(s: str) -> None:
         assert lines._LETTER.search(lines._PYTEST_MARKS.sub("", s))
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 6), max_size=60), st.lists(st.integers(0, 6), max_size=60), st.floats(0, 1))
-def test_similar_is_the_indel_similarity(a: list[int], b: list[int], threshold: float) -> None:
-    assert common.similar(tuple(a), tuple(b), threshold) == plain_similar(tuple(a), tuple(b), threshold)
+@st.composite
+def sketch_pairs(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two sketches, the second often the first with a few words dropped or added
+    (alike ones, near any threshold)."""
+    a = draw(st.lists(st.integers(0, 6), max_size=60))
+    if draw(st.booleans()):
+        return tuple(a), tuple(draw(st.lists(st.integers(0, 6), max_size=60)))
+    b = list(a)
+    for _ in range(draw(st.integers(0, 8))):
+        if b and draw(st.booleans()):
+            del b[draw(st.integers(0, len(b) - 1))]
+        else:
+            b.insert(draw(st.integers(0, len(b))), draw(st.integers(0, 6)))
+    return tuple(a), tuple(b)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(sketch_pairs(), st.one_of(st.floats(0, 1), st.sampled_from([0.8, 0.9])))
+def test_similar_is_the_indel_similarity(pair: tuple[tuple[int, ...], tuple[int, ...]], threshold: float) -> None:
+    assert common.similar(*pair, threshold) == plain_similar(*pair, threshold)
 
 
 @settings(max_examples=300, deadline=None)
