@@ -371,4 +371,3 @@ def _stronger(a: Verdict, b: Verdict) -> Verdict:
     if b is ALLOW:  # most events: no need to rank the two
         return a
     return b if b.action.rank > a.action.rank else a
-
