@@ -31,6 +31,7 @@ PROGRESS = re.compile(r"(?<![0-9])[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|(?<![
 LINE_NUMBERS = re.compile(r"(?<![A-Za-z0-9.])(?:0[xX][0-9a-fA-F]+|[0-9]+(?:\.[0-9]+)*)")
 LINE_PROGRESS = re.compile(r"(?<![0-9])[0-9]+(?:\.[0-9]+)?\s?(?:%|[kKMGT]i?B\b)|\b" + _COUNT)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+MISSING_PROGRAM = re.compile(r"command not found|is not recognized as an internal or external command|: not installed")
 NEVER = re.compile(r"(?!)")
 
 
@@ -237,6 +238,30 @@ def test_the_patterns_find_what_their_plain_forms_find(s: str) -> None:
     assert text._SENTENCE_END.split(s) == SENTENCE_END.split(s)
     if lines._OTHER_LETTER.search(s):  # a letter that survives the pytest marks
         assert lines._LETTER.search(lines._PYTEST_MARKS.sub("", s))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "command",
+                " not ",
+                "found",
+                ": not",
+                " installed",
+                "is not recognized as an internal",
+                " or ",
+                "external command",
+                "x",
+                "\n",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_a_missing_program_is_told_as_the_plain_pattern_tells_it(s: str) -> None:
+    assert any(words in s for words in step._MISSING_PROGRAM) == (MISSING_PROGRAM.search(s) is not None)
 
 
 @st.composite

@@ -17,7 +17,8 @@ from .identity import identifying
 __all__ = ["Step", "make_step", "sketch_of"]
 
 # Failures no file edit can cure: the program itself is missing.
-_MISSING_PROGRAM = re.compile(r"command not found|is not recognized as an internal or external command|: not installed")
+# (Plain substrings: a pattern of alternatives is tried at every `c`, `i` and `:`.)
+_MISSING_PROGRAM = ("command not found", "is not recognized as an internal or external command", ": not installed")
 # A search answered "nothing found" by a harness that flags no error (Claude Code's Grep
 # and Glob: "No files found"; "Found 0 matches"): a failed search all the same, so
 # varied searches meeting it again and again are one wall (matched on the normalized
@@ -189,7 +190,7 @@ def make_step(
         shape=shape,
         failure=shape if error or (nothing and bool(text)) else None,
         empty=nothing,
-        missing_program=error and _MISSING_PROGRAM.search(text) is not None,
+        missing_program=error and any(words in text for words in _MISSING_PROGRAM),
         wrote=bool(changed) or (role == "writer" and not error),
         role=role,
         at=at,
