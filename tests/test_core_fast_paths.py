@@ -280,10 +280,12 @@ def sketch_pairs(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(a), tuple(b)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(sketch_pairs(), st.one_of(st.floats(0, 1), st.sampled_from([0.8, 0.9])))
 def test_similar_is_the_indel_similarity(pair: tuple[tuple[int, ...], tuple[int, ...]], threshold: float) -> None:
-    assert common.similar(*pair, threshold) == plain_similar(*pair, threshold)
+    exact = Indel.normalized_similarity(*pair)  # and the thresholds right at the pair's similarity
+    for t in (threshold, exact, min(1.0, exact + 1e-9), max(0.0, exact - 1e-9)):
+        assert common.similar(*pair, t) == plain_similar(*pair, t), t
 
 
 @settings(max_examples=300, deadline=None)
