@@ -61,6 +61,8 @@ _SCREEN_ROWS = 64
 _HEIGHT = 24
 _LETTER = re.compile(r"[^\W\d_]")
 _PYTEST_MARKS = re.compile(r"\[\s*\d+%\]|[.FEsxX]{2,}")
+# A letter no pytest mark is made of: a line with one keeps a letter whatever the marks.
+_OTHER_LETTER = re.compile(r"[^\W\d_FEsxX]")
 _PROGRESS = re.compile(
     r"(?<!\d)\d+(?:\.\d+)?\s?%|[█▉▊▋▌▍▎▏▓▒░■□●○◐◓◑◒⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏━╸╺─]|[|/\\-]{3,}|\[[=#>\-\s.]{3,}\]"
     r"|^\s*[|/\\-]\s|\(\d+(?:\.\d+)?s\)|\b\d+:\d\d\b|\b\d+\s*(?:/|of)\s*\d+\b"
@@ -211,7 +213,7 @@ def _countable(line: str, redraw: bool) -> Line | None:
         return None
     plain = strip_escapes(line)
     text = normalize_line(plain)
-    if not _LETTER.search(_PYTEST_MARKS.sub("", text)):
+    if not _OTHER_LETTER.search(text) and not _LETTER.search(_PYTEST_MARKS.sub("", text)):
         return None
     # Substring checks first: the regexes on every line cost a third of the cutting.
     low = plain.lower()

@@ -197,13 +197,12 @@ class Monitor:
         step = self._digest(call, rule, at)
         if self._new_success(step):
             self._policy.progress(step.index)
-        label = messages.label(call.name, call.input)
-        verdict = _stronger(ended, self._feed("on_step", at, (step,), call, label))
+        verdict = _stronger(ended, self._feed("on_step", at, (step,), call, call))
         if call.error and self._by_hook["on_correction"] and names_invented_tool(text_head(call.result)):
             # A call to a tool that does not exist, refused in its result (Claude Code):
             # the harness correcting the model, as a correction event would.
             key = digest(call.name + "\x00invented")
-            verdict = _stronger(verdict, self._feed("on_correction", at, (key, at, self.actions, True), call, label))
+            verdict = _stronger(verdict, self._feed("on_correction", at, (key, at, self.actions, True), call, call))
         return verdict
 
     def _digest(self, call: ToolCall, rule: Any, at: float) -> Step:
@@ -313,22 +312,33 @@ class Monitor:
             verdict = _stronger(verdict, self._feed("on_line", at, (line, at, self.actions), output))
         return verdict
 
-    def _feed(self, hook: str, at: float, args: tuple[Any, ...], event: Any, label: str = "") -> Verdict:
+    def _feed(self, hook: str, at: float, args: tuple[Any, ...], event: Any, call: ToolCall | None = None) -> Verdict:
+        """Feed one observation to the signals that take it. `call`, the tool call it
+        came from, labels the model's message (worded only when there is one)."""
         findings = []
         for signal in self._by_hook[hook]:
             finding = getattr(signal, hook)(*args)
             if finding is not None:
+                # The signal's grade and the event's ref, where the finding has none
+                # (one `_replace`: it is the costly part of a finding).
+                fill: dict[str, Any] = {}
                 if not finding.grade:
-                    finding = finding._replace(grade=signal.grade)
+                    fill["grade"] = signal.grade
                 if event is not None and finding.source_ref is None:
-                    finding = _with_ref(finding, getattr(event, "source_ref", None))
+                    ref = getattr(event, "source_ref", None)
+                    if ref is not None:
+                        fill["source_ref"] = ref
+                if fill:
+                    finding = finding._replace(**fill)
                 findings.append(finding)
                 best = self.strongest.get(signal.name)
                 if best is None or finding.severity > best.severity:
                     self.strongest[signal.name] = finding
         if not findings:
             return ALLOW
-        verdict = self._policy.decide(findings, at, lambda f, a: messages.for_model(f, a, label))
+        verdict = self._policy.decide(
+            findings, at, lambda f, a: messages.for_model(f, a, messages.label(call.name, call.input) if call else "")
+        )
         return self._note(verdict)
 
     def _note(self, verdict: Verdict) -> Verdict:
@@ -358,10 +368,6 @@ def _passage_digest(passage: str) -> bytes:
 
 
 def _stronger(a: Verdict, b: Verdict) -> Verdict:
+    if b is ALLOW:  # most events: no need to rank the two
+        return a
     return b if b.action.rank > a.action.rank else a
-
-
-def _with_ref(finding: Finding, ref: str | None) -> Finding:
-    if ref is None:
-        return finding
-    return finding._replace(source_ref=ref)

@@ -30,14 +30,17 @@ class TailCycles:
         equals. `length` counts the items of the periodic stretch. (0, 0, 0) if none
         repeats."""
         tail, matches = self._tail, self._matches
-        n = len(tail)
-        for p in range(1, self.max_period + 1):
-            if p <= n and tail[-p] == item:
+        # p places back, for each p the tail holds; beyond it a count is 0 already
+        # (the tail only grows until `clear`, which zeroes every count).
+        for p, old in enumerate(reversed(tail), 1):
+            if old == item:
                 matches[p] += 1
             else:
                 matches[p] = 0
         tail.append(item)
         best = (0, 0, 0)
+        if not any(matches):  # nothing repeats: most items
+            return best
         for p in range(min_period, self.max_period + 1):
             m = matches[p]
             if m == 0:

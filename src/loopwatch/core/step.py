@@ -17,7 +17,8 @@ from .identity import identifying
 __all__ = ["Step", "make_step", "sketch_of"]
 
 # Failures no file edit can cure: the program itself is missing.
-_MISSING_PROGRAM = re.compile(r"command not found|is not recognized as an internal or external command|: not installed")
+# (Plain substrings: a pattern of alternatives is tried at every `c`, `i` and `:`.)
+_MISSING_PROGRAM = ("command not found", "is not recognized as an internal or external command", ": not installed")
 # A search answered "nothing found" by a harness that flags no error (Claude Code's Grep
 # and Glob: "No files found"; "Found 0 matches"): a failed search all the same, so
 # varied searches meeting it again and again are one wall (matched on the normalized
@@ -98,6 +99,12 @@ def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
     crc32 = zlib.crc32
     words = text.encode("utf-8", "surrogatepass").split(b" ", limit)[:limit]
     return tuple([crc32(w) & 0xFFFF for w in words])
+
+
+def _first_words(text: str, limit: int = _CALL_SKETCH_WORDS) -> str:
+    """The first `limit` words of `text`, whitespace folded: all a sketch of `limit`
+    words can read (a file body is not split whole)."""
+    return " ".join(text.split(None, limit)[:limit])
 
 
 def _stuck(raw: str, input_value: object) -> bool:
@@ -183,12 +190,12 @@ def make_step(
         shape=shape,
         failure=shape if error or (nothing and bool(text)) else None,
         empty=nothing,
-        missing_program=error and _MISSING_PROGRAM.search(text) is not None,
+        missing_program=error and any(words in text for words in _MISSING_PROGRAM),
         wrote=bool(changed) or (role == "writer" and not error),
         role=role,
         at=at,
         sketch=sketch_of(text),
-        call_sketch=sketch_of(name + " " + " ".join(body.decode("utf-8", "replace").split()), _CALL_SKETCH_WORDS),
+        call_sketch=sketch_of(name + " " + _first_words(body.decode("utf-8", "replace")), _CALL_SKETCH_WORDS),
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
         shifted=_shifted(name, call, body),

@@ -34,7 +34,9 @@ _APOLOGY = re.compile(
     r"|i\s+was\s+wrong|please\s+disregard|i\s+made\s+(?:an?\s+)?(?:error|mistake))",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# `(?<=[.!?])\s+`, written to start with what it matches (a pattern that starts with a
+# lookbehind is tried at every character).
+_SENTENCE_END = re.compile(r"\s(?<=[.!?]\s)\s*")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s")
 _MAX_PENDING = 1024
 

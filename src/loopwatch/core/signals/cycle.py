@@ -41,7 +41,7 @@ from ..messages import ActionCycle, ShiftingCycle
 from ..periodic import TailCycles
 from ..step import Step
 from .base import Signal
-from .common import most_common_names
+from .common import most_common_names, similar
 from .params import Between, Count, Fraction, SignalParams
 
 __all__ = ["Cycle"]
@@ -99,16 +99,19 @@ class Cycle(Signal[Params]):
         """(period, copies, length) of the strongest cycle at the tail whose rounds are
         alike rather than equal (`TailCycles.push`, with `_alike` for equality)."""
         tail, matches, drift = self._shifts, self._shift_matches, self.params.drift
-        n = len(tail)
         shifted = step.shifted
-        for p in range(1, self.params.max_period + 1):
+        # beyond the steps the tail holds a count is 0 already (as in `TailCycles.push`)
+        for p, old in enumerate(reversed(tail), 1):
             # equal `shifted` first: implied by `_alike`, and cheap
-            if p <= n and tail[-p].shifted == shifted and _alike(tail[-p], step, drift):
+            if old.shifted == shifted and _alike(old, step, drift):
                 matches[p] += 1
             else:
                 matches[p] = 0
         tail.append(step)
         best = (0, 0, 0)
+        if not any(matches):
+            self._shift_key = None
+            return best
         for p in range(2, self.params.max_period + 1):
             m = matches[p]
             if m == 0 or any(p % d == 0 and matches[d] >= m for d in range(1, p)):
@@ -186,14 +189,4 @@ def _alike(a: Step, b: Step, similarity: float) -> bool:
         return False
     if a.result == b.result:
         return True
-    return (a.failure is None) == (b.failure is None) and _similar(a.sketch, b.sketch, similarity)
-
-
-def _similar(a: tuple[int, ...], b: tuple[int, ...], threshold: float) -> bool:
-    if a == b:
-        return True
-    if not a or not b:
-        return False
-    from rapidfuzz.distance import Indel  # lazy: keeps `import loopwatch` fast
-
-    return Indel.normalized_similarity(a, b) >= threshold
+    return (a.failure is None) == (b.failure is None) and similar(a.sketch, b.sketch, similarity)
