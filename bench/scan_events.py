@@ -22,7 +22,7 @@ Times are CPU seconds (this process for (a), the finished child for (b)): on a s
 machine the wall clock also counts the time other processes held the core. The best
 of the repeats counts. The scan's figure includes the child's start-up (interpreter,
 imports; printed apart, from a scan of a one-line file), so the ratio is a bound from
-above. Target (issue 22): the scan at most 6x the bare pass (goal 3x).
+above. Target: the scan at most 6x the bare pass (goal 3x).
 """
 
 from __future__ import annotations
