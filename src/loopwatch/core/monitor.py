@@ -47,7 +47,7 @@ from .signals import SIGNALS
 from .signals.base import Signal
 from .step import Step, make_step
 from .text import PassageCutter, is_apology, names_invented_tool
-from .verdict import ALLOW, Action, Verdict
+from .verdict import ALLOW, Action, Verdict, for_model
 
 __all__ = ["Monitor"]
 
@@ -270,7 +270,7 @@ class Monitor:
         verdict = Verdict(
             action,
             signal=finding.signal,
-            message=messages.for_model(finding, action, label),
+            message=for_model(finding, action, label),
             description=finding.description,
             finding=finding,
             at=at,
@@ -328,7 +328,7 @@ class Monitor:
                     self.strongest[signal.name] = finding
         if not findings:
             return ALLOW
-        verdict = self._policy.decide(findings, at, lambda f, a: messages.for_model(f, a, label))
+        verdict = self._policy.decide(findings, at, lambda f, a: for_model(f, a, label))
         return self._note(verdict)
 
     def _note(self, verdict: Verdict) -> Verdict:
