@@ -8,9 +8,14 @@ keep them (`Message.args`) and anyone may word them again. The wording lives her
 nowhere else: a signal says *what* it saw by making a message; `Finding.description`
 and `Finding.hint` render it; durations are worded by `duration`, one way everywhere.
 
-The model-facing message (`for_model`) may also name the call being repeated, a short
-label built from the event at hand (which the model has just written itself): that is
-passed in when the message is rendered, never stored in a message.
+What loopwatch says when it acts is worded here too, by a class per kind of act
+(`Nudged`, `Blocked`, `StillCircling`, `Stopped`, `Warned`, `Unchecked`): `for_model`, what
+the model reads (what it is circling, and what to do instead), and `for_person`, what the
+person watching reads (a hook's `systemMessage` or `stopReason`, an exception). What the
+model reads may also name the call being repeated, a short label built from the event at
+hand (which the model has just written itself): that is passed in when the sentence is
+made, never stored in a message. `loopwatch_said` tells loopwatch's refusals from other
+text in a transcript, by the same classes.
 
 What this does not do: decide anything. Severity, grade and what may stop belong to the
 signal and the policy.
