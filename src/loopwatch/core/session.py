@@ -107,7 +107,7 @@ class GuardSession:
             decision = Decision(Action.STOP, Stopped(self.stopped, held=True).for_model(), self.stopped)
         else:
             verdict = self.monitor.check(attempt)
-            decision = self._decide(verdict, ran=False, call_label=label(attempt.name, attempt.input))
+            decision = self._decide(verdict, ran=False, call=attempt)
         if decision.blocks:
             self.blocked.append((attempt.call_id, digest_call(attempt.name, attempt.input)))
         return decision
@@ -119,7 +119,7 @@ class GuardSession:
             return ALLOWED
         if interrupted:
             return ALLOWED
-        return self._decide(self.monitor.observe(call), ran=True, call_label=label(call.name, call.input))
+        return self._decide(self.monitor.observe(call), ran=True, call=call)
 
     def observe(self, event: Event) -> Decision:
         """Anything else the run did: text the model wrote, a turn, a retry."""
@@ -158,13 +158,16 @@ class GuardSession:
                 return True
         return False
 
-    def _decide(self, verdict: Verdict, *, ran: bool, call_label: str = "") -> Decision:
+    def _decide(self, verdict: Verdict, *, ran: bool, call: Attempt | ToolCall | None = None) -> Decision:
+        """The decision on `verdict`, for an event that `ran` (else a call not yet run);
+        `call` is the call at hand, named to the model as the monitor names it."""
         action = verdict.action
         if action is Action.ALLOW:
             return ALLOWED
         if action is Action.WARN:
             return Decision(Action.ALLOW, None, verdict.description, verdict)
         what = verdict.finding.message if verdict.finding is not None else (verdict.description or _CIRCLES)
+        call_label = label(call.name, call.input) if call is not None else ""
         told: Told | None = None
         if action is Action.BLOCK and ran:
             told, action = StillCircling(what, call_label), Action.NUDGE
