@@ -20,9 +20,9 @@ from loopwatch.core.messages import (
     SameCorrection,
     SameResult,
     duration,
-    for_model,
 )
 from loopwatch.core.signals import SIGNALS
+from loopwatch.core.verdict import for_model
 
 SECRET = "s3cr3t-VALUE-9f2"
 

@@ -14,9 +14,12 @@ from loopwatch.core.finding import Finding
 from loopwatch.hook.payload import parse
 from loopwatch.hook.respond import reply
 from loopwatch.hosts import claude_code as host
-from loopwatch.core.messages import SameResult, for_model
+from loopwatch.core.messages import SameResult
+from loopwatch.core.monitor import Monitor
+from loopwatch.core.session import GuardSession
+from loopwatch.core.events import Attempt
 from loopwatch.readers.claude_code import StreamParser, read
-from loopwatch.core.verdict import ALLOW, Action
+from loopwatch.core.verdict import Action, for_model
 
 CLIENTS = Path(os.environ.get("LOOPWATCH_CLIENTS") or Path(__file__).resolve().parents[1].parent / "shared" / "clients")
 PAYLOADS = CLIENTS / "claude-code" / "payloads"
@@ -81,11 +84,13 @@ def test_exit_code_reads_only_claude_codes_head():
 
 def test_the_denial_prefixes_are_loopwatchs_own_words():
     finding = Finding("repeat", 1.0, 1, SameResult("Bash", 3))
-    assert for_model(finding, Action.STOP).startswith(host.STOP_TEXT)
-    assert for_model(finding, Action.BLOCK).startswith(host.BLOCK_TEXT)
-    refused = reply("claude-code", "PreToolUse", ALLOW, stopped="the same call 3 times")
-    assert refused.stdout["hookSpecificOutput"]["permissionDecisionReason"].startswith(host.STOP_TEXT)
+    session = GuardSession(Monitor())
+    session.stop("the same call 3 times")
+    refusal = session.before_call(Attempt("Bash", {"command": "ls"}))
+    refused = reply("claude-code", "PreToolUse", refusal, stopped=session.stopped)
     block = {"is_error": True}
+    assert host.loopwatch_denial(block, refused.stdout["hookSpecificOutput"]["permissionDecisionReason"]) == "stop"
+    assert host.said_stop(refused.stdout["stopReason"])
     assert host.loopwatch_denial(block, for_model(finding, Action.STOP)) == "stop"
     assert host.loopwatch_denial(block, "Error: " + for_model(finding, Action.BLOCK)) == "block"
     assert host.loopwatch_denial({"is_error": False}, for_model(finding, Action.STOP)) is None
@@ -167,7 +172,7 @@ def test_the_stop_reason_from_a_session_file(tmp_path):
     folder.mkdir(parents=True)
     (folder / f"{session}.jsonl").write_bytes((STREAMS / "fix_loop.session.jsonl").read_bytes())
     reason = host.transcript_stop_reason(session, {"HOME": str(tmp_path)})
-    assert reason is not None and reason.startswith(host.STOP_TEXT)
+    assert reason is not None and host.said_stop(reason)
     assert host.transcript_stop_reason(session, {"CLAUDE_CONFIG_DIR": str(tmp_path / "elsewhere")}) is None
     assert host.transcript_stop_reason("../../etc/passwd", {"HOME": str(tmp_path)}) is None
     (folder / "0000-other.jsonl").write_bytes((STREAMS / "loop1.session.jsonl").read_bytes())

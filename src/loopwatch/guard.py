@@ -16,7 +16,8 @@
         if guard.stopped:                          # end the run, saying why
             raise SystemExit(guard.stopped)
 
-It adds to the monitor only what every integration otherwise gets wrong in its glue:
+It adds to the monitor only what every integration otherwise gets wrong in its glue,
+the same for the Claude Code and Codex hook (`loopwatch.core.session.GuardSession`):
 
 - A blocked (or refused-after-stop) call is *not* a completed call: if the framework
   reports it afterwards anyway (a callback, an output hook, a span), `after_call`
@@ -49,65 +50,22 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from .configfile import apply_env
 from .core.config import Config
 from .core.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
-from .core.fingerprint import digest_call
 from .core.monitor import Monitor
-from .core.verdict import ALLOW, Action, Verdict
+from .core.session import Decision, GuardSession
+from .core.verdict import Verdict
 
 __all__ = ["Decision", "Guard", "drop"]
-
-#: Blocked calls remembered until the framework reports them (or not: many never do).
-#: A batch of parallel calls is at most a few dozen; older entries are forgotten, which
-#: can at worst count one blocked call as completed.
-_MAX_PENDING = 64
 
 #: Runs kept by `for_run` that never said they ended (a run that raised past its
 #: framework's end hook): beyond this many, the least recently used is forgotten.
 _MAX_RUNS = 1024
-
-# The core words a block as a refusal; after the call ran it is a warning instead
-# (the hook rewords it the same way, in hook/respond.py).
-_BLOCK_HEAD = "loopwatch blocked this call: "
-_RAN_HEAD = "loopwatch: this call ran, but you are still going in circles: "
-_STOPPED_TAIL = " Do not call more tools; say what went wrong and wait for the user."
-
-
-class Decision(NamedTuple):
-    """What to do with one call (or one piece of text).
-
-    `action` is ALLOW, NUDGE, BLOCK or STOP (a WARN, for the person watching only,
-    is ALLOW here; its verdict is kept in `verdict`). `message` is addressed to the
-    model: the nudge to add to the context, or for BLOCK and STOP the text to hand it
-    as the tool's result. `reason` is addressed to a person ("the same Bash call
-    returned the same result 4 times in a row over 1m12s").
-    """
-
-    action: Action = Action.ALLOW
-    message: str | None = None
-    reason: str | None = None
-    verdict: Verdict = ALLOW
-
-    @property
-    def blocks(self) -> bool:
-        """The call must not run (block or stop); hand the model `tool_result`."""
-        return self.action is Action.BLOCK or self.action is Action.STOP
-
-    @property
-    def tool_result(self) -> str | None:
-        """For a block or stop: the result to give the model instead of running."""
-        return self.message if self.blocks else None
-
-    def __bool__(self) -> bool:  # `if decision:` reads "if something must be done"
-        return self.action is not Action.ALLOW
-
-
-ALLOWED = Decision()
 
 
 def drop(*fields: str) -> Callable[[Any], Any]:
@@ -157,10 +115,14 @@ class Guard:
         self.monitor = monitor
         self.clock = clock
         self.keys = dict(keys or {})
-        self.stopped: str | None = None  # the stop reason, once stopped (for a person)
-        self._pending: deque[tuple[str | None, bytes]] = deque(maxlen=_MAX_PENDING)
+        self._session = GuardSession(monitor)
         self._lock = threading.Lock()
         self._runs: OrderedDict[Hashable, dict[str | None, Guard]] = OrderedDict()
+
+    @property
+    def stopped(self) -> str | None:
+        """The stop's reason, once stopped (for a person); None after the user writes."""
+        return self._session.stopped
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -220,14 +182,7 @@ class Guard:
         and give the model `decision.tool_result` as its result."""
         key = self._key(name, input)
         with self._lock:
-            if self.stopped is not None:
-                decision = self._refusal()
-            else:
-                verdict = self.monitor.check(Attempt(name, key, at=self._at(at), call_id=call_id))
-                decision = self._decide(verdict, ran=False)
-            if decision.blocks:
-                self._pending.append((call_id, digest_call(name, key)))
-            return decision
+            return self._session.before_call(Attempt(name, key, at=self._at(at), call_id=call_id))
 
     def after_call(
         self,
@@ -245,37 +200,31 @@ class Guard:
         A call this guard blocked is recognised and not counted."""
         key = self._key(name, input)
         with self._lock:
-            if self._pending and self._was_blocked(call_id, digest_call(name, key)):
-                return ALLOWED
-            verdict = self.monitor.observe(
+            return self._session.after_call(
                 ToolCall(name, key, result, error=bool(error), changed=tuple(changed), at=self._at(at), call_id=call_id)
             )
-            return self._decide(verdict, ran=True)
 
     # -- the rest of the conversation ---------------------------------------------------------
 
     def text(self, text: str, *, chunk: bool = False, at: float | None = None) -> Decision:
         """Text the model wrote (a whole message, or a streamed chunk)."""
         with self._lock:
-            return self._decide(self.monitor.observe(ModelText(text, at=self._at(at), chunk=chunk)), ran=True)
+            return self._session.observe(ModelText(text, at=self._at(at), chunk=chunk))
 
     def turn(self, *, tokens: int | None = None, cost: float | None = None, at: float | None = None) -> Decision:
         """A model request was answered."""
         with self._lock:
-            return self._decide(self.monitor.observe(Turn(at=self._at(at), tokens=tokens, cost=cost)), ran=True)
+            return self._session.observe(Turn(at=self._at(at), tokens=tokens, cost=cost))
 
     def retry(self, reason: str | None = None, *, at: float | None = None) -> Decision:
         """The harness retried a model request (rate limit, overload, timeout)."""
         with self._lock:
-            return self._decide(self.monitor.observe(Retry(at=self._at(at), reason=reason)), ran=True)
+            return self._session.observe(Retry(at=self._at(at), reason=reason))
 
     def user(self, *, at: float | None = None) -> Decision:
         """The user wrote: every streak starts again, and a stop is lifted."""
         with self._lock:
-            self.stopped = None
-            self._pending.clear()
-            self.monitor.observe(UserMessage(at=self._at(at)))
-            return ALLOWED
+            return self._session.user(UserMessage(at=self._at(at)))
 
     def record(self) -> dict[str, Any]:
         """The monitor's JSON record (names, counts and times only)."""
@@ -296,32 +245,3 @@ class Guard:
         if at is not None or self.clock is None:
             return at
         return self.clock()
-
-    def _was_blocked(self, call_id: str | None, call: bytes) -> bool:
-        pending = self._pending
-        for i, (blocked_id, blocked_call) in enumerate(pending):
-            if (call_id is not None and blocked_id == call_id) or (
-                (call_id is None or blocked_id is None) and blocked_call == call
-            ):
-                del pending[i]
-                return True
-        return False
-
-    def _refusal(self) -> Decision:
-        # Worded from the description alone: the first stop's message may quote the
-        # call, which is the model's to read then, never the guard's to keep.
-        return Decision(Action.STOP, f"loopwatch stopped the run: {self.stopped}.{_STOPPED_TAIL}", self.stopped)
-
-    def _decide(self, verdict: Verdict, *, ran: bool) -> Decision:
-        action = verdict.action
-        if action is Action.ALLOW or action is Action.WARN:
-            return Decision(Action.ALLOW, None, verdict.description, verdict) if action is Action.WARN else ALLOWED
-        message = verdict.message or verdict.description or "loopwatch: you appear to be going in circles"
-        if action is Action.BLOCK and ran:
-            if message.startswith(_BLOCK_HEAD):
-                message = _RAN_HEAD + message[len(_BLOCK_HEAD) :]
-            return Decision(Action.NUDGE, message, verdict.description, verdict)
-        if action is Action.STOP and self.stopped is None:
-            self.stopped = verdict.description or "the run kept going in circles"
-            message += _STOPPED_TAIL
-        return Decision(action, message, verdict.description, verdict)

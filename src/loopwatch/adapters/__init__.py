@@ -23,6 +23,8 @@ class LoopStopped(RuntimeError):
     row over 1m12s"); `decision` is the guard's `Decision`."""
 
     def __init__(self, reason: str, decision: object = None) -> None:
-        super().__init__(f"loopwatch stopped the run: {reason}")
+        from ..core.messages import Stopped
+
+        super().__init__(Stopped(reason).for_person())
         self.reason = reason
         self.decision = decision

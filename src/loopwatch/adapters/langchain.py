@@ -44,6 +44,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.langchain needs LangChain v1: pip install 'loopwatch[langchain]'") from exc
 
+from ..core.messages import Stopped
 from ..core.verdict import Action
 from ..guard import Decision, Guard
 
@@ -148,7 +149,7 @@ class LoopwatchMiddleware(AgentMiddleware[LoopwatchState, Any]):
         guard = self._run(state, runtime)
         if guard.stopped is None:
             return None
-        return {"jump_to": "end", "messages": [AIMessage(content=f"loopwatch stopped the run: {guard.stopped}")]}
+        return {"jump_to": "end", "messages": [AIMessage(content=Stopped(guard.stopped or "").for_person())]}
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -175,7 +176,7 @@ class LoopwatchMiddleware(AgentMiddleware[LoopwatchState, Any]):
             ToolMessage(content=decision.message or "", tool_call_id=call["id"], name=call.get("name"), status="error")
             for call in last.tool_calls
         ]
-        answers.append(AIMessage(content=f"loopwatch stopped the run: {guard.stopped}"))
+        answers.append(AIMessage(content=Stopped(guard.stopped or "").for_person()))
         return {"jump_to": "end", "messages": answers}
 
     @hook_config(can_jump_to=["end"])

@@ -37,6 +37,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.pydantic_ai needs pydantic-ai: pip install 'loopwatch[pydantic-ai]'") from exc
 
+from ..core.messages import Blocked
 from ..core.verdict import Action
 from ..guard import Decision, Guard
 from . import LoopStopped
@@ -84,7 +85,7 @@ class Loopwatch(AbstractCapability[Any]):
         if before.action is Action.STOP:
             raise LoopStopped(self.guard.stopped or before.reason or "", before)
         if before.blocks:
-            raise ToolFailed(before.tool_result or "loopwatch blocked this call")
+            raise ToolFailed(before.tool_result or Blocked.head)
         try:
             result = await handler(args)
         except ToolFailed as exc:

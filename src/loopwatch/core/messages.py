@@ -8,9 +8,14 @@ keep them (`Message.args`) and anyone may word them again. The wording lives her
 nowhere else: a signal says *what* it saw by making a message; `Finding.description`
 and `Finding.hint` render it; durations are worded by `duration`, one way everywhere.
 
-The model-facing message (`for_model`) may also name the call being repeated, a short
-label built from the event at hand (which the model has just written itself): that is
-passed in when the message is rendered, never stored in a message.
+What loopwatch says when it acts is worded here too, by a class per kind of act
+(`Nudged`, `Blocked`, `StillCircling`, `Stopped`, `Warned`, `Unchecked`): `for_model`, what
+the model reads (what it is circling, and what to do instead), and `for_person`, what the
+person watching reads (a hook's `systemMessage` or `stopReason`, an exception). What the
+model reads may also name the call being repeated, a short label built from the event at
+hand (which the model has just written itself): that is passed in when the sentence is
+made, never stored in a message. `loopwatch_said` tells loopwatch's refusals from other
+text in a transcript, by the same classes.
 
 What this does not do: decide anything. Severity, grade and what may stop belong to the
 signal and the policy.
@@ -18,35 +23,37 @@ signal and the policy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from .verdict import Action
-
-if TYPE_CHECKING:
-    from .finding import Finding
+from typing import Any, ClassVar
 
 __all__ = [
     "MESSAGES",
     "ActionCycle",
     "Apologies",
+    "Blocked",
     "Chant",
     "FewDistinct",
     "InventedTool",
     "Message",
     "MuchTheSame",
     "NothingNew",
+    "Nudged",
     "PromptedOnly",
     "ProviderRetries",
     "RecurringError",
     "RepeatedOutput",
+    "Said",
     "SameCorrection",
     "SameResult",
     "ShiftingCycle",
+    "StillCircling",
+    "Stopped",
     "StuckTerminal",
     "UnchangedCheck",
+    "Unchecked",
+    "Warned",
     "duration",
-    "for_model",
     "label",
+    "loopwatch_said",
     "tools_phrase",
 ]
 
@@ -411,13 +418,110 @@ MESSAGES: dict[str, type[Message]] = {
 }
 
 
-def for_model(finding: Finding, action: Action, call_label: str = "") -> str:
-    """The message for the model: what it is circling, and what to do instead."""
-    what = finding.message.for_model(call_label)
-    head = {
-        Action.NUDGE: "loopwatch: you appear to be going in circles: ",
-        Action.BLOCK: "loopwatch blocked this call: ",
-        Action.STOP: "loopwatch stopped the run: ",
-    }.get(action, "loopwatch: ")
-    hint = finding.hint or "change your approach before trying again"
-    return f"{head}{what}. {hint[0].upper()}{hint[1:]}."
+# -- what loopwatch says when it acts ---------------------------------------------------------
+
+_HINT = "change your approach before trying again"
+
+
+class Said:
+    """What loopwatch says when it acts, worded for the person watching (`for_person`:
+    a hook's `systemMessage` or `stopReason`, an exception, a final message).
+
+    `what` is the finding's message, or, where only a person's wording is at hand (a stop
+    remembered between calls, a sub-agent's stop), that wording.
+    """
+
+    person_head: ClassVar[str] = "loopwatch"
+
+    def __init__(self, what: Message | str) -> None:
+        self.what = what
+
+    @property
+    def reason(self) -> str:
+        """What was seen, for a person: the finding's description."""
+        return self.what.text() if isinstance(self.what, Message) else self.what
+
+    def for_person(self) -> str:
+        return f"{self.person_head}: {self.reason}"
+
+
+class Warned(Said):
+    """A warning: for the person watching only; the model is not told."""
+
+
+class Told(Said):
+    """What the model is told (`for_model`): `head`, what it is circling (naming the call
+    at hand by `call_label`, which is never stored), and what to do instead."""
+
+    head: ClassVar[str] = "loopwatch"
+
+    def __init__(self, what: Message | str, call_label: str = "") -> None:
+        super().__init__(what)
+        self.call_label = call_label
+
+    def for_model(self) -> str:
+        if not isinstance(self.what, Message):
+            return f"{self.head}: {self.what}."
+        hint = self.what.hint() or _HINT
+        return f"{self.head}: {self.what.for_model(self.call_label)}. {hint[0].upper()}{hint[1:]}."
+
+
+class Nudged(Told):
+    """A nudge: added to what the model reads next."""
+
+    head = "loopwatch: you appear to be going in circles"
+
+
+class Blocked(Told):
+    """A call refused before it ran; the model reads this as the call's result."""
+
+    head = "loopwatch blocked this call"
+    person_head = "loopwatch blocked a call"
+
+
+class StillCircling(Told):
+    """A block decided after the call already ran: worded as what it is, a warning
+    that the call ran and the model is still circling."""
+
+    head = "loopwatch: this call ran, but you are still going in circles"
+
+
+class Stopped(Told):
+    """The run is stopped. `held`: the guard holds the stop (every later call is
+    refused until the user writes), so the model is also told to stop calling tools."""
+
+    head = person_head = "loopwatch stopped the run"
+    #: What the model is told to do once the guard holds the stop.
+    held_tail: ClassVar[str] = "Do not call more tools; say what went wrong and wait for the user."
+
+    def __init__(self, what: Message | str, call_label: str = "", *, held: bool = False) -> None:
+        super().__init__(what, call_label)
+        self.held = held
+
+    def for_model(self) -> str:
+        text = super().for_model()
+        return f"{text} {self.held_tail}" if self.held else text
+
+
+class Unchecked(Told):
+    """A call the hook could not check (`why`: the kind of failure), denied because
+    the user set it to fail closed."""
+
+    head = "loopwatch could not check this call"
+
+    def for_model(self) -> str:
+        return f"{self.head} ({self.reason}) and is set to fail closed; see hook.log in the loopwatch state folder"
+
+
+#: The refusals a reader may meet in a transcript, by their head.
+_REFUSALS: dict[str, type[Told]] = {Stopped.head: Stopped, Blocked.head: Blocked}
+
+
+def loopwatch_said(text: str) -> type[Told] | None:
+    """Which of loopwatch's refusals `text` is (`Stopped` or `Blocked`), or None.
+
+    For readers of transcripts and streams, where only the text the model was handed
+    is kept: the text is read in the form the classes write ("<head>: <reason>"),
+    its head compared whole."""
+    head, colon, _ = text.partition(": ")
+    return _REFUSALS.get(head) if colon else None

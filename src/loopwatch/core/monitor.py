@@ -47,7 +47,7 @@ from .signals import SIGNALS
 from .signals.base import Signal
 from .step import Step, make_step
 from .text import PassageCutter, is_apology, names_invented_tool
-from .verdict import ALLOW, Action, Verdict
+from .verdict import ALLOW, Action, Verdict, for_model
 
 __all__ = ["Monitor"]
 
@@ -269,7 +269,7 @@ class Monitor:
         verdict = Verdict(
             action,
             signal=finding.signal,
-            message=messages.for_model(finding, action, label),
+            message=for_model(finding, action, label),
             description=finding.description,
             finding=finding,
             at=at,
@@ -337,7 +337,7 @@ class Monitor:
         if not findings:
             return ALLOW
         verdict = self._policy.decide(
-            findings, at, lambda f, a: messages.for_model(f, a, messages.label(call.name, call.input) if call else "")
+            findings, at, lambda f, a: for_model(f, a, messages.label(call.name, call.input) if call else "")
         )
         return self._note(verdict)
 

@@ -7,13 +7,11 @@ and seconds) are kept beside its `description`, so a record can be worded again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from .config import Config
 from .finding import Finding
 from .verdict import Verdict
-
-if TYPE_CHECKING:
-    from .monitor import Monitor
 
 __all__ = ["finding_record", "make_record", "message_record", "verdict_record"]
 
@@ -67,7 +65,27 @@ def verdict_record(verdict: Verdict, origin: float) -> dict[str, Any]:
     return out
 
 
-def make_record(monitor: Monitor) -> dict[str, Any]:
+class Watched(Protocol):
+    """What a record is made of: what a `Monitor` counts and remembers (named here, not
+    imported: the monitor makes its record, the record does not need the monitor)."""
+
+    config: Config
+    events: int
+    actions: int
+    first_at: float | None
+    last_at: float | None
+    interventions: list[Verdict]
+    interventions_total: int
+    stop: Verdict | None
+    strongest: dict[str, Finding]
+
+    @property
+    def warnings(self) -> int: ...
+
+    def calibration(self) -> dict[str, Any]: ...
+
+
+def make_record(monitor: Watched) -> dict[str, Any]:
     origin = monitor.first_at or 0.0
     strongest = max(monitor.interventions, key=lambda v: v.action.rank, default=None)
     chosen = monitor.stop or strongest

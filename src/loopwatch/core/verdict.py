@@ -1,4 +1,5 @@
-"""What the monitor tells its caller to do: a `Verdict` with an `Action`."""
+"""What the monitor tells its caller to do: a `Verdict` with an `Action`, and what the
+model is told (`for_model`, worded by the classes of `messages`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from enum import Enum
 from typing import NamedTuple
 
 from .finding import Finding
+from .messages import Blocked, Nudged, Stopped, Told
 
-__all__ = ["ALLOW", "Action", "Verdict"]
+__all__ = ["ALLOW", "TOLD", "Action", "Verdict", "for_model"]
 
 
 class Action(str, Enum):
@@ -56,3 +58,13 @@ class Verdict(NamedTuple):
 
 
 ALLOW = Verdict(Action.ALLOW)
+
+
+#: How the model is told of each action that reaches it.
+TOLD: dict[Action, type[Told]] = {Action.NUDGE: Nudged, Action.BLOCK: Blocked, Action.STOP: Stopped}
+
+
+def for_model(finding: Finding, action: Action, call_label: str = "") -> str:
+    """What the model is told when the monitor acts on `finding` (a nudge, a block or a
+    stop): what it is circling, and what to do instead. `call_label` names the call."""
+    return TOLD[action](finding.message, call_label).for_model()

@@ -253,13 +253,13 @@ def _fail(host: str, folder: str, event: str, session: str, data: bytes, fail_cl
     refused = fail_closed and event == "PreToolUse"
     _log(folder, event, session, f"{why}; " + ("denied (fail = closed)" if refused else "allowed"))
     if refused:
+        from ..core.messages import Unchecked
         from .respond import refuse
 
         return _write(
             refuse(
                 "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
-                f"loopwatch could not check this call ({why.split(':')[0]}) and is set to fail closed; "
-                "see hook.log in the loopwatch state folder",
+                Unchecked(why.split(":")[0]).for_model(),
             )
         )
     return 0

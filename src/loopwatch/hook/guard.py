@@ -8,14 +8,14 @@
     Stop, SubagentStop  -> Monitor.observe(Turn)
 
 Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
-its parent's. A call is counted once, by `tool_use_id`, whether it arrives by
-PostToolUse or PostToolBatch. A call loopwatch denied never ran: its id is marked
-seen at the denial, so the PostToolBatch that reports it (with the denial text as
-its "result") does not count it as a completed call, and the denial is logged as a
-block. Once a run is stopped, every later call of that agent is refused until the
-user writes again; when a sub-agent was stopped, its parent is stopped at the
-PostToolUse of the call that ran it (`Call.spawned`), so that the parent's
-PostToolBatch ends the whole run (Claude Code ends only the sub-agent otherwise).
+its parent's, in a `GuardSession` (the one `loopwatch.Guard` uses): a call is counted
+once, by `tool_use_id`, whether it arrives by PostToolUse or PostToolBatch; a call
+loopwatch denied never ran, so the PostToolBatch that reports it (with the denial text
+as its "result") does not count it, and the denial is logged as a block. Once a run is
+stopped, every later call of that agent is refused until the user writes again; when a
+sub-agent was stopped, its parent is stopped at the PostToolUse of the call that ran it
+(`Call.spawned`), so that the parent's PostToolBatch ends the whole run (Claude Code
+ends only the sub-agent otherwise).
 
 Event times are wall-clock seconds (`time.time()`), the same clock in every hook
 process.
@@ -31,7 +31,8 @@ from ..configfile import apply_env
 from ..core.config import Config
 from ..core.events import Attempt, ToolCall, Turn, UserMessage
 from ..core.monitor import Monitor
-from ..core.verdict import ALLOW, Action, Verdict
+from ..core.session import ALLOWED, Decision
+from ..core.verdict import Action, Verdict
 from ..hosts import codex
 from .payload import Payload
 from .respond import ALLOW_REPLY, Reply, reply
@@ -67,22 +68,15 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
         return SessionState(monitor, payload.host, profile, why)
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
-        refused = payload.event == "PreToolUse" and state.stopped is not None
-        verdict, tool = _feed(payload, state, at)
-        if verdict.action is Action.STOP and state.stopped is None:
-            state.stopped = verdict.description or "the run kept going in circles"  # no message: it quotes the call
-        outcome["verdict"], outcome["stopped"] = verdict, state.stopped
-        if payload.event == "PreToolUse" and (refused or verdict.action.rank >= Action.BLOCK.rank):
-            call_id = payload.calls[0].call_id
-            if call_id is not None and call_id not in state.seen:
-                state.seen.append(call_id)  # denied: it never ran, whatever reports it later
-        decisions = [(payload.event, verdict, tool)] if verdict.action is not Action.ALLOW else []
-        if refused:
+        decision, tool = _feed(payload, state, at)
+        outcome["decision"] = decision
+        decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
+        if decision.refused:
             decisions.append((payload.event, Verdict(Action.BLOCK, description=state.stopped), tool))
         if child_stop is not None and state.stopped is None:
-            state.stopped = f"a sub-agent was stopped: {child_stop}"
-            outcome["stopped"] = state.stopped
+            state.stop(f"a sub-agent was stopped: {child_stop}")
             decisions.append((payload.event, Verdict(Action.STOP, description=state.stopped), None))
+        outcome["stopped"] = state.stopped
         return decisions
 
     def bad_state(exc: Exception) -> None:
@@ -94,13 +88,13 @@ def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now
         payload.event == "PreToolUse"
         and payload.host == "codex"
         and os.environ.get(SUPERVISED)
-        and (outcome["stopped"] is not None or outcome["verdict"].action is Action.STOP)
+        and outcome["stopped"] is not None
     ):
         # Under `loopwatch run`, which ends `codex exec` at this very call. A Codex hook
         # can only block it, and a blocked call never reaches `codex exec --json`: `run`
         # would not see the loop go on (observed with 0.171.0: 9 more model turns).
         return ALLOW_REPLY
-    return reply(payload.host, payload.event, outcome["verdict"], outcome["stopped"])
+    return reply(payload.host, payload.event, outcome["decision"], outcome["stopped"])
 
 
 def _stopped_child(payload: Payload, store: Store) -> str | None:
@@ -118,39 +112,23 @@ def _stopped_child(payload: Payload, store: Store) -> str | None:
     return None
 
 
-def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Verdict, str | None]:
-    monitor, event = state.monitor, payload.event
+def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Decision, str | None]:
+    event, agent = payload.event, payload.agent or None
     if event == "PreToolUse":
         call = payload.calls[0]
-        if state.stopped is not None:
-            return ALLOW, call.name  # refused by `reply`, not counted again
-        return monitor.check(
-            Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=payload.agent or None)
-        ), call.name
+        return state.before_call(Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=agent)), call.name
     if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
-        strongest, tool = ALLOW, None
+        strongest, tool = ALLOWED, None
         for call in payload.calls:
-            if call.call_id is not None:
-                if call.call_id in state.seen:
-                    continue
-                state.seen.append(call.call_id)
-            if call.interrupted:
-                continue  # the user pressed stop: not the agent's doing
-            verdict = monitor.observe(
+            decision = state.after_call(
                 ToolCall(
-                    call.name,
-                    call.input,
-                    call.result,
-                    error=call.error,
-                    at=at,
-                    call_id=call.call_id,
-                    agent=payload.agent or None,
-                )
+                    call.name, call.input, call.result, error=call.error, at=at, call_id=call.call_id, agent=agent
+                ),
+                interrupted=call.interrupted,
             )
-            if verdict.action.rank > strongest.action.rank:
-                strongest, tool = verdict, call.name
+            if decision.verdict.action.rank > strongest.verdict.action.rank:
+                strongest, tool = decision, call.name
         return strongest, tool
     if event == "UserPromptSubmit":
-        state.stopped = None
-        return monitor.observe(UserMessage(at=at)), None
-    return monitor.observe(Turn(at=at)), None  # Stop, SubagentStop
+        return state.user(UserMessage(at=at)), None
+    return state.observe(Turn(at=at)), None  # Stop, SubagentStop

@@ -28,12 +28,11 @@ schemas and parser in openai/codex codex-rs/hooks):
 
 from __future__ import annotations
 
+from ..core.messages import Blocked, Stopped, Warned
+from ..core.session import Decision
 from ..core.verdict import Action, Verdict
 
 __all__ = ["Reply", "refuse", "reply"]
-
-_POST_BLOCK_HEAD = "loopwatch blocked this call: "
-_POST_BLOCK_NEW = "loopwatch: this call ran, but you are still going in circles: "
 
 
 class Reply:
@@ -51,33 +50,21 @@ class Reply:
 ALLOW_REPLY = Reply()
 
 
-def reply(host: str, event: str, verdict: Verdict, stopped: str | None = None) -> Reply:
-    """The reply to one event. `stopped` is the stop reason once the run was stopped:
-    every later call is refused."""
-    action = verdict.action
+def reply(host: str, event: str, decision: Decision, stopped: str | None = None) -> Reply:
+    """The reply to one event: `decision` is the guard session's (its `message` for the
+    model, its `verdict` for the host's form); `stopped` is the stop's reason once the
+    run was stopped."""
+    verdict = decision.verdict
     if event == "PreToolUse":
-        if stopped is not None and action.rank < Action.BLOCK.rank:
-            return refuse(
-                host,
-                f"loopwatch stopped the run: {stopped}. Do not call more tools; "
-                "say what went wrong and wait for the user.",
-                stop=True,
-                person=stopped,
-            )
-        if action is Action.BLOCK or action is Action.STOP:
-            return refuse(
-                host,
-                verdict.message or verdict.description or "loopwatch blocked this call",
-                stop=action is Action.STOP,
-                person=verdict.description,
-            )
+        if decision.blocks and decision.message is not None:
+            return refuse(host, decision.message, stop=decision.action is Action.STOP, person=decision.reason)
         return _warn(verdict)
     if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
-        if stopped is not None and action.rank < Action.STOP.rank:
+        if stopped is not None and verdict.action.rank < Action.STOP.rank:
             # Claude Code ends the run here; Codex only replaces the output with the reason.
-            why = f"loopwatch stopped the run: {stopped}"
+            why = Stopped(stopped).for_person()
             return Reply({"continue": False, "stopReason": why, "systemMessage": why})
-        return _after_call(host, event, verdict)
+        return _after_call(event, decision)
     return _warn(verdict)  # UserPromptSubmit, Stop, SubagentStop: tell the person at most
 
 
@@ -94,37 +81,34 @@ def refuse(host: str, reason: str, stop: bool = False, person: str | None = None
         },
     }
     if person:
-        out["systemMessage"] = f"loopwatch blocked a call: {person}"
+        out["systemMessage"] = Blocked(person).for_person()
     if stop:
         out["continue"] = False
-        out["stopReason"] = f"loopwatch stopped the run: {person or reason}"
+        out["stopReason"] = Stopped(person or reason).for_person()
     return Reply(out)
 
 
-def _after_call(host: str, event: str, verdict: Verdict) -> Reply:
+def _after_call(event: str, decision: Decision) -> Reply:
+    verdict = decision.verdict
     action = verdict.action
-    message = verdict.message or ""
+    message = decision.message or ""
     if action is Action.NUDGE:
         return Reply({"hookSpecificOutput": {"hookEventName": event, "additionalContext": message}})
     if action is Action.BLOCK:
-        # The call already ran; the core words a block as if it had not.
-        if message.startswith(_POST_BLOCK_HEAD):
-            message = _POST_BLOCK_NEW + message[len(_POST_BLOCK_HEAD) :]
+        # The call already ran: the guard session words it so (`StillCircling`).
+        person = Warned(verdict.description or "").for_person()
         if event == "PostToolUse":
-            return Reply({"decision": "block", "reason": message, "systemMessage": f"loopwatch: {verdict.description}"})
+            return Reply({"decision": "block", "reason": message, "systemMessage": person})
         return Reply(
-            {
-                "hookSpecificOutput": {"hookEventName": event, "additionalContext": message},
-                "systemMessage": f"loopwatch: {verdict.description}",
-            }
+            {"hookSpecificOutput": {"hookEventName": event, "additionalContext": message}, "systemMessage": person}
         )
     if action is Action.STOP:
-        why = f"loopwatch stopped the run: {verdict.description}"
+        why = Stopped(verdict.description or "").for_person()
         return Reply({"continue": False, "stopReason": why, "systemMessage": why})
     return _warn(verdict)
 
 
 def _warn(verdict: Verdict) -> Reply:
     if verdict.action is Action.WARN and verdict.description:
-        return Reply({"systemMessage": f"loopwatch: {verdict.description}"})
+        return Reply({"systemMessage": Warned(verdict.description).for_person()})
     return ALLOW_REPLY

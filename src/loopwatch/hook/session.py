@@ -6,26 +6,22 @@ and the store (which saves and loads it) both import it, and not each other.
 
 from __future__ import annotations
 
-from collections import deque
-
 from ..core.monitor import Monitor
+from ..core.session import GuardSession
 
 __all__ = ["SessionState"]
 
-_SEEN = 512  # tool_use_ids remembered per agent, to count a call once (PostToolUse and PostToolBatch)
 
-
-class SessionState:
-    """What is kept for one (session, agent): the monitor, the ids of the calls
-    already counted, the stop reason once the run was stopped, and counts of the
+class SessionState(GuardSession):
+    """What is kept for one (session, agent): the guard session (the monitor, the stop,
+    the calls refused and the ids of the calls already counted: Claude Code reports a
+    call by PostToolUse and again by PostToolBatch), where it runs, and counts of the
     decisions taken."""
 
     def __init__(self, monitor: Monitor, host: str, profile: str, reason: str) -> None:
-        self.monitor = monitor
+        super().__init__(monitor, count_once=True)
         self.host = host
         self.profile = profile
         self.profile_reason = reason
-        self.seen: deque[str] = deque(maxlen=_SEEN)
-        self.stopped: str | None = None
         self.counts: dict[str, int] = {}
         self.origin = ""  # which configuration file set the mode (HookSettings.origin)

@@ -12,8 +12,10 @@ has committed anything for `busy_timeout` seconds while the holder is stopped or
 not a loopwatch call (a holder that is stuck, not a queue that is long or a machine
 that is starved), or after `_WAIT_CAP` x `busy_timeout` in all.
 
-The state is the session's `Monitor` and the hook's own counts, stored as plain
-JSON by `loopwatch.hook.codec` (never pickled: nothing read back can name code).
+The state is the session's guard session (`core.session.GuardSession`: its `Monitor`,
+the stop, the ids and digests of the calls refused and counted) and the hook's own
+counts, stored as plain JSON by `loopwatch.hook.codec` (never pickled: nothing read
+back can name code).
 A monitor holds digests, names, counts and times only (its `Step`s keep 8-byte
 digests and 16-bit word hashes); the model-facing `message` of each remembered
 verdict is dropped by the monitor itself, because it quotes the call.

@@ -46,11 +46,9 @@ from ..files import open_file
 
 __all__ = [
     "AGENT_TOOLS",
-    "BLOCK_TEXT",
     "HOOK_EVENTS",
     "NAME",
     "STOP_EVENT",
-    "STOP_TEXT",
     "TOOL_EVENTS",
     "call_failed",
     "exit_code",
@@ -61,6 +59,7 @@ __all__ = [
     "loopwatch_denial",
     "payload_agent",
     "result_failed",
+    "said_stop",
     "spawned_agent",
     "stopped_by_hook",
     "stopped_by_loopwatch",
@@ -89,12 +88,6 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch
 
 #: The only event whose `continue: false` Claude Code honours (see the module doc).
 STOP_EVENT = "PostToolBatch"
-
-#: How loopwatch's own denials begin (`loopwatch.core.messages.for_model` and
-#: `loopwatch.hook.respond`), so a transcript or stream can tell them from the tool's
-#: own errors. A test pins these against the messages.
-STOP_TEXT = "loopwatch stopped the run"
-BLOCK_TEXT = "loopwatch blocked this call"
 
 _EXIT = r"\A\s*Exit code (-?\d+)\b"  # compiled on first use (then cached by re), not at import
 
@@ -182,11 +175,10 @@ def loopwatch_denial(block: dict, text: Any) -> str | None:
     head = text.lstrip().removeprefix("Error: ")  # "Error: ...": a session file's toolUseResult copy
     if head.startswith("PreToolUse:"):  # 2.1.332: "PreToolUse:Bash hook error: <the reason>"
         head = head.partition(" hook error: ")[2]
-    if head.startswith(STOP_TEXT):
-        return "stop"
-    if head.startswith(BLOCK_TEXT):
-        return "block"
-    return None
+    from ..core.messages import Blocked, Stopped, loopwatch_said
+
+    said = loopwatch_said(head)
+    return "stop" if said is Stopped else "block" if said is Blocked else None
 
 
 def hook_stop_reason(line: dict) -> str | None:
@@ -258,4 +250,11 @@ def stopped_by_loopwatch(result_line: dict, saw_loopwatch_stop: bool, hook_stop_
     `--include-hook-events`, a hook answer's `stopReason` was loopwatch's."""
     if not stopped_by_hook(result_line):
         return False
-    return saw_loopwatch_stop or any(reason.startswith(STOP_TEXT) for reason in hook_stop_reasons)
+    return saw_loopwatch_stop or any(said_stop(reason) for reason in hook_stop_reasons)
+
+
+def said_stop(reason: str) -> bool:
+    """Is a hook's `stopReason` loopwatch's stop?"""
+    from ..core.messages import Stopped, loopwatch_said
+
+    return loopwatch_said(reason) is Stopped

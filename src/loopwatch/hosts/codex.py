@@ -112,9 +112,9 @@ def loopwatch_denial(output: Any) -> bool:
     """Is a call's output loopwatch's own refusal through the hook (the call never ran)?"""
     if not isinstance(output, str) or not output.startswith(BLOCKED_BY_HOOK):
         return False
-    from .claude_code import BLOCK_TEXT, STOP_TEXT  # the hook's words, one place for both hosts
+    from ..core.messages import loopwatch_said  # the hook's words, one place for both hosts
 
-    return output[len(BLOCKED_BY_HOOK) :].startswith((STOP_TEXT, BLOCK_TEXT))
+    return loopwatch_said(output[len(BLOCKED_BY_HOOK) :]) is not None
 
 
 def output_exit_code(text: Any) -> int | None:

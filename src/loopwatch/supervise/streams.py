@@ -118,7 +118,7 @@ class EventSource:
         from ..hosts import claude_code
 
         reason = claude_code.transcript_stop_reason(parser.session_id, os.environ if env is None else env)
-        return reason is not None and reason.startswith(claude_code.STOP_TEXT)
+        return reason is not None and claude_code.said_stop(reason)
 
     def finish(self, at: float) -> list[Any]:
         """The stream ended: decide if still undecided, and flush what is held."""
