@@ -40,7 +40,7 @@ from ..messages import ActionCycle, ShiftingCycle
 from ..periodic import TailCycles
 from ..step import Step
 from .base import Signal
-from .common import most_common_names
+from .common import most_common_names, similar
 from .params import Between, Count, Fraction, SignalParams
 
 __all__ = ["Cycle"]
@@ -185,14 +185,4 @@ def _alike(a: Step, b: Step, similarity: float) -> bool:
         return False
     if a.result == b.result:
         return True
-    return (a.failure is None) == (b.failure is None) and _similar(a.sketch, b.sketch, similarity)
-
-
-def _similar(a: tuple[int, ...], b: tuple[int, ...], threshold: float) -> bool:
-    if a == b:
-        return True
-    if not a or not b:
-        return False
-    from rapidfuzz.distance import Indel  # lazy: keeps `import loopwatch` fast
-
-    return Indel.normalized_similarity(a, b) >= threshold
+    return (a.failure is None) == (b.failure is None) and similar(a.sketch, b.sketch, similarity)

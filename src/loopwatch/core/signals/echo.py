@@ -32,6 +32,7 @@ from ..finding import PROOF, SUSPICION, Finding
 from ..messages import MuchTheSame
 from ..step import Step
 from .base import Signal
+from .common import similar
 from .params import Count, Fraction, SignalParams
 
 __all__ = ["Echo"]
@@ -68,8 +69,8 @@ class Echo(Signal[Params]):
             or last is None
             or (last.result == step.result and last.call == step.call)
             or (last.call == step.call and last.still == step.still)  # only progress moved: a poll
-            or not _similar(last.call_sketch, step.call_sketch, threshold)
-            or not _similar(last.sketch, step.sketch, threshold)
+            or not similar(last.call_sketch, step.call_sketch, threshold)
+            or not similar(last.sketch, step.sketch, threshold)
         ):
             self._count, self._first = 1, step
             self._identical, self._failed = True, step.failure is not None and not step.empty
@@ -104,13 +105,3 @@ class Echo(Signal[Params]):
     def reset(self) -> None:
         self._last = self._first = None
         self._count = 0
-
-
-def _similar(a: tuple[int, ...], b: tuple[int, ...], threshold: float) -> bool:
-    if a == b:
-        return True
-    if not a or not b:
-        return False
-    from rapidfuzz.distance import Indel  # lazy: keeps `import loopwatch` fast
-
-    return Indel.normalized_similarity(a, b) >= threshold
