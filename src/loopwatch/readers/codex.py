@@ -67,18 +67,6 @@ __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
 NAME = "codex"
 
-_ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_EXEC_TYPES = frozenset(
-    {
-        "thread.started",
-        "turn.started",
-        "turn.completed",
-        "turn.failed",
-        "item.started",
-        "item.updated",
-        "item.completed",
-    }
-)
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 _ITEM_TYPES = _CALLS | _OUTPUTS | {"message", "reasoning", "web_search_call"}
@@ -94,7 +82,7 @@ _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTIL
 
 
 def is_rollout_line(obj: dict) -> bool:
-    return kind_of(obj) in _ROLLOUT_TYPES and "payload" in obj and "timestamp" in obj
+    return kind_of(obj) in codex.ROLLOUT_LINES and "payload" in obj and "timestamp" in obj
 
 
 def is_exec_line(obj: dict) -> bool:
@@ -225,7 +213,7 @@ class StreamParser:
                 for key in ("model", "cwd", "cli_version", "originator"):
                     if isinstance(payload.get(key), str):
                         self.meta.setdefault(key, payload[key])
-        elif kind in _EXEC_TYPES or kind == "error":
+        elif kind in codex.EXEC_EVENTS or kind == "error":
             self._exec(obj, ref, out)
         elif kind in _ITEM_TYPES:  # an older rollout's bare response item
             self._item(obj, iso_seconds(obj.get("timestamp")), ref, out)
