@@ -308,9 +308,7 @@ def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict
     if dry_run:
         if text is not None:
             click.echo(f"# and in {config}:")
-            click.echo(
-                "".join(f'[hooks.state.{json.dumps(e.key)}]\ntrusted_hash = "{e.hash}"\n' for e in wanted), nl=False
-            )
+            click.echo(codex_trust.tables_toml(wanted), nl=False)
         return
     if text is not None:
         _write_trust(config, text)
