@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
+import tomli_w
 
 from ..analysis.crossval import CrossValidation, calibration_toml
 from ..analysis.evaluation import Sweep, only, sweep_thresholds, with_param
@@ -291,10 +292,7 @@ def _write_profile(path: str, sessions: list[dict], outcomes: Outcomes | None) -
         f"{' (resolved = yes in the outcomes)' if outcomes is not None else ''}.\n"
         f"# The most copies in a row of an output line cycle, numbers masked, in any of them: {most}.\n"
         "# Such repeats may end a run from one copy more.\n"
-        "[signals.repeated_lines]\n"
-        f"repeats = {repeats}\n"
-        "masked_can_stop = true\n"
-    )
+    ) + tomli_w.dumps({"signals": {"repeated_lines": {"repeats": repeats, "masked_can_stop": True}}})
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:

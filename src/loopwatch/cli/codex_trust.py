@@ -165,23 +165,19 @@ def write(config: Path, text: str) -> None:
 def _state_table(document: tomlkit.TOMLDocument, *, create: bool) -> Table | None:
     """The `hooks.state` table of a parsed config.toml, added (as tables with no header
     of their own) when `create` and absent; None when absent, or written inline."""
-    hooks = document.get("hooks")
-    if hooks is None:
-        if not create:
+    where: tomlkit.TOMLDocument | Table = document
+    for name in ("hooks", "state"):
+        table = where.get(name)
+        if table is None:
+            if not create:
+                return None
+            table = tomlkit.table(is_super_table=True)
+            where.append(name, table)
+            table.trivia.indent = ""  # no blank line of ours: removing the table restores the text
+        if not isinstance(table, Table):
             return None
-        hooks = tomlkit.table(is_super_table=True)
-        document.append("hooks", hooks)
-        hooks.trivia.indent = ""
-    if not isinstance(hooks, Table):
-        return None
-    state = hooks.get("state")
-    if state is None:
-        if not create:
-            return None
-        state = tomlkit.table(is_super_table=True)
-        hooks.append("state", state)
-        state.trivia.indent = ""
-    return state if isinstance(state, Table) else None
+        where = table
+    return where if isinstance(where, Table) else None
 
 
 def _read(config: Path) -> str:
