@@ -81,11 +81,11 @@ _PEEK = 50
 _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTILINE)
 
 
-def is_rollout_line(obj: dict) -> bool:
+def is_rollout_line(obj: dict[str, Any]) -> bool:
     return kind_of(obj) in codex.ROLLOUT_LINES and "payload" in obj and "timestamp" in obj
 
 
-def is_exec_line(obj: dict) -> bool:
+def is_exec_line(obj: dict[str, Any]) -> bool:
     kind = kind_of(obj)
     if kind == "thread.started":
         return "thread_id" in obj
@@ -96,13 +96,13 @@ def is_exec_line(obj: dict) -> bool:
     return False
 
 
-def is_legacy_line(obj: dict) -> bool:
+def is_legacy_line(obj: dict[str, Any]) -> bool:
     if kind_of(obj, "record_type") == "state":
         return True
     return "type" not in obj and "id" in obj and "timestamp" in obj and "instructions" in obj
 
 
-def _recognized(obj: dict) -> bool:
+def _recognized(obj: dict[str, Any]) -> bool:
     return is_rollout_line(obj) or is_exec_line(obj) or is_legacy_line(obj)
 
 
@@ -138,7 +138,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     yield session
 
 
-def _session_id(obj: dict) -> str | None:
+def _session_id(obj: dict[str, Any]) -> str | None:
     if kind_of(obj) == "session_meta" and isinstance(obj.get("payload"), dict):
         found = obj["payload"].get("id")
     elif kind_of(obj) == "thread.started":
@@ -228,7 +228,7 @@ class StreamParser:
 
     # -- rollout ----------------------------------------------------------------------------
 
-    def _item(self, item: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
+    def _item(self, item: dict[str, Any], at: float | None, ref: str | None, out: list[Event]) -> None:
         kind = kind_of(item)
         if kind == "message":
             text = blocks_text(item.get("content"))
@@ -272,7 +272,7 @@ class StreamParser:
         elif kind == "web_search_call":
             out.append(ToolCall("web_search", item.get("action"), item.get("status"), at=at, source_ref=ref))
 
-    def _event(self, event: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
+    def _event(self, event: dict[str, Any], at: float | None, ref: str | None, out: list[Event]) -> None:
         kind = kind_of(event)
         if kind == "token_count":
             info = event.get("info")
@@ -302,7 +302,7 @@ class StreamParser:
 
     # -- codex exec --json --------------------------------------------------------------------
 
-    def _exec(self, obj: dict, ref: str | None, out: list[Event]) -> None:
+    def _exec(self, obj: dict[str, Any], ref: str | None, out: list[Event]) -> None:
         kind = kind_of(obj)
         item = mapping_at(obj, "item")
         item_id = item.get("id") if isinstance(item.get("id"), str) else None
@@ -333,7 +333,7 @@ class StreamParser:
             if "reconnect" in message.lower() or "retry" in message.lower():
                 out.append(Retry(reason=message[:200], source_ref=ref))
 
-    def _exec_item(self, item: dict, item_id: str | None, ref: str | None, out: list[Event]) -> None:
+    def _exec_item(self, item: dict[str, Any], item_id: str | None, ref: str | None, out: list[Event]) -> None:
         kind = kind_of(item)
         status = item.get("status")
         failed = status == "failed"
