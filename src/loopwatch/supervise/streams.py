@@ -205,7 +205,7 @@ class _JsonLines(_Adapter):
         if stripped:
             yield Output(line + b"\n", "stdout", at)
 
-    def on_object(self, obj: dict, at: float) -> Iterator[Any]:
+    def on_object(self, obj: dict[str, Any], at: float) -> Iterator[Any]:
         raise NotImplementedError
 
 
@@ -217,7 +217,7 @@ class _Parsed(_JsonLines):
         super().__init__()
         self.parser = parser
 
-    def on_object(self, obj: dict, at: float) -> Iterator[Any]:
+    def on_object(self, obj: dict[str, Any], at: float) -> Iterator[Any]:
         return _stamped(self.parser.feed(obj), at)
 
     def finish(self, at: float) -> list[Any]:
