@@ -193,9 +193,10 @@ def test_each_layer_is_a_package(name: str) -> None:
 #: its own; units of one layer are independent of each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("loopwatch.core", "loopwatch.files", "loopwatch.safefile"),  # the pure detector; plain file machinery
-    ("loopwatch.hosts", "loopwatch.configfile", "loopwatch.extend"),  # host shapes; config files; extending
+    ("loopwatch.hosts", "loopwatch.configfile"),  # host shapes; config files
     ("loopwatch.trust",),  # which settings are trusted (reads config files)
     ("loopwatch.readers",),
+    ("loopwatch.extend",),  # what extending needs: the core's pieces, registering signals and readers
     ("loopwatch.analysis",),
     (  # the front ends over the analysis and the core
         "loopwatch.hook",

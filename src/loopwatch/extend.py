@@ -12,6 +12,11 @@ while its streak lasts, worded by a `Message` subclass of your own. Then either:
   and a configuration may set its thresholds under `[signals.NAME]`; or
 - `Monitor(extra_signals=[MySignal(MyParams())])`: one monitor only, params given.
 
+A transcript format loopwatch does not read is a reader module of your own (`NAME`,
+`sniff(path, head)`, `read(path, stream=None)` yielding `Session`s of events):
+`register_reader("my-format", "mypackage.myreader")` makes `scan`, `evaluate` and
+`calibrate` in this process read it.
+
 What this module is not: the way to use loopwatch (that is `loopwatch`: `Monitor`,
 `Guard`, the events), nor a way to change the built-in signals or their wording (their
 thresholds are set in configuration). The hook (`loopwatch hook`) runs in its own
@@ -45,6 +50,8 @@ from .core.messages import Message
 from .core.signals import Signal, register
 from .core.signals.params import AtLeast, Below, Between, Count, Fraction, Rule, Seconds, SignalParams, Size
 from .core.step import Step
+from .readers import register as register_reader
+from .readers.base import Session
 
 __all__ = [
     "GRADES",
@@ -60,9 +67,11 @@ __all__ = [
     "Message",
     "Rule",
     "Seconds",
+    "Session",
     "Signal",
     "SignalParams",
     "Size",
     "Step",
     "register",
+    "register_reader",
 ]
