@@ -255,21 +255,23 @@ def test_the_layer_check_finds_an_import_upwards_or_sideways() -> None:
         "loopwatch.newthing": set(),
         "loopwatch.cli.scan": {"loopwatch.core.monitor", "loopwatch"},
     }
-    assert layer_violations(graph) == [
-        "loopwatch.core.monitor (loopwatch.core) imports loopwatch.cli.scan (loopwatch.cli): a layer above",
-        (
-            "loopwatch.hook.guard (loopwatch.hook) imports loopwatch.supervise.pump (loopwatch.supervise): "
-            "a sibling in its layer"
-        ),
-        "loopwatch.newthing is in no layer: place it in LAYERS (and CONTRIBUTING.md)",
-        (
-            "loopwatch.readers.codex (loopwatch.readers) imports loopwatch.analysis.replay (loopwatch.analysis): "
-            "a layer above"
-        ),
-    ]
+    assert sorted(layer_violations(graph)) == sorted(
+        [
+            "loopwatch.core.monitor (loopwatch.core) imports loopwatch.cli.scan (loopwatch.cli): a layer above",
+            (
+                "loopwatch.hook.guard (loopwatch.hook) imports loopwatch.supervise.pump (loopwatch.supervise): "
+                "a sibling in its layer"
+            ),
+            "loopwatch.newthing is in no layer: place it in LAYERS (and CONTRIBUTING.md)",
+            (
+                "loopwatch.readers.codex (loopwatch.readers) imports loopwatch.analysis.replay (loopwatch.analysis): "
+                "a layer above"
+            ),
+        ]
+    )
 
 
 def test_the_layer_check_reads_imports_inside_functions(tmp_path: Path) -> None:
     lazy = tmp_path / "lazy.py"
-    lazy.write_text("def f():\n    from ..cli import scan\n    return scan\n")
-    assert ("loopwatch.cli", 2) in imports("loopwatch.core.lazy", lazy, set())
+    lazy.write_text("def f():\n    from ..other import thing\n    return thing\n")
+    assert ("loopwatch.other", 2) in imports("loopwatch.pkg.lazy", lazy, set())
