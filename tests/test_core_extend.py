@@ -109,8 +109,8 @@ def test_a_reader_of_your_own_is_used_by_scan(tmp_path) -> None:
     (package / "doing.py").write_text(
         textwrap.dedent("""
         import json
-        from loopwatch.core.events import ToolCall
-        from loopwatch.readers.base import Session
+        from loopwatch import ToolCall
+        from loopwatch.extend import Session
 
         NAME = "doing"
 
@@ -132,8 +132,8 @@ def test_a_reader_of_your_own_is_used_by_scan(tmp_path) -> None:
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(tmp_path)!r})
-        from loopwatch import readers
-        readers.register("doing", "myreaders.doing")
+        from loopwatch.extend import register_reader
+        register_reader("doing", "myreaders.doing")
         from loopwatch.cli import cli
         sys.argv = ["loopwatch", "scan", "--json", {str(log)!r}]
         cli()
@@ -145,7 +145,7 @@ def test_a_reader_of_your_own_is_used_by_scan(tmp_path) -> None:
 
 
 def test_a_reader_name_is_registered_once() -> None:
-    from loopwatch import readers
+    from loopwatch.extend import register_reader
 
     with pytest.raises(ValueError, match="already"):
-        readers.register("swe-agent", "somewhere.else")
+        register_reader("swe-agent", "somewhere.else")

@@ -80,3 +80,53 @@ def test_write_keeps_the_mode_and_a_backup(tmp_path):
     fresh = tmp_path / "new" / "config.toml"
     codex_trust.write(fresh, "x = 1\n")
     assert fresh.stat().st_mode & 0o777 == 0o600
+
+
+# A user's config.toml as people write them: comments above and beside keys, odd spacing,
+# unrelated tables, an array of tables, a `[hooks]` table of the user's own, no final blank line.
+COMMENTED = """# Codex, my way
+model = "gpt-5"          # the one I like
+approval_policy="on-request"   # keep asking
+
+[projects."/src/app"]   # my app
+trust_level = "trusted"
+
+  [mcp_servers.docs]
+  command = "npx"
+  args = ["-y", "docs-server"]   # pinned elsewhere
+
+[[profiles.fast.tools]]
+name = 'grep'
+
+[hooks]
+# my own setting under hooks
+other = true
+"""
+
+
+@pytest.mark.parametrize("user_text", [USER, COMMENTED, ""], ids=["plain", "commented", "no-config"])
+def test_install_and_uninstall_keep_the_users_config_byte_for_byte(tmp_path, monkeypatch, user_text):
+    from click.testing import CliRunner
+
+    from loopwatch.cli.install import install, uninstall
+
+    home = tmp_path / "codex"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    config = home / "config.toml"
+    if user_text:
+        config.write_text(user_text)
+    done = CliRunner().invoke(install, ["codex", "--command", "loopwatch hook --agent codex"])
+    assert done.exit_code == 0, done.output
+    installed = config.read_text()
+    state = _state(installed)
+    assert len(state) == 4 and all(v["trusted_hash"].startswith("sha256:") for v in state.values())
+    assert installed.startswith(user_text)  # every line of the user's kept where it was, ours after
+    after = tomllib.loads(installed)
+    after["hooks"].pop("state")
+    if not after["hooks"]:  # `hooks` held only ours
+        del after["hooks"]
+    assert after == tomllib.loads(user_text)  # nothing of the user's changed, the user's [hooks] kept
+    done = CliRunner().invoke(uninstall, ["codex"])
+    assert done.exit_code == 0, done.output
+    assert config.read_text() == user_text

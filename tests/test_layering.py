@@ -6,6 +6,9 @@
 - `loopwatch.analysis` (replay, evaluation, cross-validation, outcomes) reads sessions:
   it may use the core, the readers and the hosts' shapes, never the CLI, the hook, the
   supervisor or the adapters.
+- One layer order for the whole package (`LAYERS`, CONTRIBUTING.md): a module imports only
+  from its own unit and from the layers below its own, never from a sibling unit of its
+  layer or from above; every module belongs to exactly one unit.
 - No import cycle anywhere in the package, counting imports inside functions too.
 
 Read from the files with `ast` rather than by importing them, so a lazy import inside a
@@ -63,10 +66,12 @@ def imports(name: str, path: Path, known: set[str], types: bool = False) -> list
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.append((target, node.lineno))
-            for alias in node.names:  # `from . import messages` imports a module
-                if f"{target}.{alias.name}" in known:
-                    found.append((f"{target}.{alias.name}", node.lineno))
+            # `from .. import safefile` imports the module `safefile`, not the package's
+            # names (the package's __init__ runs for any of its submodules alike)
+            submodules = [f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in known]
+            if len(submodules) < len(node.names):
+                found.append((target, node.lineno))
+            found += [(module, node.lineno) for module in submodules]
     return found
 
 
@@ -186,3 +191,93 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 @pytest.mark.parametrize("name", ["loopwatch.core", "loopwatch.analysis"])
 def test_each_layer_is_a_package(name: str) -> None:
     assert name in modules()
+
+
+#: The layers, lowest first; each a tuple of units (a unit is a subpackage, or a top-level
+#: module; "loopwatch" is the package's own `__init__`, the public facade, which lends
+#: `Guard` lazily and so sits with the front ends). A unit imports from the layers below
+#: its own; units of one layer are independent of each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("loopwatch.core", "loopwatch.files", "loopwatch.safefile"),  # the pure detector; plain file machinery
+    ("loopwatch.hosts", "loopwatch.configfile"),  # host shapes; config files
+    ("loopwatch.trust",),  # which settings are trusted (reads config files)
+    ("loopwatch.readers",),
+    ("loopwatch.extend",),  # what extending needs: the core's pieces, registering signals and readers
+    ("loopwatch.analysis",),
+    (  # the front ends over the analysis and the core
+        "loopwatch.hook",
+        "loopwatch.supervise",
+        "loopwatch.guard",
+        "loopwatch.html",
+        "loopwatch.rollouts",
+        "loopwatch",
+    ),
+    ("loopwatch.adapters",),
+    ("loopwatch.cli",),
+    ("loopwatch.__main__",),
+)
+
+
+def unit_of(module: str) -> str | None:
+    """The unit a module belongs to: the longest unit naming it or its package."""
+    units = [u for layer in LAYERS for u in layer]
+    found = [u for u in units if module == u or (u != "loopwatch" and module.startswith(u + "."))]
+    return max(found, key=len) if found else None
+
+
+def layer_of(unit: str) -> int:
+    return next(n for n, layer in enumerate(LAYERS) if unit in layer)
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for name, targets in sorted(graph.items()):
+        mine = unit_of(name)
+        if mine is None:
+            problems.append(f"{name} is in no layer: place it in LAYERS (and CONTRIBUTING.md)")
+            continue
+        for target in sorted(targets):
+            theirs = unit_of(target)
+            if theirs is None or theirs == mine:
+                continue
+            if layer_of(theirs) >= layer_of(mine):
+                where = "a sibling in its layer" if layer_of(theirs) == layer_of(mine) else "a layer above"
+                problems.append(f"{name} ({mine}) imports {target} ({theirs}): {where}")
+    return problems
+
+
+def test_the_package_follows_one_layer_order() -> None:
+    assert layer_violations(internal_graph()) == []
+
+
+def test_the_layer_check_finds_an_import_upwards_or_sideways() -> None:
+    # it must be able to fail: the core reaching the CLI (inside a function, as a lazy
+    # import would), a reader reaching analysis, a hook module reaching the supervisor,
+    # and a module placed nowhere
+    graph = {
+        "loopwatch.core.monitor": {"loopwatch.cli.scan"},
+        "loopwatch.readers.codex": {"loopwatch.analysis.replay", "loopwatch.core.events"},
+        "loopwatch.hook.guard": {"loopwatch.supervise.pump"},
+        "loopwatch.newthing": set(),
+        "loopwatch.cli.scan": {"loopwatch.core.monitor", "loopwatch"},
+    }
+    assert sorted(layer_violations(graph)) == sorted(
+        [
+            "loopwatch.core.monitor (loopwatch.core) imports loopwatch.cli.scan (loopwatch.cli): a layer above",
+            (
+                "loopwatch.hook.guard (loopwatch.hook) imports loopwatch.supervise.pump (loopwatch.supervise): "
+                "a sibling in its layer"
+            ),
+            "loopwatch.newthing is in no layer: place it in LAYERS (and CONTRIBUTING.md)",
+            (
+                "loopwatch.readers.codex (loopwatch.readers) imports loopwatch.analysis.replay (loopwatch.analysis): "
+                "a layer above"
+            ),
+        ]
+    )
+
+
+def test_the_layer_check_reads_imports_inside_functions(tmp_path: Path) -> None:
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("def f():\n    from ..other import thing\n    return thing\n")
+    assert ("loopwatch.other", 2) in imports("loopwatch.pkg.lazy", lazy, set())

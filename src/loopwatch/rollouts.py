@@ -105,7 +105,10 @@ def compute_score(
             "loopwatch.rollouts.compute_score scores with verl's default_compute_score: install verl, "
             "or wrap your own scorer with with_loop_fields(my_score)"
         ) from exc
-    return with_loop_fields(default_compute_score)(data_source, solution_str, ground_truth, extra_info, **kwargs)
+    scored: dict[str, Any] = with_loop_fields(default_compute_score)(
+        data_source, solution_str, ground_truth, extra_info, **kwargs
+    )
+    return scored
 
 
 def _turns(rollout: Any) -> list[Any]:

@@ -101,8 +101,9 @@ def _with_nudge(message: ToolMessage, nudge: str) -> ToolMessage:
 
 def _tokens(message: Any) -> int | None:
     usage = getattr(message, "usage_metadata", None)
-    if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
-        return usage["total_tokens"]
+    total = usage.get("total_tokens") if isinstance(usage, dict) else None
+    if isinstance(total, int):
+        return total
     return None
 
 

@@ -87,7 +87,11 @@ def make_server(
 ) -> Server:
     """The proxy's MCP server, forwarding to `upstream` (an initialized session whose
     `message_handler` is `relay`)."""
-    say = (lambda line: print(f"loopwatch: {line}", file=log, flush=True)) if log is not None else (lambda line: None)
+
+    def say(line: str) -> None:
+        if log is not None:
+            print(f"loopwatch: {line}", file=log, flush=True)
+
     relay = relay if relay is not None else Relay()
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

@@ -39,7 +39,8 @@ class LazyGroup(click.Group):
         target, _ = COMMANDS[name]
         module, attribute = target.split(":")
         try:
-            return getattr(importlib.import_module(module), attribute)
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
         except (ImportError, AttributeError):
             return None
 

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
+import tomli_w
 
 from ..analysis.crossval import CrossValidation, calibration_toml
 from ..analysis.evaluation import Sweep, only, sweep_thresholds, with_param
@@ -240,14 +241,14 @@ def calibrate(
 
 def _sessions(
     items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool, format_name: str | None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     quiet = config._replace(mode="off")
     passes = [quiet] + [with_param(only(quiet, "churn"), "churn", "window", w)._replace(mode="off") for w in sizes]
     passes = [
         p if i == 0 else with_param(p, "churn", "distinct", min(p.signals["churn"].distinct, w - 1))
         for i, (p, w) in enumerate(zip(passes, [0] + sizes))
     ]
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     with progress_bar(len(items) * len(passes), "calibrating", not no_progress) as bar:
         for k, cfg in enumerate(passes):
             for results in replay_files(items, cfg, format_name, jobs=jobs or None):
@@ -274,7 +275,7 @@ def _sessions(
     return list(rows.values())
 
 
-def _write_profile(path: str, sessions: list[dict], outcomes: Outcomes | None) -> dict[str, Any]:
+def _write_profile(path: str, sessions: list[dict[str, Any]], outcomes: Outcomes | None) -> dict[str, Any]:
     """Write the profile (see the command's help); return what it says, for the report."""
     healthy = [
         row for row in sessions if not row["error"] and (outcomes is None or outcomes.lookup(row["path"]) is True)
@@ -291,10 +292,7 @@ def _write_profile(path: str, sessions: list[dict], outcomes: Outcomes | None) -
         f"{' (resolved = yes in the outcomes)' if outcomes is not None else ''}.\n"
         f"# The most copies in a row of an output line cycle, numbers masked, in any of them: {most}.\n"
         "# Such repeats may end a run from one copy more.\n"
-        "[signals.repeated_lines]\n"
-        f"repeats = {repeats}\n"
-        "masked_can_stop = true\n"
-    )
+    ) + tomli_w.dumps({"signals": {"repeated_lines": {"repeats": repeats, "masked_can_stop": True}}})
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
@@ -360,11 +358,11 @@ def _write(path: str, report: CrossValidation) -> None:
         raise click.UsageError(f"--write {path}: cannot write: {exc.strerror or exc}") from None
 
 
-def _name(row: dict, several: bool) -> str:
+def _name(row: dict[str, Any], several: bool) -> str:
     """A row's name: its file as given (its end, when long: many runs share a file name,
     as `agent.log`, or a session id, as one task run by several models), and the
     session when the file holds several."""
-    name = row["path"] + (f" [{row['session']}]" if several and row["session"] else "")
+    name: str = row["path"] + (f" [{row['session']}]" if several and row["session"] else "")
     return name if len(name) <= _NAME_WIDTH else "…" + name[-(_NAME_WIDTH - 1) :]
 
 

@@ -5,11 +5,13 @@ Codex skips hooks.json entries it has not been told to trust, without a message
 `trusted_hash = "sha256:..."` in the user's config.toml; the key and hash are computed
 exactly as Codex computes them (`loopwatch.hosts.codex`). This module trusts exactly
 loopwatch's own entries, with the hash of exactly what was written, and edits
-config.toml as text so every other line the user wrote is kept as it was (comments
-included). The result is parsed back before it is written: if it does not parse, or
-does not give our keys our hashes (e.g. the user wrote `hooks.state` as an inline
-table, which TOML forbids extending), nothing is written and the caller is told what
-the user must do instead.
+config.toml with tomlkit, which keeps every other line the user wrote as it was
+(comments, spacing, order): our tables are added at the end of `[hooks.state]` without a
+blank line of their own, so removing them gives back the user's text byte for byte (a
+missing final newline excepted). The result is parsed back before it is written: if it
+does not parse, or does not give our keys our hashes, or the user wrote `hooks` or
+`hooks.state` inline (`state = { ... }`, a form loopwatch does not edit), nothing is
+written and the caller is told what the user must do instead.
 
 Not handled: hooks.json files other than `$CODEX_HOME/hooks.json` and a project's
 `.codex/hooks.json` (Codex reads no others), and trust for anyone else's hooks.
@@ -17,16 +19,18 @@ Not handled: hooks.json files other than `$CODEX_HOME/hooks.json` and a project'
 
 from __future__ import annotations
 
-import json
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+import tomlkit
+from tomlkit.items import Table
+
 from ..hosts import codex
 
-__all__ = ["Entry", "TrustError", "entries", "state_of", "trust", "untrust"]
+__all__ = ["Entry", "TrustError", "entries", "state_of", "tables_toml", "trust", "untrust"]
 
 
 class TrustError(Exception):
@@ -91,8 +95,23 @@ def trust(config: Path, wanted: list[Entry]) -> str | None:
     state = _state(current)
     if all(isinstance(state.get(e.key), dict) and state[e.key].get("trusted_hash") == e.hash for e in wanted):
         return None
+    document = tomlkit.parse(text)
+    tables = _state_table(document, create=True)
+    if tables is None:
+        raise TrustError(_manual(config, wanted, "its [hooks.state] is written in a form loopwatch does not edit"))
     for entry in wanted:
-        text = _set_hash(text, entry)
+        mine = tables.get(entry.key)
+        if isinstance(mine, Table):
+            mine["trusted_hash"] = entry.hash
+        elif mine is not None:
+            raise TrustError(_manual(config, wanted, "its [hooks.state] is written in a form loopwatch does not edit"))
+        else:
+            table = tomlkit.table()
+            table.comment(f"trusted by `loopwatch install codex` ({entry.event})")
+            table.add("trusted_hash", entry.hash)
+            tables.append(entry.key, table)
+            table.trivia.indent = ""  # no blank line of ours: removing the table restores the text
+    text = tomlkit.dumps(document)
     try:
         check = _state(tomllib.loads(text))
     except tomllib.TOMLDecodeError:
@@ -113,10 +132,21 @@ def untrust(config: Path, gone: list[Entry]) -> str | None:
         state = _state(_parse(text, config))
     except TrustError:
         return None
-    new = text
-    for entry in gone:
-        if isinstance(state.get(entry.key), dict) and state[entry.key].get("trusted_hash") == entry.hash:
-            new = _drop_table(new, entry.key)
+    ours = [e.key for e in gone if isinstance(state.get(e.key), dict) and state[e.key].get("trusted_hash") == e.hash]
+    document = tomlkit.parse(text)
+    tables = _state_table(document, create=False)
+    if not ours or tables is None:
+        return None
+    for key in ours:
+        del tables[key]
+    # `[hooks.state]` and `[hooks]` that only held ours had no header of their own
+    # (super tables): they go with them
+    hooks = document["hooks"]
+    if isinstance(hooks, Table) and not tables and tables.is_super_table():
+        del hooks["state"]
+        if not hooks and hooks.is_super_table():
+            del document["hooks"]
+    new = tomlkit.dumps(document)
     return None if new == text else new
 
 
@@ -129,52 +159,25 @@ def write(config: Path, text: str) -> None:
     safefile.write(config, text, links="edit", backup=True)
 
 
-# -- text editing -------------------------------------------------------------------------
-
-_HEADER = re.compile(r"^\s*\[")
+# -- editing -----------------------------------------------------------------------------
 
 
-def _header(key: str) -> str:
-    return f"[hooks.state.{json.dumps(key, ensure_ascii=False)}]"
-
-
-def _table_span(lines: list[str], key: str) -> tuple[int, int] | None:
-    """Lines [start, end) of the table `[hooks.state."<key>"]` as written by us (or
-    spelled the same way by the user)."""
-    want = _header(key)
-    for i, line in enumerate(lines):
-        if line.strip() == want:
-            end = i + 1
-            while end < len(lines) and not _HEADER.match(lines[end]):
-                end += 1
-            return i, end
-    return None
-
-
-def _set_hash(text: str, entry: Entry) -> str:
-    lines = text.splitlines(keepends=True)
-    span = _table_span(lines, entry.key)
-    value = f"trusted_hash = {json.dumps(entry.hash)}\n"
-    if span is None:
-        if text and not text.endswith("\n"):
-            text += "\n"
-        return f"{text}\n# trusted by `loopwatch install codex` ({entry.event})\n{_header(entry.key)}\n{value}"
-    start, end = span
-    body = [line for line in lines[start + 1 : end] if not re.match(r"\s*trusted_hash\s*=", line)]
-    return "".join(lines[: start + 1] + [value] + body + lines[end:])
-
-
-def _drop_table(text: str, key: str) -> str:
-    lines = text.splitlines(keepends=True)
-    span = _table_span(lines, key)
-    if span is None:
-        return text
-    start, end = span
-    if start > 0 and lines[start - 1].startswith("# trusted by `loopwatch install codex`"):
-        start -= 1
-    if start > 0 and not lines[start - 1].strip():
-        start -= 1
-    return "".join(lines[:start] + lines[end:])
+def _state_table(document: tomlkit.TOMLDocument, *, create: bool) -> Table | None:
+    """The `hooks.state` table of a parsed config.toml, added (as tables with no header
+    of their own) when `create` and absent; None when absent, or written inline."""
+    where: tomlkit.TOMLDocument | Table = document
+    for name in ("hooks", "state"):
+        table = where.get(name)
+        if table is None:
+            if not create:
+                return None
+            table = tomlkit.table(is_super_table=True)
+            where.append(name, table)
+            table.trivia.indent = ""  # no blank line of ours: removing the table restores the text
+        if not isinstance(table, Table):
+            return None
+        where = table
+    return where if isinstance(where, Table) else None
 
 
 def _read(config: Path) -> str:
@@ -197,8 +200,13 @@ def _state(data: dict[str, Any]) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
+def tables_toml(wanted: list[Entry]) -> str:
+    """The trust tables of `wanted` as TOML, for a person to read or copy."""
+    return tomli_w.dumps({"hooks": {"state": {e.key: {"trusted_hash": e.hash} for e in wanted}}})
+
+
 def _manual(config: Path, wanted: list[Entry], why: str) -> str:
-    tables = "\n".join(f"  {_header(e.key)}\n  trusted_hash = {json.dumps(e.hash)}" for e in wanted)
+    tables = "\n".join(f"  {line}" if line else "" for line in tables_toml(wanted).splitlines())
     return (
         f"{config}: {why}, so loopwatch did not record Codex's trust. Codex skips untrusted hooks "
         f"without a message: add these tables to {config} yourself, or trust the loopwatch hooks "

@@ -185,7 +185,7 @@ def _set_up(host: str, env: Mapping[str, str]) -> bool:
     return (Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", "~")).expanduser() / ".claude")).is_dir()
 
 
-def _ours(settings: dict) -> dict[str, list[str]]:
+def _ours(settings: dict[str, Any]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     hooks = settings.get("hooks")
     if not isinstance(hooks, dict):

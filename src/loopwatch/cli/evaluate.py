@@ -30,13 +30,14 @@ from ..analysis.evaluation import (
 from ._common import config_options, engine_options, make_config, progress_bar, use_ray
 
 if TYPE_CHECKING:
+    from ..analysis.evaluation import Label
     from ..analysis.outcomes import Outcomes
     from ..core.config import Config
 
 __all__ = ["corpus_of", "evaluate", "load_inputs"]
 
 
-def labels_or_usage(path: str | None) -> list | None:
+def labels_or_usage(path: str | None) -> list[Label] | None:
     """The labels file read, or a one-line usage error."""
     if not path:
         return None
@@ -87,7 +88,7 @@ def load_inputs(
     return cases, corpus
 
 
-def corpus_of(labels: list | None, labels_path: str | None, outcome_paths: tuple[str, ...]) -> str:
+def corpus_of(labels: list[Label] | None, labels_path: str | None, outcome_paths: tuple[str, ...]) -> str:
     """The folder the listed paths are relative to, when --corpus is not given: the
     labels' own folder, else the first outcomes folder that holds every labelled
     session (labels kept in a repository, apart from the corpus whose manifest is the

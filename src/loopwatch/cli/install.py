@@ -75,14 +75,14 @@ def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(OURS.search(hook["command"]))
 
 
-def remove(settings: dict) -> dict:
+def remove(settings: dict[str, Any]) -> dict[str, Any]:
     """A copy of `settings` without loopwatch's hook entries. Groups and events left
     empty by the removal are dropped; nothing else changes."""
     out = dict(settings)
     hooks = out.get("hooks")
     if not isinstance(hooks, dict):
         return out
-    new_hooks: dict = {}
+    new_hooks: dict[str, Any] = {}
     for event, groups in hooks.items():
         if not isinstance(groups, list):
             new_hooks[event] = groups
@@ -103,7 +103,7 @@ def remove(settings: dict) -> dict:
     return out
 
 
-def merge(settings: dict, agent: str, command: str) -> dict:
+def merge(settings: dict[str, Any], agent: str, command: str) -> dict[str, Any]:
     """A copy of `settings` with exactly one loopwatch entry per hooked event."""
     out = remove(settings)
     hooks = out.get("hooks")
@@ -116,7 +116,7 @@ def merge(settings: dict, agent: str, command: str) -> dict:
         groups = hooks.get(event, [])
         if not isinstance(groups, list):
             raise click.ClickException(f"the settings file's hooks.{event} is not a list; fix it by hand first")
-        group: dict = {"hooks": [{"type": "command", "command": command, "timeout": _TIMEOUT}]}
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": _TIMEOUT}]}
         if agent == "claude-code" and event in _TOOL_EVENTS:
             group = {"matcher": "*", **group}
         hooks[event] = [*groups, group]
@@ -124,7 +124,7 @@ def merge(settings: dict, agent: str, command: str) -> dict:
     return out
 
 
-def _read(path: Path, inside: Path | None = None) -> dict:
+def _read(path: Path, inside: Path | None = None) -> dict[str, Any]:
     try:
         target = safefile.check(path, links="edit", inside=inside)
     except safefile.UnsafeWrite as exc:
@@ -146,7 +146,9 @@ def _read(path: Path, inside: Path | None = None) -> dict:
     return data
 
 
-def _write(path: Path, before: dict, after: dict, dry_run: bool, inside: Path | None = None) -> bool:
+def _write(
+    path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None = None
+) -> bool:
     """Write the settings by `loopwatch.safefile`: no link planted beside the file is
     followed, its mode is kept (a new one is 0600), a symlinked settings file is
     edited where it points (within `inside`, a project's folder, for its settings)."""
@@ -281,7 +283,9 @@ def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path 
     return Path(os.path.realpath(path))
 
 
-def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict, changed: bool, dry_run: bool) -> None:
+def _trust_codex(
+    path: Path, scope: str, settings_file: Path | None, after: dict[str, Any], changed: bool, dry_run: bool
+) -> None:
     """Record Codex's trust for exactly loopwatch's entries: Codex silently skips
     untrusted hooks, so an install without it would do nothing."""
     from . import codex_trust
@@ -308,9 +312,7 @@ def _trust_codex(path: Path, scope: str, settings_file: Path | None, after: dict
     if dry_run:
         if text is not None:
             click.echo(f"# and in {config}:")
-            click.echo(
-                "".join(f'[hooks.state.{json.dumps(e.key)}]\ntrusted_hash = "{e.hash}"\n' for e in wanted), nl=False
-            )
+            click.echo(codex_trust.tables_toml(wanted), nl=False)
         return
     if text is not None:
         _write_trust(config, text)

@@ -82,7 +82,7 @@ def _fail(message: str) -> NoReturn:
     fail("status", message)
 
 
-def _details(store: Any, row: dict, limit: int) -> dict:
+def _details(store: Any, row: dict[str, Any], limit: int) -> dict[str, Any]:
     item = dict(row)
     try:
         state = store.state(row["session"], row["agent"])
@@ -144,7 +144,7 @@ def _ago(at: float) -> str:
     return duration(time.time() - at) + " ago"
 
 
-def _show(item: dict, full: bool) -> None:
+def _show(item: dict[str, Any], full: bool) -> None:
     agent = f" agent {item['agent']}" if item["agent"] else ""
     click.secho(f"session {item['session']}{agent}", bold=True)
     why = f" ({item['profile_reason']})" if item.get("profile_reason") else ""

@@ -116,7 +116,12 @@ class Config(NamedTuple):
         return LADDERS["unattended"]
 
     def params(self, signal: str) -> Any:
-        return self.signals[signal]
+        given = self.signals.get(signal)
+        if given is None:  # a signal registered after this configuration was made
+            from .signals import SIGNALS
+
+            return SIGNALS[signal].Params()
+        return given
 
     def rule(self, tool: str) -> ToolRule:
         """The rule for `tool`'s calls: the configuration's, with the tool's default

@@ -23,6 +23,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .respond import Reply
 
 __all__ = ["main"]
 
@@ -284,7 +288,7 @@ def _user_fails_closed() -> bool:
         return False
 
 
-def _write(answer) -> int:
+def _write(answer: Reply) -> int:
     if answer.stdout is not None:
         import json
 
@@ -303,7 +307,7 @@ def _drain() -> None:
         pass
 
 
-def _log(folder, event: str, session: str, text: str) -> None:
+def _log(folder: str, event: str, session: str, text: str) -> None:
     """One line in hook.log: when, which event and session, what happened. Never
     the payload. hook.log is 0600 and never opened through a symlink; when it
     cannot be written (a read-only folder, a full disk, a folder not private to

@@ -203,7 +203,7 @@ class _Encoder:
         self.reg, self.memo = reg, memo
         self.keep: list[Any] = []  # objects seen, alive until the end so ids stay unique
 
-    def _shared(self, value: Any) -> list | None:
+    def _shared(self, value: Any) -> list[Any] | None:
         ref = self.memo.get(id(value))
         if ref is not None:
             return ["r", ref]
@@ -391,7 +391,7 @@ class _Decoder:
             return obj
         raise StateError(f"unknown tag {tag[:10]!r}")
 
-    def _items(self, item: list, start: int) -> list[Any]:
+    def _items(self, item: list[Any], start: int) -> list[Any]:
         """Decoded items from `start`: plain ones (ints, None, strings that are not
         digests) inline, the rest through `decode` (a digest-keyed map of 1,024 entries
         is most of a state, and a call per item was most of its cost)."""
@@ -401,7 +401,7 @@ class _Decoder:
             for v in item[start:]
         ]
 
-    def _pairs(self, out: Any, item: list, start: int) -> Any:
+    def _pairs(self, out: Any, item: list[Any], start: int) -> Any:
         if (len(item) - start) % 2:
             raise StateError("malformed mapping")
         values = self._items(item, start)
@@ -410,7 +410,7 @@ class _Decoder:
         return out
 
 
-def _one(item: list, kind: type) -> Any:
+def _one(item: list[Any], kind: type) -> Any:
     if len(item) != 2 or (kind is not object and type(item[1]) is not kind):
         raise StateError(f"malformed {item[0]!r} item")
     return item[1]

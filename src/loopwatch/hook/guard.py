@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..configfile import apply_env
@@ -52,7 +53,13 @@ DEFAULT_TOOLS = {
 }
 
 
-def handle(payload: Payload, config: dict[str, Any], store: Store, log=None, now: float | None = None) -> Reply:
+def handle(
+    payload: Payload,
+    config: dict[str, Any],
+    store: Store,
+    log: Callable[[str], object] | None = None,
+    now: float | None = None,
+) -> Reply:
     """Feed one event to its session's monitor and say what to answer."""
     at = time.time() if now is None else now
     outcome: dict[str, Any] = {}

@@ -186,10 +186,10 @@ def _parse_oversize(data: bytes, host: str) -> Payload:
 
 
 @overload
-def _text(raw: dict, key: str, required: Literal[True]) -> str: ...
+def _text(raw: dict[str, Any], key: str, required: Literal[True]) -> str: ...
 @overload
-def _text(raw: dict, key: str, required: bool = False) -> str | None: ...
-def _text(raw: dict, key: str, required: bool = False) -> str | None:
+def _text(raw: dict[str, Any], key: str, required: bool = False) -> str | None: ...
+def _text(raw: dict[str, Any], key: str, required: bool = False) -> str | None:
     value = raw.get(key)
     if value is None:
         if required:
@@ -200,7 +200,7 @@ def _text(raw: dict, key: str, required: bool = False) -> str | None:
     return value
 
 
-def _call(raw: dict, event: str, host: str = "codex") -> Call:
+def _call(raw: dict[str, Any], event: str, host: str = "codex") -> Call:
     name = raw.get("tool_name")
     if not isinstance(name, str) or not name:
         raise PayloadError(f"{event}: missing tool_name")
@@ -223,7 +223,7 @@ def _call(raw: dict, event: str, host: str = "codex") -> Call:
     return Call(name, tool_input, call_id, trim(result), failed)
 
 
-def _claude_call(raw: dict, event: str, name: str, call_id: str | None, tool_input: Any) -> Call:
+def _claude_call(raw: dict[str, Any], event: str, name: str, call_id: str | None, tool_input: Any) -> Call:
     if event == "PreToolUse":
         return Call(name, tool_input, call_id)
     if event == "PostToolUseFailure":

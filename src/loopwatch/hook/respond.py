@@ -28,6 +28,8 @@ schemas and parser in openai/codex codex-rs/hooks):
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..core.messages import Blocked, Stopped, Warned
 from ..core.session import Decision
 from ..core.verdict import Action, Verdict
@@ -40,7 +42,7 @@ class Reply:
 
     __slots__ = ("code", "stderr", "stdout")
 
-    def __init__(self, stdout: dict | None = None, stderr: str = "", code: int = 0) -> None:
+    def __init__(self, stdout: dict[str, Any] | None = None, stderr: str = "", code: int = 0) -> None:
         self.stdout, self.stderr, self.code = stdout, stderr, code
 
     def __repr__(self) -> str:
@@ -73,7 +75,7 @@ def refuse(host: str, reason: str, stop: bool = False, person: str | None = None
     where the host allows it."""
     if host == "codex":
         return Reply(None, reason + "\n", 2)
-    out: dict = {
+    out: dict[str, Any] = {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",

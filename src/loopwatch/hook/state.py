@@ -207,7 +207,7 @@ class Store:
 
     def __init__(
         self,
-        folder: str | os.PathLike,
+        folder: str | os.PathLike[str],
         busy_timeout: float = 10.0,
         keep_days: float = 7.0,
         keep_sessions: int = 500,
@@ -332,7 +332,7 @@ class Store:
                 wait = max(min(wait, self.deadline - now), 0.001)
             _block(fd, wait)
 
-    def _progress(self, fd: int) -> tuple:
+    def _progress(self, fd: int) -> tuple[Any, ...]:
         """Changes while the queue moves: a commit (the database and its WAL), a new
         holder, or (Linux) all the time while the holder is a live process that is not
         stopped, so a holder slowed by a starved machine is told from one that is
@@ -536,7 +536,7 @@ class Store:
 
     def sessions(self, limit: int = 20, session: str | None = None) -> list[dict[str, Any]]:
         query = "SELECT session, agent, host, profile, created, updated, actions, nudges, blocks, stops FROM sessions"
-        args: tuple = ()
+        args: tuple[str | int, ...] = ()
         if session:
             query += " WHERE session LIKE ? ESCAPE '\\'"
             args = (_like_prefix(session),)

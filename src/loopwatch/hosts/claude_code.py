@@ -101,7 +101,7 @@ def exit_code(text: Any) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def call_failed(event: str, item: dict) -> bool:
+def call_failed(event: str, item: dict[str, Any]) -> bool:
     """Did the call in this hook payload (or PostToolBatch item) fail?
 
     PostToolUseFailure: always. PostToolUse: never (Claude Code sends failures to
@@ -117,7 +117,7 @@ def call_failed(event: str, item: dict) -> bool:
     return code is not None and code != 0
 
 
-def interrupted(event: str, item: dict) -> bool:
+def interrupted(event: str, item: dict[str, Any]) -> bool:
     """The user pressed Esc on this call (PostToolUseFailure `is_interrupt`, or a Bash
     `tool_response.interrupted`): not the agent's doing."""
     if item.get("is_interrupt") is True:
@@ -126,7 +126,7 @@ def interrupted(event: str, item: dict) -> bool:
     return event == "PostToolUse" and isinstance(response, dict) and response.get("interrupted") is True
 
 
-def payload_agent(raw: dict) -> str:
+def payload_agent(raw: dict[str, Any]) -> str:
     """The sub-agent a hook payload comes from ("" for the main agent)."""
     agent = raw.get("agent_id")
     return agent if isinstance(agent, str) else ""
@@ -141,7 +141,7 @@ def spawned_agent(tool_name: Any, tool_response: Any) -> str | None:
     return agent if isinstance(agent, str) and agent else None
 
 
-def line_agent(obj: dict) -> str | None:
+def line_agent(obj: dict[str, Any]) -> str | None:
     """The sub-agent of a stream-json or session-file line, when the line says so
     itself: stream-json's `parent_tool_use_id` (the spawning Agent call), or a
     sidechain line's `agentId`. None for the main agent, or a sidechain line of an
@@ -149,25 +149,26 @@ def line_agent(obj: dict) -> str | None:
     parent_call = obj.get("parent_tool_use_id")
     if isinstance(parent_call, str) and parent_call:
         return parent_call
-    if obj.get("isSidechain") and isinstance(obj.get("agentId"), str) and obj["agentId"]:
-        return obj["agentId"]
+    agent = obj.get("agentId")
+    if obj.get("isSidechain") and isinstance(agent, str) and agent:
+        return agent
     return None
 
 
-def result_failed(block: dict, text: Any) -> bool:
+def result_failed(block: dict[str, Any], text: Any) -> bool:
     """A transcript's tool_result block reports a failure: `is_error`, or a
     `<tool_use_error>` text (older releases)."""
     return block.get("is_error") is True or (isinstance(text, str) and text.lstrip().startswith("<tool_use_error>"))
 
 
-def is_user_prompt(obj: dict, said: bool, has_results: bool) -> bool:
+def is_user_prompt(obj: dict[str, Any], said: bool, has_results: bool) -> bool:
     """A user line that is the person speaking: it says something (text, an image),
     carries no tool results, and is not Claude Code's own (`isMeta` reminders,
     compaction summaries)."""
     return said and not has_results and not obj.get("isMeta") and not obj.get("isCompactSummary")
 
 
-def loopwatch_denial(block: dict, text: Any) -> str | None:
+def loopwatch_denial(block: dict[str, Any], text: Any) -> str | None:
     """ "stop" or "block" when a tool_result is loopwatch's own denial (the call never
     ran), else None."""
     if block.get("is_error") is not True or not isinstance(text, str):
@@ -181,7 +182,7 @@ def loopwatch_denial(block: dict, text: Any) -> str | None:
     return "stop" if said is Stopped else "block" if said is Blocked else None
 
 
-def hook_stop_reason(line: dict) -> str | None:
+def hook_stop_reason(line: dict[str, Any]) -> str | None:
     """The `stopReason` of a hook answer that ended the run, from a stream-json
     `hook_response` line (printed with `--include-hook-events`), else None."""
     if line.get("type") != "system" or line.get("subtype") != "hook_response":
@@ -239,12 +240,12 @@ def transcript_stop_reason(session_id: str, env: Mapping[str, str]) -> str | Non
     return found
 
 
-def stopped_by_hook(result_line: dict) -> bool:
+def stopped_by_hook(result_line: dict[str, Any]) -> bool:
     """The `result` line of a stream-json run says a hook ended it."""
     return result_line.get("type") == "result" and result_line.get("terminal_reason") == "hook_stopped"
 
 
-def stopped_by_loopwatch(result_line: dict, saw_loopwatch_stop: bool, hook_stop_reasons: list[str]) -> bool:
+def stopped_by_loopwatch(result_line: dict[str, Any], saw_loopwatch_stop: bool, hook_stop_reasons: list[str]) -> bool:
     """A run that a hook ended, and the hook was loopwatch: the run's last denial was
     loopwatch's stop (the usual way: the repeat is refused before it runs), or, with
     `--include-hook-events`, a hook answer's `stopReason` was loopwatch's."""

@@ -41,7 +41,9 @@ from ..files import open_file
 
 __all__ = [
     "EVENT_LABELS",
+    "EXEC_EVENTS",
     "HOOK_EVENTS",
+    "ROLLOUT_LINES",
     "SHELL_TOOLS",
     "codex_home",
     "hook_key",
@@ -53,6 +55,21 @@ __all__ = [
     "shared_tool_rules",
     "trusted_hash",
 ]
+
+#: The line types of a rollout file (`~/.codex/sessions/.../rollout-*.jsonl`).
+ROLLOUT_LINES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+#: The event types of the stream `codex exec --json` prints (read by the reader and by `run`).
+EXEC_EVENTS = frozenset(
+    {
+        "thread.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "item.started",
+        "item.updated",
+        "item.completed",
+    }
+)
 
 #: One shell tool under every name Codex gives it (see the module docstring).
 SHELL_TOOLS = frozenset({"exec_command", "command_execution", "Bash", "shell"})

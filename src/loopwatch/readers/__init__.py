@@ -96,7 +96,8 @@ def read(path: str, format: str | None = None, stream: BinaryIO | None = None) -
         format = detect(path, head)
         if format is None:
             raise ReadError("unknown format (use --format to name it)")
-    return reader(format).read(path, stream)
+    sessions: Iterator[Session] = reader(format).read(path, stream)  # a reader module's `read` (see `base`)
+    return sessions
 
 
 _BOM = b"\xef\xbb\xbf"

@@ -63,7 +63,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
         raise
 
 
-def _header(line: bytes, note: str | None) -> dict:
+def _header(line: bytes, note: str | None) -> dict[str, Any]:
     if note is not None and not line:  # a header too big to read
         raise ReadError("not an asciicast: the first line is not a JSON header")
     try:

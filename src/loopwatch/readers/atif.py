@@ -47,7 +47,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     yield session
 
 
-def _events(steps: list, step_of: dict, skipped: list) -> Iterator[Any]:
+def _events(steps: list[Any], step_of: dict[str, int], skipped: list[str]) -> Iterator[Any]:
     for i, step in enumerate(steps):
         ref = f"steps[{i}]"
         if not isinstance(step, dict):

@@ -97,7 +97,7 @@ class _Call:
         self.name, self.input, self.ref, self.tokens = name, input, ref, tokens
 
 
-def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
+def _events(messages: list[Any], prefix: str, session: Session) -> Iterator[Event]:
     calls: dict[str, _Call] = {}
     for index, message in enumerate(messages):
         ref = f"{prefix}[{index}]"
@@ -147,7 +147,7 @@ def _events(messages: list, prefix: str, session: Session) -> Iterator[Event]:
 
 
 def _assistant(
-    message: dict, index: int, ref: str, at: float | None, calls: dict[str, _Call], session: Session
+    message: dict[str, Any], index: int, ref: str, at: float | None, calls: dict[str, _Call], session: Session
 ) -> Iterator[Event]:
     tokens = tokens_of(message.get("usage"), *_USAGE)
     if tokens is not None:

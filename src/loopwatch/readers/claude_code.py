@@ -77,7 +77,7 @@ _RECENT = 256  # message ids whose tokens are remembered (split lines are consec
 _UNSET = object()
 
 
-def is_session_line(obj: dict) -> bool:
+def is_session_line(obj: dict[str, Any]) -> bool:
     """A line of a `~/.claude/projects` session file."""
     kind = kind_of(obj)
     if kind == "user" or kind == "assistant":
@@ -91,7 +91,7 @@ def is_session_line(obj: dict) -> bool:
     return False
 
 
-def is_stream_line(obj: dict) -> bool:
+def is_stream_line(obj: dict[str, Any]) -> bool:
     """A line of `claude -p --output-format stream-json`."""
     kind = kind_of(obj)
     if "session_id" not in obj:
@@ -229,7 +229,7 @@ class StreamParser:
     # -- lines ----------------------------------------------------------------------------
 
     def _assistant(
-        self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]
+        self, obj: dict[str, Any], at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]
     ) -> None:
         message = mapping_at(obj, "message")
         message_id = self._message_id(obj)
@@ -263,7 +263,13 @@ class StreamParser:
                 self._tool_use(block, message_id, at, ref, agent, out)
 
     def _tool_use(
-        self, block: dict, message_id: str, at: float | None, ref: str | None, agent: str | None, out: list[Event]
+        self,
+        block: dict[str, Any],
+        message_id: str,
+        at: float | None,
+        ref: str | None,
+        agent: str | None,
+        out: list[Event],
     ) -> None:
         call_id = block.get("id")
         name = block.get("name")
@@ -276,7 +282,7 @@ class StreamParser:
             out.append(Attempt(name, block.get("input"), at=at, call_id=call_id, agent=agent, source_ref=ref))
 
     def _user(
-        self, obj: dict, at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]
+        self, obj: dict[str, Any], at: float | None, ref: str | None, agent: str | None, primary: bool, out: list[Event]
     ) -> None:
         message = mapping_at(obj, "message")
         content = message.get("content")
@@ -320,7 +326,7 @@ class StreamParser:
             self._stop_denied = False
             out.append(UserMessage(at=at, source_ref=ref))
 
-    def _system(self, obj: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
+    def _system(self, obj: dict[str, Any], at: float | None, ref: str | None, out: list[Event]) -> None:
         subtype = obj.get("subtype")
         if subtype == "init":
             self._inits += 1
@@ -338,7 +344,7 @@ class StreamParser:
             reason = error.get("message") if isinstance(error, dict) else obj.get("content")
             out.append(Retry(at=at, reason=str(reason)[:200] if reason else subtype, source_ref=ref))
 
-    def _result(self, obj: dict) -> None:
+    def _result(self, obj: dict[str, Any]) -> None:
         cost = obj.get("total_cost_usd", obj.get("cost_usd"))
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             self.cost = (self.cost or 0.0) + cost
@@ -352,7 +358,7 @@ class StreamParser:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _agent_of(self, obj: dict) -> str | None:
+    def _agent_of(self, obj: dict[str, Any]) -> str | None:
         agent = host.line_agent(obj)
         if agent is not None or not obj.get("isSidechain"):
             return agent
@@ -366,14 +372,14 @@ class StreamParser:
             self._threads[uuid] = agent
         return agent
 
-    def _ends_message(self, obj: dict, kind: Any) -> bool:
+    def _ends_message(self, obj: dict[str, Any], kind: Any) -> bool:
         # bookkeeping lines (progress, snapshots) may fall between a message's split lines
         if kind == "assistant":
             return self._message_id(obj) != self._open[0]  # type: ignore[index]
         return kind == "user" or kind == "result" or (kind == "system" and obj.get("subtype") == "init")
 
     @staticmethod
-    def _message_id(obj: dict) -> str:
+    def _message_id(obj: dict[str, Any]) -> str:
         message = obj.get("message")
         found = message.get("id") if isinstance(message, dict) else None
         return found if isinstance(found, str) else str(obj.get("uuid"))

@@ -67,18 +67,6 @@ __all__ = ["NAME", "StreamParser", "read", "sniff"]
 
 NAME = "codex"
 
-_ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_EXEC_TYPES = frozenset(
-    {
-        "thread.started",
-        "turn.started",
-        "turn.completed",
-        "turn.failed",
-        "item.started",
-        "item.updated",
-        "item.completed",
-    }
-)
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 _ITEM_TYPES = _CALLS | _OUTPUTS | {"message", "reasoning", "web_search_call"}
@@ -93,11 +81,11 @@ _PEEK = 50
 _PATCH_APPLIED = re.compile(r"^Success\. Updated the following files", re.MULTILINE)
 
 
-def is_rollout_line(obj: dict) -> bool:
-    return kind_of(obj) in _ROLLOUT_TYPES and "payload" in obj and "timestamp" in obj
+def is_rollout_line(obj: dict[str, Any]) -> bool:
+    return kind_of(obj) in codex.ROLLOUT_LINES and "payload" in obj and "timestamp" in obj
 
 
-def is_exec_line(obj: dict) -> bool:
+def is_exec_line(obj: dict[str, Any]) -> bool:
     kind = kind_of(obj)
     if kind == "thread.started":
         return "thread_id" in obj
@@ -108,13 +96,13 @@ def is_exec_line(obj: dict) -> bool:
     return False
 
 
-def is_legacy_line(obj: dict) -> bool:
+def is_legacy_line(obj: dict[str, Any]) -> bool:
     if kind_of(obj, "record_type") == "state":
         return True
     return "type" not in obj and "id" in obj and "timestamp" in obj and "instructions" in obj
 
 
-def _recognized(obj: dict) -> bool:
+def _recognized(obj: dict[str, Any]) -> bool:
     return is_rollout_line(obj) or is_exec_line(obj) or is_legacy_line(obj)
 
 
@@ -150,7 +138,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     yield session
 
 
-def _session_id(obj: dict) -> str | None:
+def _session_id(obj: dict[str, Any]) -> str | None:
     if kind_of(obj) == "session_meta" and isinstance(obj.get("payload"), dict):
         found = obj["payload"].get("id")
     elif kind_of(obj) == "thread.started":
@@ -225,7 +213,7 @@ class StreamParser:
                 for key in ("model", "cwd", "cli_version", "originator"):
                     if isinstance(payload.get(key), str):
                         self.meta.setdefault(key, payload[key])
-        elif kind in _EXEC_TYPES or kind == "error":
+        elif kind in codex.EXEC_EVENTS or kind == "error":
             self._exec(obj, ref, out)
         elif kind in _ITEM_TYPES:  # an older rollout's bare response item
             self._item(obj, iso_seconds(obj.get("timestamp")), ref, out)
@@ -240,7 +228,7 @@ class StreamParser:
 
     # -- rollout ----------------------------------------------------------------------------
 
-    def _item(self, item: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
+    def _item(self, item: dict[str, Any], at: float | None, ref: str | None, out: list[Event]) -> None:
         kind = kind_of(item)
         if kind == "message":
             text = blocks_text(item.get("content"))
@@ -284,7 +272,7 @@ class StreamParser:
         elif kind == "web_search_call":
             out.append(ToolCall("web_search", item.get("action"), item.get("status"), at=at, source_ref=ref))
 
-    def _event(self, event: dict, at: float | None, ref: str | None, out: list[Event]) -> None:
+    def _event(self, event: dict[str, Any], at: float | None, ref: str | None, out: list[Event]) -> None:
         kind = kind_of(event)
         if kind == "token_count":
             info = event.get("info")
@@ -314,7 +302,7 @@ class StreamParser:
 
     # -- codex exec --json --------------------------------------------------------------------
 
-    def _exec(self, obj: dict, ref: str | None, out: list[Event]) -> None:
+    def _exec(self, obj: dict[str, Any], ref: str | None, out: list[Event]) -> None:
         kind = kind_of(obj)
         item = mapping_at(obj, "item")
         item_id = item.get("id") if isinstance(item.get("id"), str) else None
@@ -345,7 +333,7 @@ class StreamParser:
             if "reconnect" in message.lower() or "retry" in message.lower():
                 out.append(Retry(reason=message[:200], source_ref=ref))
 
-    def _exec_item(self, item: dict, item_id: str | None, ref: str | None, out: list[Event]) -> None:
+    def _exec_item(self, item: dict[str, Any], item_id: str | None, ref: str | None, out: list[Event]) -> None:
         kind = kind_of(item)
         status = item.get("status")
         failed = status == "failed"

@@ -167,7 +167,7 @@ def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
     return make(value, at, source_ref)
 
 
-def _text(value: dict, key: str, required: bool = True, default: str | None = None) -> Any:
+def _text(value: dict[str, Any], key: str, required: bool = True, default: str | None = None) -> Any:
     field = value.get(key, default)
     if field is None and not required:
         return None
@@ -177,7 +177,7 @@ def _text(value: dict, key: str, required: bool = True, default: str | None = No
     return field
 
 
-def _number(value: dict, key: str) -> Any:
+def _number(value: dict[str, Any], key: str) -> Any:
     field = value.get(key)
     if field is None:
         return None
@@ -186,7 +186,7 @@ def _number(value: dict, key: str) -> Any:
     return field
 
 
-def _tool(value: dict, at: Any, ref: str | None) -> ToolCall:
+def _tool(value: dict[str, Any], at: Any, ref: str | None) -> ToolCall:
     changed = value.get("changed") or ()
     if not isinstance(changed, (list, tuple)) or not all(isinstance(f, str) for f in changed):
         raise _BadLine("tool event: 'changed' is not a list of file names")
@@ -206,7 +206,7 @@ def _tool(value: dict, at: Any, ref: str | None) -> ToolCall:
     )
 
 
-def _attempt(value: dict, at: Any, ref: str | None) -> Attempt:
+def _attempt(value: dict[str, Any], at: Any, ref: str | None) -> Attempt:
     return Attempt(
         name=_text(value, "name"),
         input=value.get("input"),
@@ -217,12 +217,12 @@ def _attempt(value: dict, at: Any, ref: str | None) -> Attempt:
     )
 
 
-def _turn(value: dict, at: Any, ref: str | None) -> Turn:
+def _turn(value: dict[str, Any], at: Any, ref: str | None) -> Turn:
     tokens = _number(value, "tokens")
     return Turn(at=at, tokens=int(tokens) if tokens is not None else None, cost=_number(value, "cost"), source_ref=ref)
 
 
-_MAKERS: dict[str, Callable[[dict, Any, str | None], Any]] = {
+_MAKERS: dict[str, Callable[[dict[str, Any], Any, str | None], Any]] = {
     "tool": _tool,
     "attempt": _attempt,
     "text": lambda v, at, ref: ModelText(_text(v, "text"), at=at, chunk=bool(v.get("chunk", False)), source_ref=ref),

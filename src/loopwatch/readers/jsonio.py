@@ -53,11 +53,11 @@ class JsonLines:
         self.path = path
         self.skipped: list[str] = [] if skipped is None else skipped
         self._stream = stream
-        self._source: Iterator[tuple[int, dict]] | None = None
-        self._ahead: list[tuple[int, dict]] = []
+        self._source: Iterator[tuple[int, dict[str, Any]]] | None = None
+        self._ahead: list[tuple[int, dict[str, Any]]] = []
         self.lines = 0  # lines read so far, blank and broken ones included
 
-    def peek(self, count: int) -> list[tuple[int, dict]]:
+    def peek(self, count: int) -> list[tuple[int, dict[str, Any]]]:
         source = self._objects()
         while len(self._ahead) < count:
             try:
@@ -66,18 +66,18 @@ class JsonLines:
                 break
         return list(self._ahead)
 
-    def __iter__(self) -> Iterator[tuple[int, dict]]:
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         source = self._objects()
         while self._ahead:
             yield self._ahead.pop(0)
         yield from source
 
-    def _objects(self) -> Iterator[tuple[int, dict]]:
+    def _objects(self) -> Iterator[tuple[int, dict[str, Any]]]:
         if self._source is None:
             self._source = self._read()
         return self._source
 
-    def _read(self) -> Iterator[tuple[int, dict]]:
+    def _read(self) -> Iterator[tuple[int, dict[str, Any]]]:
         if self._stream is not None:
             yield from self._parse(self._stream)
             return
@@ -88,7 +88,7 @@ class JsonLines:
         with fh:
             yield from self._parse(fh)
 
-    def _parse(self, fh: BinaryIO) -> Iterator[tuple[int, dict]]:
+    def _parse(self, fh: BinaryIO) -> Iterator[tuple[int, dict[str, Any]]]:
         loads, skipped = orjson.loads, self.skipped
         for number, raw, note in lines(fh):
             self.lines = number
@@ -401,11 +401,11 @@ def kind_of(obj: dict[str, Any], key: str = "type") -> str | None:
     return value if isinstance(value, str) else None
 
 
-def head_objects(head: bytes, limit: int = 50) -> list[dict]:
+def head_objects(head: bytes, limit: int = 50) -> list[dict[str, Any]]:
     """The JSON objects on the complete lines of a file's head, at most `limit`.
 
     A line that does not parse (cut by the head's end, or not JSON) is passed over."""
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     head = head.removeprefix(_BOM)
     for line in head.split(b"\n"):
         line = line.strip()
@@ -452,7 +452,8 @@ def keys_at(head: bytes, depth: int, limit: int = 200) -> list[str]:
 
 def _key(token: bytes) -> str:
     try:
-        return orjson.loads(token)
+        key: str = orjson.loads(token)  # the token is a JSON string: it decodes to a str
+        return key
     except orjson.JSONDecodeError:  # a bad escape: keep it as written
         return token[1:-1].decode("utf-8", "replace")
 

@@ -56,7 +56,8 @@ def bash_block(text: str) -> str | None:
     block of any kind."""
     labelled = _BASH_BLOCK.findall(text)
     if len(labelled) == 1:
-        return labelled[0].strip()
+        block: str = labelled[0]  # one group: findall gives its text
+        return block.strip()
     if labelled:
         return None  # several actions: the harness rejects the message
     blocks = _BLOCK.findall(text)
@@ -82,7 +83,7 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     yield session
 
 
-def _events(messages: list, step_of: dict, session: Session) -> Iterator[Any]:
+def _events(messages: list[Any], step_of: dict[str, int], session: Session) -> Iterator[Any]:
     ordinal = 0
     total_tokens = 0
     for i, message in enumerate(messages):

@@ -168,7 +168,7 @@ def _read_lines(path: str, stream: BinaryIO | None) -> Iterator[Session]:
         raise ReadError(f"not an OpenHands trajectory or evaluation output{f' ({skipped[0]})' if skipped else ''}")
 
 
-def _looks_like_events(events: list) -> bool:
+def _looks_like_events(events: list[Any]) -> bool:
     for entry in events[:20]:
         if isinstance(entry, list) and entry and isinstance(entry[0], dict):
             entry = entry[0]
@@ -177,7 +177,7 @@ def _looks_like_events(events: list) -> bool:
     return not events  # an empty history is a (short) trajectory
 
 
-def _session(events: list, name: str, record: dict | None) -> Session:
+def _session(events: list[Any], name: str, record: dict[str, Any] | None) -> Session:
     session = Session(NAME, name, ())
     session.events = _events(events, session, record)
     return session
@@ -190,7 +190,7 @@ class _Pending:
         self.index, self.name, self.input, self.changes, self.cost = index, name, input, changes, cost
 
 
-def _events(events: list, session: Session, record: dict | None) -> Iterator[Event]:
+def _events(events: list[Any], session: Session, record: dict[str, Any] | None) -> Iterator[Event]:
     pending: dict[Any, _Pending] = {}
     last_cost: list[float | None] = [None]
     for index, entry in enumerate(events):
@@ -235,7 +235,9 @@ def _events(events: list, session: Session, record: dict | None) -> Iterator[Eve
             session.cost = float(cost)
 
 
-def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pending | Event | list[Event] | None:
+def _action(
+    entry: dict[str, Any], index: int, session: Session, last_cost: list[float | None]
+) -> _Pending | Event | list[Event] | None:
     """A tool call waiting for its observation, a text event, the events of a finish
     call, or None."""
     kind = kind_of(entry, "action")
@@ -269,14 +271,14 @@ def _action(entry: dict, index: int, session: Session, last_cost: list) -> _Pend
     return _Pending(index, name or kind, value, changes, cost)
 
 
-def _function(entry: dict) -> str | None:
+def _function(entry: dict[str, Any]) -> str | None:
     """The function the model called, when the event records it."""
     metadata = entry.get("tool_call_metadata")
     name = metadata.get("function_name") if isinstance(metadata, dict) else None
     return name if isinstance(name, str) and name else None
 
 
-def _complete(call: _Pending, observation: dict) -> ToolCall:
+def _complete(call: _Pending, observation: dict[str, Any]) -> ToolCall:
     extras = mapping_at(observation, "extras")
     metadata = mapping_at(extras, "metadata")
     code = metadata.get("exit_code", extras.get("exit_code"))
@@ -295,7 +297,7 @@ def _complete(call: _Pending, observation: dict) -> ToolCall:
     )
 
 
-def _metrics(entry: dict, session: Session, last_cost: list) -> float | None:
+def _metrics(entry: dict[str, Any], session: Session, last_cost: list[float | None]) -> float | None:
     """Update the session's running totals from an event's `llm_metrics`; return the
     cost added since the previous metrics (None when the event has none)."""
     metrics = entry.get("llm_metrics")

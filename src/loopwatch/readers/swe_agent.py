@@ -103,7 +103,12 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
 
 
 def _events(
-    trajectory: list, agents: list | None, step_of: dict, tokens: int | None, cost: float | None, skipped: list
+    trajectory: list[Any],
+    agents: list[Any] | None,
+    step_of: dict[str, int],
+    tokens: int | None,
+    cost: float | None,
+    skipped: list[str],
 ) -> Iterator[ToolCall]:
     open_file = None
     for i, entry in enumerate(trajectory):
@@ -141,7 +146,7 @@ def _events(
         )
 
 
-def _agents(history: Any, steps: int) -> list | None:
+def _agents(history: Any, steps: int) -> list[Any] | None:
     """CodeR: the agent of each assistant turn, in trajectory order; None for SWE-agent."""
     if not isinstance(history, list):
         return None

@@ -69,7 +69,7 @@ def _screen(text: str) -> str:
     return "\n".join(lines)
 
 
-def _steps(text: str, step_of: dict, session: Session) -> Iterator[Any]:
+def _steps(text: str, step_of: dict[str, int], session: Session) -> Iterator[Any]:
     headers = list(_HEADER.finditer(text))
     previous_cost = 0.0
     for k, header in enumerate(headers):

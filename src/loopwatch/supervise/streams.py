@@ -36,6 +36,7 @@ import orjson
 
 from ..core.console import Console
 from ..core.events import Output
+from ..hosts.codex import EXEC_EVENTS
 
 __all__ = ["FORMATS", "EventSource", "detect"]
 
@@ -44,16 +45,6 @@ FORMATS = ("auto", "lines", "claude-stream", "codex-json")
 _HOLD_LINES = 5
 _HOLD_BYTES = 1 << 20
 _LINE_LIMIT = 32 << 20  # a longer JSON line is skipped, not buffered
-
-_CODEX_TYPES = {
-    "thread.started",
-    "turn.started",
-    "turn.completed",
-    "turn.failed",
-    "item.started",
-    "item.updated",
-    "item.completed",
-}
 
 
 def detect(obj: Any) -> str | None:
@@ -67,7 +58,7 @@ def detect(obj: Any) -> str | None:
         return "claude-stream"
     if kind == "result" and "subtype" in obj and "session_id" in obj:
         return "claude-stream"
-    if kind in _CODEX_TYPES:
+    if kind in EXEC_EVENTS:
         return "codex-json"
     if kind == "response_item" and isinstance(obj.get("payload"), dict):
         return "codex-json"
@@ -214,7 +205,7 @@ class _JsonLines(_Adapter):
         if stripped:
             yield Output(line + b"\n", "stdout", at)
 
-    def on_object(self, obj: dict, at: float) -> Iterator[Any]:
+    def on_object(self, obj: dict[str, Any], at: float) -> Iterator[Any]:
         raise NotImplementedError
 
 
@@ -226,7 +217,7 @@ class _Parsed(_JsonLines):
         super().__init__()
         self.parser = parser
 
-    def on_object(self, obj: dict, at: float) -> Iterator[Any]:
+    def on_object(self, obj: dict[str, Any], at: float) -> Iterator[Any]:
         return _stamped(self.parser.feed(obj), at)
 
     def finish(self, at: float) -> list[Any]:
