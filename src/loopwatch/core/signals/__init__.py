@@ -15,6 +15,7 @@ from .echo import Echo
 from .repeat import Repeat
 from .repeated_lines import RepeatedLines
 from .retry_storm import RetryStorm
+from .reverify import Reverify
 from .same_error import SameError
 from .stagnation import Stagnation
 from .text_only import TextOnly
@@ -40,5 +41,6 @@ SIGNALS: dict[str, type[Signal[Any]]] = {
         Wedged,
         TextOnly,
         Unchanged,
+        Reverify,
     )
 }
