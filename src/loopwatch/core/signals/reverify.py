@@ -3,22 +3,24 @@
 Harnesses that end a run on a completion tool often ask once more ("are you sure?",
 terminus' `mark_task_complete` asks for a second call). An agent that answers by
 re-running its checks (cat the answer, curl the page, re-run the test) and declaring
-the task complete again, round after round, with the same result each time, is
-circling: either the work is done and only the confirmation is missing, or the checks
+the task complete again, round after round, is circling: either the work is done and only the confirmation is missing, or the checks
 cannot tell it what is wrong. A call of a completion tool (`FINISHERS`) counts a
 round when some other tool call came since the previous one (an immediate second
 call is the confirmation the harness asked for, not a round); a file written since
 the previous claim starts the count again (work was done after it). The count
 survives a user message: the harness's "are you sure?" may come as one.
 
-Evidence (the shared Terminal-Bench 2.0 half, 5,081 sessions: rounds of one
-completion tool, `/work/notes/tb2nudge-tools/claims.py`): 3 rounds or more in 5 of the
-12 labelled loops (every one of terminus-3-3's re-verification cycles, each reaching
-its 3rd round after the labelled onset) and in 3 of its 9 sessions labelled `no`; in
-34 of 2,721 resolved sessions (terminus-3-3 19 of 102, terminus-2 13 of 1,192, judy 2
-of 28) and 45 of 2,360 failed ones. 4 rounds: 2 of the 12 loops, 11 resolved. The
-rounds were chosen out of fold on both corpora with `text_only`'s threshold
-(`/work/notes/tb2nudge-tools/oof.py`; figures in the CHANGELOG entry's report).
+Evidence (the shared Terminal-Bench 2.0 half, 5,081 sessions; rounds of one completion
+tool counted in the events files): 3 rounds or more in 5 of the 14 labelled loops
+(every one of terminus-3-3's re-verification cycles, each reaching its 3rd round after
+the labelled onset) and in 3 of its 9 sessions labelled `no`; in 34 of 2,721 resolved
+sessions (terminus-3-3 19 of 102, terminus-2 13 of 1,192, judy 2 of 28). 4 rounds: 2 of
+the 5 cycles, 11 resolved sessions. The rounds were chosen out of fold on both corpora
+together with `text_only`'s threshold, harm first (`python labels/choose_nudges.py`):
+3 in every fold. The whole detector then nudges 72 resolved TB2 sessions (2.6%; 39
+without this signal) and no 2024 session more than without it.
+Chosen instead to maximise loops caught less false nudges (`--objective net`), 4 rounds
+win in most folds: the 3 `no` sessions above cost as much as 3 loops caught.
 
 Grade: suspicion, and it never blocks or stops (`can_stop`, `can_block` False): one in
 five of terminus-3-3's resolved sessions re-checks three times before it confirms, so
@@ -44,8 +46,8 @@ FINISHERS = frozenset({"mark_task_complete", "finish", "submit", "end_execution"
 
 class Params(SignalParams):
     #: Rounds of "done", each after other calls, that earn the nudge: 3, the protocol's
-    #: rounds; chosen out of fold (2 nudges a third of terminus-2's resolved sessions,
-    #: 4 misses 3 of the 5 labelled re-verification cycles).
+    #: rounds, chosen out of fold (2: the detector nudges 13% of resolved TB2 sessions; 4 misses 3 of
+    #: the 5 labelled re-verification cycles).
     rounds: Count = 3
 
 

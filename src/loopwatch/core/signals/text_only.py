@@ -20,7 +20,7 @@ suspicion that only nudges, never blocks or stops. The threshold was chosen out 
 fold on both corpora together with `reverify`'s rounds (the most labelled loops
 nudged at or after their onset within the harm budgets: at most 3% of resolved TB2
 sessions nudged, the 2024 corpus's successful sessions nudged no more than 1% above
-today's; `/work/notes/tb2nudge-tools/oof.py --recall`): 6 in 4 folds of 5, 7 in the
+today's; `python labels/choose_nudges.py`): 6 in 4 folds of 5, 7 in the
 fold holding the one labelled loop it adds (an OpenHands gpt-5 run answering six
 "please continue" prompts with "All set.", "Work complete." before `finish`). In
 sample 6 nudges the same 39 resolved TB2 sessions as 7 and no 2024 session more
