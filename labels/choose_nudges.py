@@ -55,7 +55,9 @@ def replay(jobs: int) -> list[dict]:
     for name, corpus, labels_path, manifest in CORPORA:
         labels = {os.path.normpath(label.path): label for label in load_labels(labels_path)}
         with open(manifest, newline="", encoding="utf-8") as fh:
-            outcomes = {os.path.normpath(r["local_path"]): r.get("resolved") for r in csv.DictReader(fh, delimiter="\t")}
+            outcomes = {
+                os.path.normpath(r["local_path"]): r.get("resolved") for r in csv.DictReader(fh, delimiter="\t")
+            }
         cases = [Case(p, labels.get(p), None if r is None else r == "yes") for p, r in outcomes.items()]
         cases += [Case(p, label, None) for p, label in labels.items() if p not in outcomes]
         for r in replay_cases(cases, corpus, configs, jobs=jobs):
@@ -127,7 +129,7 @@ def choose(rows: list[dict], objective: str) -> int:
 
 
 def show(f: dict[str, int]) -> str:
-    pct = lambda a, b: 100 * a / max(1, b)  # noqa: E731
+    pct = lambda a, b: 100 * a / max(1, b)
     return (
         f"first nudge at or after onset {f['caught']}/{f['yes']} ({pct(f['caught'], f['yes']):.0f}%), "
         f"false first nudges {f['false']}, harmful stops {f['harmful_stops']}; "

@@ -3,8 +3,8 @@
 Harnesses that end a run on a completion tool often ask once more ("are you sure?",
 terminus' `mark_task_complete` asks for a second call). An agent that answers by
 re-running its checks (cat the answer, curl the page, re-run the test) and declaring
-the task complete again, round after round, is circling: either the work is done and only the confirmation is missing, or the checks
-cannot tell it what is wrong. A call of a completion tool (`FINISHERS`) counts a
+the task complete again, round after round, is circling: either the work is done and
+only the confirmation is missing, or the checks cannot tell it what is wrong. A call of a completion tool (`FINISHERS`) counts a
 round when some other tool call came since the previous one (an immediate second
 call is the confirmation the harness asked for, not a round); a file written since
 the previous claim starts the count again (work was done after it). The count
