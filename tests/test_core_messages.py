@@ -132,6 +132,11 @@ def _streams():
                 bash(f"pytest {SECRET}", f"1 failed: {SECRET}", error=True),
             )
         ],
+        "reverify": [
+            x
+            for _ in range(3)
+            for x in (bash(f"cat {SECRET}", SECRET), call("mark_task_complete", {"why": SECRET}, SECRET))
+        ],
         "text_only": [bash(f"ls {SECRET}", SECRET)]
         + [x for _ in range(8) for x in (ModelText(f"Done: {SECRET}."), UserMessage())],
     }

@@ -214,6 +214,7 @@ SWITCH = {
     "wedged": "turns",
     "text_only": "threshold",
     "unchanged": "rounds",
+    "reverify": "rounds",
 }
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "Apologies",
     "Blocked",
     "Chant",
+    "DoneAgain",
     "FewDistinct",
     "InventedTool",
     "Message",
@@ -394,6 +395,19 @@ class PromptedOnly(Message):
         self.count = count
 
 
+class DoneAgain(Message):
+    """`reverify`: the task declared complete again and again, with more checks between."""
+
+    template = "the task was declared complete {count} times ({tool}), checked again after each"
+    hint_template = (
+        "if your checks pass, the task is done: confirm completion now instead of checking again; if they "
+        "do not, say what is still wrong and fix that"
+    )
+
+    def __init__(self, tool: str, count: int) -> None:
+        self.tool, self.count = tool, count
+
+
 #: Every kind of message, by name (`Message.kind`): what a record's `message` names.
 MESSAGES: dict[str, type[Message]] = {
     cls.__name__: cls
@@ -414,6 +428,7 @@ MESSAGES: dict[str, type[Message]] = {
         StuckTerminal,
         PromptedOnly,
         UnchangedCheck,
+        DoneAgain,
     )
 }
 

@@ -17,6 +17,7 @@ from .params import SignalParams
 from .repeat import Repeat
 from .repeated_lines import RepeatedLines
 from .retry_storm import RetryStorm
+from .reverify import Reverify
 from .same_error import SameError
 from .stagnation import Stagnation
 from .text_only import TextOnly
@@ -42,6 +43,7 @@ SIGNALS: dict[str, type[Signal[Any]]] = {
         Wedged,
         TextOnly,
         Unchanged,
+        Reverify,
     )
 }
 

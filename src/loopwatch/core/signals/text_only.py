@@ -18,7 +18,15 @@ that failed (one answered 215 prompts with text); 5 or more in 3 and 29 (`loopwa
 scan --json --format events ../shared/corpus-tb2`: each record's
 `calibration.text_only_most` against `resolved` in its MANIFEST.tsv). A person
 chatting with an agent without asking it to act makes the same shape, so it is a
-suspicion that only nudges, never blocks or stops.
+suspicion that only nudges, never blocks or stops. The threshold was chosen out of
+fold on both corpora together with `reverify`'s rounds (the most labelled loops
+nudged at or after their onset within the harm budgets: at most 3% of resolved TB2
+sessions nudged, the 2024 corpus's successful sessions nudged no more than 1% above
+today's; `python labels/choose_nudges.py`): 6 in 4 folds of 5, 7 in the
+fold holding the one labelled loop it adds (an OpenHands gpt-5 run answering six
+"please continue" prompts with "All set.", "Work complete." before `finish`). In
+sample 6 nudges the same 39 resolved TB2 sessions as 7 and no 2024 session more
+(there are no automatic prompts there); 3 would nudge 8 resolved TB2 sessions more.
 
 Grade: suspicion (`can_stop` False).
 """
@@ -35,9 +43,10 @@ __all__ = ["TextOnly"]
 
 
 class Params(SignalParams):
-    #: User messages in a row with no tool call between: 7, the streak seen in the
-    #: labelled Terminal-Bench loops; 2 of 2,721 resolved sessions reach it.
-    threshold: Count = 7
+    #: User messages in a row with no tool call between: 6, chosen out of fold (see
+    #: above); the labelled Terminal-Bench loops answer 6 and 215 prompts; 6 nudges
+    #: no resolved session more than 7 did.
+    threshold: Count = 6
 
 
 class TextOnly(Signal[Params]):

@@ -1,0 +1,187 @@
+"""Choose the nudge-only thresholds out of fold, on both corpora together.
+
+The thresholds of signals that only ever nudge (`text_only`, `reverify`) decide no stop,
+so `loopwatch evaluate --folds` (which trades stops) does not choose them. Here every
+session of the TB2 half and of the 2024 corpus is replayed once per setting (the whole
+detector, with each source's shipped calibration), the sessions are dealt into 5 folds
+(stratified by corpus, label and outcome, seeded), and for each fold a setting is chosen
+on the other four, harm first:
+
+1. admissible: at most 3% of the resolved TB2 sessions nudged (issue 19's bound); the 2024
+   corpus's successful sessions nudged no more than 1% of them above the baseline setting's;
+   no more harmful stops (on a successful session, a `no` or `brief` label, or well before
+   an onset) than the baseline;
+2. the most labelled loops whose first nudge is at or after the onset (`--objective
+   recall`, the default: the issue's targets are recall within harm budgets), or that
+   less the false first nudges (`--objective net`);
+3. then the fewest false first nudges and nudged successful sessions, then the more
+   conservative setting.
+
+Each held-out fold is scored under its own choice; the out-of-fold figures are those
+scores together. The replays are cached (`--cache`); `--reuse` reads the cache and takes
+the labels afresh (labels read since the replay count). Run from the repository root:
+
+    python labels/choose_nudges.py --cache /tmp/nudges.json
+    python labels/choose_nudges.py --cache /tmp/nudges.json --reuse --objective net
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import os
+import random
+import sys
+
+TEXT_ONLY = [7, 6, 5, 4, 3]  # conservative first
+REVERIFY = [0, 5, 4, 3, 2]  # 0: off, the baseline
+SETTINGS = list(itertools.product(TEXT_ONLY, REVERIFY))
+BASELINE = SETTINGS.index((7, 0))
+CORPORA = (
+    ("tb2", "../shared/corpus-tb2", "labels/tb2-labels.tsv", "../shared/corpus-tb2/MANIFEST.tsv"),
+    ("2024", "../shared/corpus", "../shared/corpus/labels.tsv", "../shared/corpus/MANIFEST.tsv"),
+)
+FIELDS = ("yes", "caught", "false", "harmful_stops", "tb2_resolved", "tb2_nudged", "old_succeeded", "old_nudged")
+
+
+def replay(jobs: int) -> list[dict]:
+    from loopwatch.analysis.evaluation import Case, load_labels, replay_cases
+    from loopwatch.core.config import Config
+
+    rows = []
+    configs = [Config.make(signals={"text_only": {"threshold": t}, "reverify": {"rounds": r}}) for t, r in SETTINGS]
+    for name, corpus, labels_path, manifest in CORPORA:
+        labels = {os.path.normpath(label.path): label for label in load_labels(labels_path)}
+        with open(manifest, newline="", encoding="utf-8") as fh:
+            outcomes = {
+                os.path.normpath(r["local_path"]): r.get("resolved") for r in csv.DictReader(fh, delimiter="\t")
+            }
+        cases = [Case(p, labels.get(p), None if r is None else r == "yes") for p, r in outcomes.items()]
+        cases += [Case(p, label, None) for p, label in labels.items() if p not in outcomes]
+        for r in replay_cases(cases, corpus, configs, jobs=jobs):
+            rows.append(
+                {
+                    "corpus": name,
+                    "path": os.path.normpath(r.case.path),
+                    "resolved": r.case.resolved,
+                    "error": r.error,
+                    "nudge": [x.nudge for x in r.results],
+                    "stop": [x.stop for x in r.results],
+                }
+            )
+    return rows
+
+
+def relabel(rows: list[dict]) -> None:
+    from loopwatch.analysis.evaluation import load_labels
+
+    for name, _, labels_path, _ in CORPORA:
+        labels = {os.path.normpath(label.path): label for label in load_labels(labels_path)}
+        for row in rows:
+            if row["corpus"] == name:
+                label = labels.get(row["path"])
+                row["label"] = None if label is None else [label.label, label.onset, label.end]
+
+
+def figures(rows: list[dict], k: int | dict[int, int]) -> dict[str, int]:
+    """The figures of `rows` under setting `k` (or, per row index, `k[i]`)."""
+    from loopwatch.analysis.evaluation import Label, judge
+
+    f = dict.fromkeys(FIELDS, 0)
+    for i, row in enumerate(rows):
+        if row["error"]:
+            continue
+        s = k[i] if isinstance(k, dict) else k
+        if row["label"] is not None:
+            label = Label(row["path"], *row["label"])
+            f["yes"] += label.label == "yes"
+            first = judge(label, row["nudge"][s])
+            f["caught"] += first == "caught"
+            f["false"] += first == "false"
+            f["harmful_stops"] += judge(label, row["stop"][s]) == "false"
+        if row["resolved"]:
+            tb2 = row["corpus"] == "tb2"
+            f["tb2_resolved" if tb2 else "old_succeeded"] += 1
+            f["tb2_nudged" if tb2 else "old_nudged"] += row["nudge"][s] is not None
+            f["harmful_stops"] += row["stop"][s] is not None
+    return f
+
+
+def choose(rows: list[dict], objective: str) -> int:
+    base = figures(rows, BASELINE)
+    best: tuple[tuple[int, ...], int] | None = None
+    for k in range(len(SETTINGS)):
+        f = figures(rows, k)
+        if (
+            f["tb2_nudged"] > 0.03 * f["tb2_resolved"]
+            or f["old_nudged"] > base["old_nudged"] + 0.01 * f["old_succeeded"]
+            or f["harmful_stops"] > base["harmful_stops"]
+        ):
+            continue
+        gain = f["caught"] if objective == "recall" else f["caught"] - f["false"]
+        key = (gain, -f["false"] - f["tb2_nudged"] - f["old_nudged"], -k)
+        if best is None or key > best[0]:
+            best = (key, k)
+    assert best is not None  # the baseline is always admissible
+    return best[1]
+
+
+def show(f: dict[str, int]) -> str:
+    pct = lambda a, b: 100 * a / max(1, b)
+    return (
+        f"first nudge at or after onset {f['caught']}/{f['yes']} ({pct(f['caught'], f['yes']):.0f}%), "
+        f"false first nudges {f['false']}, harmful stops {f['harmful_stops']}; "
+        f"resolved TB2 nudged {f['tb2_nudged']}/{f['tb2_resolved']} ({pct(f['tb2_nudged'], f['tb2_resolved']):.1f}%); "
+        f"2024 succeeded nudged {f['old_nudged']}/{f['old_succeeded']} ({pct(f['old_nudged'], f['old_succeeded']):.1f}%)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", required=True, help="JSON file of the replays (written, or read with --reuse)")
+    parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--objective", choices=("recall", "net"), default="recall")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, "src")
+    if args.reuse:
+        with open(args.cache, encoding="utf-8") as fh:
+            rows = json.load(fh)
+    else:
+        rows = replay(args.jobs)
+        with open(args.cache, "w", encoding="utf-8") as fh:
+            json.dump(rows, fh)
+    relabel(rows)
+    rng = random.Random(args.seed)
+    groups: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        key = f"{row['corpus']} {row['label'][0] if row['label'] else '-'} {row['resolved']}"
+        groups.setdefault(key, []).append(i)
+    fold = {}
+    for key in sorted(groups):
+        members = groups[key]
+        rng.shuffle(members)
+        for n, i in enumerate(members):
+            fold[i] = n % args.folds
+    chosen: dict[int, int] = {}
+    for f in range(args.folds):
+        k = choose([r for i, r in enumerate(rows) if fold[i] != f], args.objective)
+        print(f"fold {f}: text_only.threshold={SETTINGS[k][0]} reverify.rounds={SETTINGS[k][1]}")
+        chosen.update({i: k for i in range(len(rows)) if fold[i] == f})
+    for name, *_ in CORPORA:
+        part = [(i, r) for i, r in enumerate(rows) if r["corpus"] == name]
+        out_of_fold = figures([r for _, r in part], {n: chosen[i] for n, (i, _) in enumerate(part)})
+        print(f"out of fold, {name}: {show(out_of_fold)}")
+    print("in sample, each setting (text_only.threshold, reverify.rounds):")
+    for k, setting in enumerate(SETTINGS):
+        for name, *_ in CORPORA:
+            print(f"  {setting} {name}: {show(figures([r for r in rows if r['corpus'] == name], k))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

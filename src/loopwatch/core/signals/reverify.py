@@ -1,0 +1,104 @@
+"""`reverify`: the agent declares the task done, then checks again instead of finishing.
+
+Harnesses that end a run on a completion tool often ask once more ("are you sure?",
+terminus' `mark_task_complete` asks for a second call). An agent that answers by
+re-running its checks (cat the answer, curl the page, re-run the test) and declaring
+the task complete again, round after round, is circling: either the work is done and
+only the confirmation is missing, or the checks cannot tell it what is wrong. A call of a completion tool (`FINISHERS`) counts a
+round when some other tool call came since the previous one (an immediate second
+call is the confirmation the harness asked for, not a round); a file written since
+the previous claim starts the count again (work was done after it). The count
+survives a user message: the harness's "are you sure?" may come as one.
+
+Evidence (the shared Terminal-Bench 2.0 half, 5,081 sessions; rounds of one completion
+tool counted in the events files): 3 rounds or more in 5 of the 14 labelled loops
+(every one of terminus-3-3's re-verification cycles, each reaching its 3rd round after
+the labelled onset) and in 3 of its 9 sessions labelled `no`; in 34 of 2,721 resolved
+sessions (terminus-3-3 19 of 102, terminus-2 13 of 1,192, judy 2 of 28). 4 rounds: 2 of
+the 5 cycles, 11 resolved sessions. The rounds were chosen out of fold on both corpora
+together with `text_only`'s threshold, harm first (`python labels/choose_nudges.py`):
+3 in every fold. The whole detector then nudges 72 resolved TB2 sessions (2.6%; 39
+without this signal) and no 2024 session more than without it.
+Chosen instead to maximise loops caught less false nudges (`--objective net`), 4 rounds
+win in most folds: the 3 `no` sessions above cost as much as 3 loops caught.
+
+Grade: suspicion, and it never blocks or stops (`can_stop`, `can_block` False): one in
+five of terminus-3-3's resolved sessions re-checks three times before it confirms, so
+the shape alone cannot tell a loop from care; the nudge tells the model to confirm
+if its checks pass, which ends both. Blocking a completion call would keep a run
+going that wants to end.
+"""
+
+from __future__ import annotations
+
+from ..finding import SUSPICION, Finding
+from ..messages import DoneAgain
+from ..step import Step
+from .base import Signal
+from .params import Count, SignalParams
+
+__all__ = ["FINISHERS", "Reverify"]
+
+#: Completion tools, as the harnesses name them: terminus' `mark_task_complete`,
+#: OpenHands' `finish`, SWE-agent's `submit`, judy's `end_execution`.
+FINISHERS = frozenset({"mark_task_complete", "finish", "submit", "end_execution"})
+
+
+class Params(SignalParams):
+    #: Rounds of "done", each after other calls, that earn the nudge: 3, the protocol's
+    #: rounds, chosen out of fold (2: the detector nudges 13% of resolved TB2 sessions; 4 misses 3 of
+    #: the 5 labelled re-verification cycles).
+    rounds: Count = 3
+
+
+class Reverify(Signal[Params]):
+    name = "reverify"
+    grade = SUSPICION
+    can_stop = False
+    can_block = False
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self._tool = ""  # the completion tool claimed with
+        self._rounds = 0
+        self._calls_since = 0  # other tool calls since the last claim
+        self._wrote_since = False
+        self._started_index = 0
+        self._started_at = 0.0
+        self.most = 0  # calibration: the most rounds of "done" in a run
+
+    def on_step(self, step: Step) -> Finding | None:
+        if step.name not in FINISHERS:
+            self._calls_since += 1
+            self._wrote_since = self._wrote_since or step.wrote
+            return None
+        if self._rounds and self._calls_since == 0 and step.name == self._tool:
+            return None  # the confirmation asked for: the same round
+        if self._rounds == 0 or self._wrote_since or step.name != self._tool:
+            self._tool, self._rounds = step.name, 0
+            self._started_index, self._started_at = step.index, step.at
+        self._rounds += 1
+        self._calls_since, self._wrote_since = 0, False
+        self.most = max(self.most, self._rounds)
+        if self._rounds < self.params.rounds:
+            return None  # declaring done twice is how these harnesses end a run
+        return Finding(
+            signal=self.name,
+            severity=self._rounds / self.params.rounds,
+            key=self._started_index,
+            message=DoneAgain(step.name, self._rounds),
+            repeats=self._rounds,
+            tools=(step.name,),
+            started_at=self._started_at,
+            at=step.at,
+            started_index=self._started_index,
+            index=step.index,
+            can_stop=False,
+            can_block=False,
+        )
+
+    def reset(self) -> None:
+        """A user message resets every streak; this one spans the harness's own prompts: kept."""
+
+    def calibration(self) -> dict[str, int]:
+        return {"reverify_most": self.most}
