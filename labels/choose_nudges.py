@@ -7,7 +7,7 @@ detector, with each source's shipped calibration), the sessions are dealt into 5
 (stratified by corpus, label and outcome, seeded), and for each fold a setting is chosen
 on the other four, harm first:
 
-1. admissible: at most 3% of the resolved TB2 sessions nudged (issue 19's bound); the 2024
+1. admissible: at most 3% of the resolved TB2 sessions nudged (the bound for today's agents); the 2024
    corpus's successful sessions nudged no more than 1% of them above the baseline setting's;
    no more harmful stops (on a successful session, a `no` or `brief` label, or well before
    an onset) than the baseline;

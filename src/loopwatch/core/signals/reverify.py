@@ -4,8 +4,8 @@ Harnesses that end a run on a completion tool often ask once more ("are you sure
 terminus' `mark_task_complete` asks for a second call). An agent that answers by
 re-running its checks (cat the answer, curl the page, re-run the test) and declaring
 the task complete again, round after round, is circling: either the work is done and
-only the confirmation is missing, or the checks cannot tell it what is wrong. A call of a completion tool (`FINISHERS`) counts a
-round when some other tool call came since the previous one (an immediate second
+only the confirmation is missing, or the checks cannot tell it what is wrong. A call of
+a completion tool (`FINISHERS`) counts a round when some other tool call came since the previous one (an immediate second
 call is the confirmation the harness asked for, not a round); a file written since
 the previous claim starts the count again (work was done after it). The count
 survives a user message: the harness's "are you sure?" may come as one.
@@ -21,6 +21,9 @@ together with `text_only`'s threshold, harm first (`python labels/choose_nudges.
 without this signal) and no 2024 session more than without it.
 Chosen instead to maximise loops caught less false nudges (`--objective net`), 4 rounds
 win in most folds: the 3 `no` sessions above cost as much as 3 loops caught.
+Re-measured by `loopwatch evaluate --labels labels/tb2-labels.tsv --outcomes
+../shared/corpus-tb2/MANIFEST.tsv` (the labels) and `loopwatch evaluate
+../shared/corpus-tb2 --outcomes ../shared/corpus-tb2/MANIFEST.tsv` (the resolved ones).
 
 Grade: suspicion, and it never blocks or stops (`can_stop`, `can_block` False): one in
 five of terminus-3-3's resolved sessions re-checks three times before it confirms, so
