@@ -16,6 +16,7 @@ from loopwatch.analysis.ray_engine import replay_files_ray
 from loopwatch.cli import cli
 from loopwatch.core.config import Config
 
+from _ray_local import local_ray
 from conftest import jsonl, looping_events
 
 pytestmark = pytest.mark.slow
@@ -25,12 +26,9 @@ SHARED = HERE.parent.parent / "shared"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    import ray
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
+def ray_for_the_module():
+    with local_ray(num_cpus=2):
+        yield
 
 
 def scan(*args):
