@@ -33,6 +33,22 @@ then at 1:6: 10 -> 9); out of fold (with the policy's round 4 rule) recall (50/6
 before onset (1), on `no` (0) and on successful sessions (the same 3), and successful
 sessions nudged (the same 9) are unchanged; looping steps saved 56.2% -> 57.3%.
 
+Thin evidence. Two things keep a streak of copies from ending a run on its own:
+- Fewer than `STOP_ROUNDS` (5) copies. The protocol calls a stretch a loop however it
+  ends from 5 rounds; at 4 an agent may still get out (two sessions of the shared corpus
+  that solved their task resubmitted a rejected edit, or re-ran a no-op `sed`, 4 times
+  and then escaped; on Terminal-Bench 2.0 a Gemini CLI session that solved its task ran
+  `NOOP` 4 times after its last action). Such a streak nudges at the threshold and,
+  where a person watches, is blocked; it is stopped from the 5th copy. With the built-in
+  calibrations (threshold 4) the stop already fell on the 5th copy; this also holds a
+  new streak that starts a rung up (soon after another nudge) to 5 copies.
+- An empty result (no text, no error). Nothing came back, so nothing says the world is
+  as it was: a keystroke, a `cp`, a `sleep`, or a call whose output the source did not
+  record (Terminal-Bench 2.0 keeps one output per step, so every call of a multi-call
+  step but the last reads as empty: three `C-c` pressed in one step look like one
+  result thrice). Such a streak is suspicion, as `unchanged` treats empty results as no
+  evidence.
+
 Time. A streak whose copies came mostly `wait` seconds or more apart (more than half
 of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same
 check an hour later. It warns at most (its severity stays under 1, and the next copy is
@@ -64,7 +80,12 @@ from ..step import Step
 from .base import Signal
 from .params import Count, Seconds, SignalParams
 
-__all__ = ["Repeat"]
+__all__ = ["STOP_ROUNDS", "Repeat"]
+
+#: Copies in a streak before it may end a run: the protocol's bar for a stretch that is
+#: a loop however it ends (PROTOCOL.md: "5 or more rounds"). Fewer nudge, and block
+#: where a person watches (see "Thin evidence").
+STOP_ROUNDS = 5
 
 
 class Params(SignalParams):
@@ -129,6 +150,8 @@ class Repeat(Signal[Params]):
         count, first = (self._run, self._run_first) if exact else (self._count, self._first)
         if count < 2 or first is None:
             return None
+        # An identical empty answer says nothing of the world (see "Thin evidence").
+        proof = exact and not (step.empty and step.failure is None)
         span = step.at - first.at
         severity = count / self.params.threshold
         if self._waiting(exact):
@@ -147,7 +170,8 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
-            grade=PROOF if exact else SUSPICION,
+            can_stop=self._count >= STOP_ROUNDS,  # near copies are rounds too
+            grade=PROOF if proof else SUSPICION,
         )
 
     def _waiting(self, exact: bool) -> bool:
