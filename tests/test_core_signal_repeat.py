@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from loopwatch import Action, Attempt, Monitor, ToolCall
 from loopwatch.core.finding import PROOF, SUSPICION
-from loopwatch.core.signals.repeat import STOP_ROUNDS
 from loopwatch.core.signals.repeat import Params as RepeatParams
 
 from core_support import actions, bash, call, feed, looping, only, severity, strongest
@@ -336,30 +335,6 @@ def test_without_times_nothing_changes():
     got = [timeless.observe(e) for e in looping(6)]
     assert actions(got) == actions(feed(paced, looping(6)))
     assert Action.STOP in actions(got)
-
-
-def test_the_same_success_stops_only_from_the_fifth_copy():
-    """A file re-read, a confirmation echoed: identical successes nudge at the threshold
-    but end a run only from the protocol's 5th copy (a run may be verifying, or idle
-    once done); where a person watches the next copy is still blocked."""
-    reads = [bash("cat /app/meeting.ics", "BEGIN:VCALENDAR\nEND:VCALENDAR") for _ in range(6)]
-    got = actions(feed(only("repeat", {"threshold": 3}, profile="unattended"), reads))
-    assert got[2:5] == [Action.NUDGE, Action.ALLOW, Action.STOP]
-    assert got.index(Action.STOP) + 1 == STOP_ROUNDS
-    attended = only("repeat", {"threshold": 3}, profile="attended")
-    assert actions(feed(attended, reads[:3]))[2] is Action.NUDGE
-    assert attended.check(Attempt("Bash", {"command": "cat /app/meeting.ics"})).action is Action.BLOCK
-
-
-def test_a_new_streak_soon_after_a_nudge_waits_for_the_fifth_copy_of_a_success():
-    """Nudged, then circling again in another shape: a failure streak starts a rung up
-    (stopped at its threshold), a success streak still needs its 5th copy."""
-    nudged = [bash("cat a.txt", "A") for _ in range(3)]
-    again = [bash("echo done", "done") for _ in range(5)]
-    got = actions(feed(only("repeat", {"threshold": 3}, profile="unattended"), nudged + again))
-    assert got[2] is Action.NUDGE and got.index(Action.STOP) == 3 + STOP_ROUNDS - 1
-    failing = actions(feed(only("repeat", {"threshold": 3}, profile="unattended"), nudged + looping(3)))
-    assert failing.index(Action.STOP) == 3 + 3 - 1
 
 
 def test_identical_empty_results_are_suspicion_and_only_nudge():

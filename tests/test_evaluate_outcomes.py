@@ -192,15 +192,23 @@ def _grid(axes: list[int]) -> list[Candidate]:
 
 def test_an_axis_whose_first_step_is_the_edge_shuts_out_no_other_axis():
     # axis 0 (two values): its aggressive value stops a success, so its conservative one
-    # is on the edge with nothing further back; axis 1's aggressive value catches a
-    # loop safely. The margin asks nothing of axis 0 at its first value: (0, 1), not
-    # the grid's first point.
+    # is on the edge with nothing further back; on axis 1, values 1 and 2 catch a loop
+    # safely. The margin asks nothing of axis 0 at its first value: (0, 1), not the
+    # grid's first point.
     loop = _case("yes", None, onset=10, name="loop")
     won = _case(None, True, name="won")
-    cands = _grid([2, 2])  # (0, 0), (0, 1), (1, 0), (1, 1)
-    rows = [_Row(_replayed(loop, [None, 12, None, 12])), _Row(_replayed(won, [None, None, 30, 30]))]
+    cands = _grid([2, 3])  # (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)
+    rows = [_Row(_replayed(loop, [None, 12, 12, None, 12, 12])), _Row(_replayed(won, [None, None, None, 30, 30, 30]))]
     assert choose(rows, cands, margin=1) == 1
     assert choose(rows, cands, margin=0) == 1
+
+
+def test_an_axis_end_is_not_shipped_with_a_margin():
+    # nothing beyond the most aggressive value shows it is off the edge: one step back
+    loop = _case("yes", None, onset=10, name="loop")
+    rows = [_Row(_replayed(loop, [None, 14, 12]))]  # the last value stops it sooner
+    assert choose(rows, _cands(3), margin=1) == 1
+    assert choose(rows, _cands(3), margin=0) == 2
 
 
 def test_the_margin_still_holds_on_an_axis_that_can_step_back():

@@ -12,8 +12,10 @@ The choice (`choose`), on the sessions it may see:
    setting of the grid makes some such stop, no more than the fewest any setting makes
    (the floor, reported); with `margin` 1, every setting one step more aggressive on
    any single axis must keep to that too (the shipped value is one step back from the
-   edge the sample shows, not on it). An axis already at its most conservative value
-   has no step back to take: the margin asks nothing of it there. Were that not so, an
+   edge the sample shows, not on it). The margin takes a step back wherever the grid
+   has one: a value at an axis' most aggressive end has no step beyond it to show it is
+   off the edge, so it is not shipped; one at its most conservative end has nothing
+   further back, so the margin asks nothing more of that axis. Were that not so, an
    axis whose first step is the edge (`repeat.threshold` 4, with 3 stopping sessions
    that succeeded) would shut out every setting of the grid, whatever the other axes,
    and the choice would fall to the grid's first point, suspicion never stopping. If
@@ -211,13 +213,14 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     where = {cand.position: c for c, cand in enumerate(cands)}
 
     def kept(cand: Candidate) -> bool:
-        """Is `cand` `margin` steps back from the harm edge on every axis it can step back on?"""
+        """Is `cand` `margin` steps back from the harm edge on every axis it can step back on?
+        A step past the grid's end is not known to be safe."""
         return not any(
-            harmful[n] > floor
+            n is None or harmful[n] > floor
             for a in range(len(cand.position))
             if cand.position[a] > 0  # the most conservative value has nothing further back to ship
             for step in range(1, margin + 1)
-            if (n := where.get(cand.position[:a] + (cand.position[a] + step,) + cand.position[a + 1 :])) is not None
+            for n in [where.get(cand.position[:a] + (cand.position[a] + step,) + cand.position[a + 1 :])]
         )
 
     safe = [c for c in range(len(cands)) if harmful[c] <= floor]

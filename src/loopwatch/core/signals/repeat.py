@@ -33,23 +33,18 @@ then at 1:6: 10 -> 9); out of fold (with the policy's round 4 rule) recall (50/6
 before onset (1), on `no` (0) and on successful sessions (the same 3), and successful
 sessions nudged (the same 9) are unchanged; looping steps saved 56.2% -> 57.3%.
 
-Thin evidence. Two things keep a streak of copies from ending a run on its own:
-- No failure, and fewer than `STOP_ROUNDS` (5) copies. The same failure again is the
-  same wall; the same success again (a file re-read, a confirmation echoed, a check that
-  passes) may be a run verifying, or idling once its work is done. The protocol calls a
-  stretch a loop however it ends from 5 rounds, and at 4 runs still got out or were
-  already done: a session of the shared corpus that solved its task re-ran a no-op `sed`
-  4 times and escaped; on Terminal-Bench 2.0 a Gemini CLI session that solved its task
-  ran `NOOP` 4 times after its last action (its source flags no failure). Such a streak
-  nudges at the threshold and, where a person watches, is blocked; it is stopped from
-  the 5th copy. With the built-in calibrations (threshold 4) that was already so, except
-  for a new streak that starts a rung up (soon after another nudge).
-- An empty result (no text, no error). Nothing came back, so nothing says the world is
-  as it was: a keystroke, a `cp`, a `sleep`, or a call whose output the source did not
-  record (Terminal-Bench 2.0 keeps one output per step, so every call of a multi-call
-  step but the last reads as empty: three `C-c` pressed in one step look like one
-  result thrice). Such a streak is suspicion, as `unchanged` takes empty results for no
-  evidence.
+Thin evidence: an empty result (no text, no error). Nothing came back, so nothing says
+the world is as it was: a keystroke, a `cp`, a `sleep`, or a call whose output the source
+did not record (Terminal-Bench 2.0 keeps one output per step, so every call of a
+multi-call step but the last reads as empty: three `C-c` pressed in one step look like
+one result thrice). A streak of identical empty results is suspicion, as `unchanged`
+takes empty results for no evidence: it nudges, and stops only when corroborated.
+Evidence: in the shared corpus no repeat stop, right or wrong, rests on empty results
+(the loops it stops repeat a failure, or a success with text); on Terminal-Bench 2.0
+(`loopwatch evaluate ../shared/corpus-tb2 --outcomes ../shared/corpus-tb2/MANIFEST.tsv`)
+it takes off the stop of a session that solved its task (terminus-2 on fix-git: `C-c`
+three times in one step, twice, each read as empty) and those of failed sessions whose
+streaks were such keystrokes.
 
 Time. A streak whose copies came mostly `wait` seconds or more apart (more than half
 of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same
@@ -82,12 +77,7 @@ from ..step import Step
 from .base import Signal
 from .params import Count, Seconds, SignalParams
 
-__all__ = ["STOP_ROUNDS", "Repeat"]
-
-#: Copies of a success in a streak before it may end a run: the protocol's bar for a
-#: stretch that is a loop however it ends (PROTOCOL.md: "5 or more rounds"). Fewer
-#: nudge, and block where a person watches (see "Thin evidence"); a failure needs none.
-STOP_ROUNDS = 5
+__all__ = ["Repeat"]
 
 
 class Params(SignalParams):
@@ -172,7 +162,6 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
-            can_stop=step.failure is not None or self._count >= STOP_ROUNDS,  # near copies are rounds too
             grade=PROOF if proof else SUSPICION,
         )
 
