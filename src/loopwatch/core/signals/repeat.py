@@ -40,11 +40,12 @@ multi-call step but the last reads as empty: three `C-c` pressed in one step loo
 one result thrice). A streak of identical empty results is suspicion, as `unchanged`
 takes empty results for no evidence: it nudges, and stops only when corroborated.
 Evidence: in the shared corpus no repeat stop, right or wrong, rests on empty results
-(the loops it stops repeat a failure, or a success with text); on Terminal-Bench 2.0
+(the loops it stops repeat a failure, or a success with text), and no figure of
+`loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv --folds 5` as configured changes. On Terminal-Bench 2.0
 (`loopwatch evaluate ../shared/corpus-tb2 --outcomes ../shared/corpus-tb2/MANIFEST.tsv`)
-it takes off the stop of a session that solved its task (terminus-2 on fix-git: `C-c`
-three times in one step, twice, each read as empty) and those of failed sessions whose
-streaks were such keystrokes.
+sessions that solved their task stopped 3 -> 2 (terminus-2 on fix-git: `C-c` three times
+in one step, twice, each read as empty), failed ones 11 -> 9; nudges unchanged.
 
 Time. A streak whose copies came mostly `wait` seconds or more apart (more than half
 of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same
