@@ -335,3 +335,16 @@ def test_without_times_nothing_changes():
     got = [timeless.observe(e) for e in looping(6)]
     assert actions(got) == actions(feed(paced, looping(6)))
     assert Action.STOP in actions(got)
+
+
+def test_identical_empty_results_are_suspicion_and_only_nudge():
+    """Nothing came back: a keystroke, or a call whose output the source did not record
+    (every call but a step's last in Terminal-Bench 2.0). No evidence the world is as it
+    was: a nudge, never a stop without a calibration's corroboration."""
+    presses = [call("bash_command", {"cmd": "C-c"}, "") for _ in range(8)]
+    monitor = only("repeat", {"threshold": 3}, profile="unattended")
+    verdicts = feed(monitor, presses)
+    assert strongest(verdicts) is Action.NUDGE
+    assert verdicts[2].finding.grade == SUSPICION
+    failing = [call("bash_command", {"cmd": "C-c"}, "", error=True) for _ in range(4)]
+    assert Action.STOP in actions(feed(only("repeat", {"threshold": 3}, profile="unattended"), failing))

@@ -182,6 +182,55 @@ def test_the_choice_never_stops_a_successful_session_and_keeps_a_margin():
     assert choose(rows, _cands(4), margin=1) == 1
 
 
+def _grid(axes: list[int]) -> list[Candidate]:
+    """Every point of a grid with `axes[i]` values on axis i, position 0 the most conservative."""
+    import itertools
+
+    points = itertools.product(*(range(n) for n in axes))
+    return [Candidate({f"signals.x{a}.threshold": p for a, p in enumerate(pos)}, pos, None) for pos in points]  # type: ignore[arg-type]
+
+
+def test_an_axis_whose_first_step_is_the_edge_shuts_out_no_other_axis():
+    # axis 0 (two values): its aggressive value stops a success, so its conservative one
+    # is on the edge with nothing further back; on axis 1, values 1 and 2 catch a loop
+    # safely. The margin asks nothing of axis 0 at its first value: (0, 1), not the
+    # grid's first point.
+    loop = _case("yes", None, onset=10, name="loop")
+    won = _case(None, True, name="won")
+    cands = _grid([2, 3])  # (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)
+    rows = [_Row(_replayed(loop, [None, 12, 12, None, 12, 12])), _Row(_replayed(won, [None, None, None, 30, 30, 30]))]
+    assert choose(rows, cands, margin=1) == 1
+    assert choose(rows, cands, margin=0) == 1
+
+
+def test_an_axis_end_is_not_shipped_with_a_margin():
+    # nothing beyond the most aggressive value shows it is off the edge: one step back
+    loop = _case("yes", None, onset=10, name="loop")
+    rows = [_Row(_replayed(loop, [None, 14, 12]))]  # the last value stops it sooner
+    assert choose(rows, _cands(3), margin=1) == 1
+    assert choose(rows, _cands(3), margin=0) == 2
+
+
+def test_the_margin_still_holds_on_an_axis_that_can_step_back():
+    # axis 1 (three values): its last stops a success, so the margin keeps its first
+    loop = _case("yes", None, onset=10, name="loop")
+    won = _case(None, True, name="won")
+    cands = _grid([1, 3])
+    rows = [_Row(_replayed(loop, [None, 12, 12])), _Row(_replayed(won, [None, None, 30]))]
+    assert choose(rows, cands, margin=1) == 0
+    assert choose(rows, cands, margin=0) == 1
+
+
+def test_the_harm_floor_is_never_given_up_for_the_margin():
+    # the only setting with no stop on a success (1) has an unsafe neighbour: no setting
+    # keeps the margin, and the floor alone decides (never the grid's first point, which
+    # stops the success)
+    won = _case(None, True, name="won")
+    loop = _case("yes", None, onset=10, name="loop")
+    rows = [_Row(_replayed(won, [30, None, 30])), _Row(_replayed(loop, [12, 12, 12]))]
+    assert choose(rows, _cands(3), margin=1) == 1
+
+
 def test_a_stop_well_before_onset_is_unsafe():
     loop = _case("yes", None, onset=10, name="loop")
     rows = [_Row(_replayed(loop, [None, 12, 10 - EARLY_STEPS - 1]))]

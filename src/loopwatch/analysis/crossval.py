@@ -12,7 +12,14 @@ The choice (`choose`), on the sessions it may see:
    setting of the grid makes some such stop, no more than the fewest any setting makes
    (the floor, reported); with `margin` 1, every setting one step more aggressive on
    any single axis must keep to that too (the shipped value is one step back from the
-   edge the sample shows, not on it);
+   edge the sample shows, not on it). The margin takes a step back wherever the grid
+   has one: a value at an axis' most aggressive end has no step beyond it to show it is
+   off the edge, so it is not shipped; one at its most conservative end has nothing
+   further back, so the margin asks nothing more of that axis. Were that not so, an
+   axis whose first step is the edge (`repeat.threshold` 4, with 3 stopping sessions
+   that succeeded) would shut out every setting of the grid, whatever the other axes,
+   and the choice would fall to the grid's first point, suspicion never stopping. If
+   no setting keeps the margin at all, the floor alone decides;
 2. then the most loops caught, less `FALSE_STOP_COST` per false stop (`judge`: on a
    healthy session, on a loop the agent escaped, or well before a loop's onset): a
    false stop on a session that failed anyway ended no successful work, but it must
@@ -204,23 +211,21 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     harmful = [sum(1 for row in rows if _harmful(row, c)) for c in range(len(cands))]
     floor = min(harmful, default=0)  # what no setting of the grid avoids (0 when one is safe)
     where = {cand.position: c for c, cand in enumerate(cands)}
-    best: tuple[float, ...] | None = None
-    chosen = 0
-    for c, cand in enumerate(cands):
-        if harmful[c] > floor:
-            continue
-        if margin:
-            neighbours = [
-                where.get(cand.position[:a] + (cand.position[a] + step,) + cand.position[a + 1 :])
-                for a in range(len(cand.position))
-                for step in range(1, margin + 1)
-            ]
-            if any(n is not None and harmful[n] > floor for n in neighbours):
-                continue
-        merit = _merit(rows, c)
-        if best is None or merit > best:
-            best, chosen = merit, c
-    return chosen
+
+    def kept(cand: Candidate) -> bool:
+        """Is `cand` `margin` steps back from the harm edge on every axis it can step back on?
+        A step past the grid's end is not known to be safe."""
+        return not any(
+            n is None or harmful[n] > floor
+            for a in range(len(cand.position))
+            if cand.position[a] > 0  # the most conservative value has nothing further back to ship
+            for step in range(1, margin + 1)
+            for n in [where.get(cand.position[:a] + (cand.position[a] + step,) + cand.position[a + 1 :])]
+        )
+
+    safe = [c for c in range(len(cands)) if harmful[c] <= floor]
+    pool = [c for c in safe if kept(cands[c])] or safe
+    return max(pool, key=lambda c: (_merit(rows, c), -c), default=0)  # ties: the grid's order
 
 
 def figures(items: Iterable[tuple[Any, ...]]) -> Figures:

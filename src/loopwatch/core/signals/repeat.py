@@ -34,6 +34,20 @@ while looping steps saved are 57.3% (56.2% without either), as
 `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
 ../shared/corpus/MANIFEST.tsv --folds 5 --margin 0` re-measures.
 
+Thin evidence: an empty result (no text, no error). Nothing came back, so nothing says
+the world is as it was: a keystroke, a `cp`, a `sleep`, or a call whose output the source
+did not record (Terminal-Bench 2.0 keeps one output per step, so every call of a
+multi-call step but the last reads as empty: three `C-c` pressed in one step look like
+one result thrice). A streak of identical empty results is suspicion, as `unchanged`
+takes empty results for no evidence: it nudges, and stops only when corroborated.
+Evidence: in the shared corpus no repeat stop, right or wrong, rests on empty results
+(the loops it stops repeat a failure, or a success with text), and no figure of
+`loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv --folds 5` as configured changes. On Terminal-Bench 2.0
+(`loopwatch evaluate ../shared/corpus-tb2 --outcomes ../shared/corpus-tb2/MANIFEST.tsv`)
+sessions that solved their task stopped 3 -> 2 (terminus-2 on fix-git: `C-c` three times
+in one step, twice, each read as empty), failed ones 11 -> 9; nudges unchanged.
+
 Time. A streak whose copies came mostly `wait` seconds or more apart (more than half
 of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same
 check an hour later. It warns at most (its severity stays under 1, and the next copy is
@@ -130,6 +144,8 @@ class Repeat(Signal[Params]):
         count, first = (self._run, self._run_first) if exact else (self._count, self._first)
         if count < 2 or first is None:
             return None
+        # An identical empty answer says nothing of the world (see "Thin evidence").
+        proof = exact and not (step.empty and step.failure is None)
         span = step.at - first.at
         severity = count / self.params.threshold
         if self._waiting(exact):
@@ -148,7 +164,7 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
-            grade=PROOF if exact else SUSPICION,
+            grade=PROOF if proof else SUSPICION,
         )
 
     def _waiting(self, exact: bool) -> bool:
