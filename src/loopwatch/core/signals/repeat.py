@@ -45,8 +45,8 @@ Evidence: in the shared corpus no repeat stop, right or wrong, rests on empty re
 `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
 ../shared/corpus/MANIFEST.tsv --folds 5` as configured changes. On Terminal-Bench 2.0
 (`loopwatch evaluate ../shared/corpus-tb2 --outcomes ../shared/corpus-tb2/MANIFEST.tsv`)
-sessions that solved their task stopped 3 -> 2 (terminus-2 on fix-git: `C-c` three times
-in one step, twice, each read as empty), failed ones 11 -> 9; nudges unchanged.
+no session that solved its task is stopped on empty results (terminus-2 on fix-git,
+which presses `C-c` three times in one step, each read as empty, is nudged only).
 
 Time. A streak whose copies came mostly `wait` seconds or more apart (more than half
 of its gaps) is waiting, not circling: a poll of a CI run every two minutes, the same
