@@ -47,6 +47,7 @@ from ..core.config import Config
 from ..core.monitor import Monitor
 from ..core.verdict import Action
 from ..files import read_file
+from .replay import Agents
 
 __all__ = [
     "EARLY_STEPS",
@@ -239,8 +240,8 @@ class _Replayer(Monitor):
     one session (digesting is most of a replay's cost; it depends only on the events
     and the tool rules, which the configurations compared share)."""
 
-    def __init__(self, config: Config, cache: dict[int, Any]) -> None:
-        super().__init__(config)
+    def __init__(self, config: Config, cache: dict[int, Any], **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
         self._cache = cache
 
     def _digest(self, call: Any, rule: Any, at: float) -> Any:
@@ -252,49 +253,37 @@ class _Replayer(Monitor):
 
 
 def first_interventions(
-    events: Iterable[Any], config: Config, step_of: dict[str, int], cache: dict[int, Any] | None = None
+    events: Iterable[Any],
+    config: Config,
+    step_of: dict[str, int],
+    cache: dict[int, Any] | None = None,
+    source: str | None = None,
 ) -> Interventions:
-    """Replay: the steps and signals of the first stop and the first nudge or stronger,
-    the step of the first stop of the session's own agent and the sub-agent whose stop
-    came first (`Interventions`).
+    """Replay (`replay.Agents`, as `scan` replays): the steps and signals of the first
+    stop and the first nudge or stronger, the step of the first stop of the session's
+    own agent and the sub-agent whose stop came first (`Interventions`).
 
-    Each agent gets its own monitor (`ToolCall.agent`; the session's own agent is the
-    one that acts first, the Manager of a CodeR run), as the live hook gives each
-    sub-agent its own streaks: a streak never runs across two agents. A sub-agent's stop
-    ends that sub-agent only (CodeR's Manager goes on after a sub-agent's own
-    `exit_cost` or `fail`): its later events are skipped and the others replayed on,
+    Each agent has its own monitor for `source` (`ToolCall.agent`; the session's own
+    agent is the one that acts first, the Manager of a CodeR run). A sub-agent's stop
+    ends that sub-agent only: its later events are skipped and the others replayed on,
     until the session's own agent is stopped. The first stop of any agent is the one
     scored (recall, harm, the choice of settings): the work a stopped sub-agent would
     have done is lost with it.
     `cache` (one dict per list of events, kept while they live) shares call digests
     between replays of the same events under configurations with the same tool rules."""
-    monitors: dict[str | None, Monitor] = {}
-    root: str | None = None
-    stopped: set[str | None] = set()
-    stop = nudge = session_stop = None
-    stop_agent: str | None = None
+    make: Callable[..., Monitor] = Monitor if cache is None else partial(_Replayer, cache=cache)
+    agents = Agents(source, config, make)
+    nudge = None
     for event in events:
-        agent = getattr(event, "agent", None)
-        if not monitors:
-            root = agent
-        if agent is None:
-            agent = root
-        if agent in stopped:
+        if agents.ended(agents.agent_of(event)):
             continue
-        monitor = monitors.get(agent)
-        if monitor is None:
-            monitor = monitors[agent] = Monitor(config) if cache is None else _Replayer(config, cache)
-        verdict = monitor.observe(event)
-        if verdict.action is Action.STOP:
-            if stop is None:
-                stop, stop_agent = verdict, (None if agent == root else agent)
-            if agent == root:
-                session_stop = verdict
-                break
-            stopped.add(agent)
-            continue
-        if verdict.action.rank >= Action.NUDGE.rank and nudge is None and stop is None:
+        stopped = agents.stop is not None
+        verdict = agents.observe(event)
+        if agents.session_stop is not None:
+            break
+        if nudge is None and not stopped and Action.NUDGE.rank <= verdict.action.rank < Action.STOP.rank:
             nudge = verdict
+    stop = agents.stop
 
     def step(v: Any) -> int | None:
         if v is None:
@@ -310,8 +299,8 @@ def first_interventions(
         stop_signal=stop.signal if stop else None,
         nudge=step(nudge),
         nudge_signal=nudge.signal if nudge else None,
-        session_stop=step(session_stop),
-        stop_agent=stop_agent,
+        session_stop=step(agents.session_stop),
+        stop_agent=agents.stop_agent,
     )
 
 
@@ -448,7 +437,7 @@ def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
     for config in configs:
         if cache and config.tools != configs[0].tools:
             cache = {}
-        results.append(first_interventions(events, config.for_source(source), step_of, cache))
+        results.append(first_interventions(events, config.for_source(source), step_of, cache, source))
     return Replayed(case, None, len(step_of), source, results, last_write(events, step_of))
 
 
