@@ -47,6 +47,7 @@ from ..core.config import Config
 from ..core.monitor import Monitor
 from ..core.verdict import Action
 from ..files import read_file
+from .pool import LOST, file_size, in_order
 from .replay import Agents
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "load_labels",
     "make_cases",
     "only",
+    "replay_case",
     "replay_cases",
     "score",
     "sweep_thresholds",
@@ -422,10 +424,11 @@ def score(pairs: Iterable[tuple[Label, int | None]]) -> Score:
     return result
 
 
-def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
+def replay_case(case: Case, corpus: str, configs: list[Config]) -> Replayed:
+    """One case replayed under each configuration (`first_interventions`); a file that
+    cannot be read is a `Replayed` with `error` set."""
     from ..readers import ReadError
 
-    case, corpus, configs = task
     try:
         events, step_of, source = _load(case.path, corpus)
     except (ReadError, OSError) as exc:
@@ -450,28 +453,20 @@ def replay_cases(
     cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
 ) -> list[Replayed]:
     """Replay every case under every configuration, in parallel (`jobs` processes,
-    default one per core), in the order given. `progress(n)` is called as sessions
-    finish."""
-    from .replay import workers
-
-    tasks = [(case, corpus, configs) for case in cases]
-    jobs = workers(jobs, len(tasks))
-    if jobs == 1 or len(tasks) < 4:
-        results = []
-        for task in tasks:
-            results.append(_replay_case(task))
-            if progress:
-                progress(1)
-        return results
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(jobs) as pool:
-        results = []
-        for result in pool.map(_replay_case, tasks, chunksize=4):
-            results.append(result)
-            if progress:
-                progress(1)
-        return results
+    default one per core; `pool.in_order`), in the order given. `progress(n)` is called
+    as sessions finish."""
+    results = []
+    for result in in_order(
+        partial(replay_case, corpus=corpus, configs=configs),
+        cases,
+        jobs,
+        lost=lambda case: Replayed(case, error=LOST),
+        size=lambda case: file_size(os.path.join(corpus, case.path)),
+    ):
+        results.append(result)
+        if progress:
+            progress(1)
+    return results
 
 
 def replay_many(

@@ -16,15 +16,10 @@ Bad input never raises here: a file that cannot be read becomes one result with
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
-from itertools import chain, islice
+from functools import partial
 from typing import Any, BinaryIO
 
 from ..core.config import Config
@@ -36,16 +31,15 @@ from ..core.step import Step
 from ..core.verdict import Action, Verdict
 from ..hosts.monitors import monitor_for
 from ..readers import ReadError, Session, open_stdin, read
+from .pool import LOST, file_size, in_order
 
 __all__ = [
     "Agents",
     "SessionResult",
-    "default_jobs",
     "replay",
     "replay_file",
     "replay_files",
     "replay_steps",
-    "workers",
 ]
 
 _MAX_SKIPPED = 100  # skipped-line messages kept per session; the rest are counted
@@ -455,153 +449,25 @@ def _excerpt(value: Any) -> str:
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 
-def default_jobs() -> int:
-    """The cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def workers(jobs: int | None, files: int) -> int:
-    """Processes to replay `files` files with when `jobs` were asked for (None: one per
-    core): never more than the cores nor the files (`--jobs 1000` for 4 files forked
-    1,000 workers), at least one."""
-    return max(1, min(jobs or default_jobs(), default_jobs(), files))
-
-
-# Files a parallel replay holds at once: admitted in order, given to the workers
-# largest first within this window, yielded in order. It bounds what is held (their
-# paths, and the results that finished before an earlier file did) whatever the number
-# of files (issue 9: the same peak for 10 and 10,000 files), and it is wide enough for
-# largest-first to work: 1,024 is 64 times the files in hand on 2 cores (2 chunks of 8
-# a worker) and 8 times on 8. Sizes in a folder of runs vary by 1000x; the window sees
-# many of them.
-_WINDOW = 1024
-
-
 def replay_files(
     items: Iterable[tuple[str, str]], config: Config, format: str | None = None, jobs: int | None = None
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, yielding each file's results in the
-    order given, as soon as they are ready. `jobs` processes at most (see `workers`);
-    1, or very few files, replays in this process. Standard input (`-`) is always read
-    in this process. `items` is read as the replay goes: at most `_WINDOW` files are
-    held at a time, however many there are.
-
-    A worker that dies (the OOM killer, a signal) breaks its pool: the files it and
-    the other workers had in hand are reported as errors, and the rest are replayed
-    in a fresh pool; the scan never waits for a result that cannot come."""
-    jobs = workers(jobs, _WINDOW)
-    items = iter(items)
-    first = list(islice(items, 4))
-    if jobs == 1 or len(first) < 4:  # streamed: one file in hand at a time
-        for path, label in chain(first, items):
-            yield replay_file(path, config, format, label=label)
-        return
-    yield from _parallel(chain(first, items), config, format, jobs)
+    order given, as soon as they are ready, on `jobs` processes at most
+    (`pool.in_order`: a window of files held at a time, largest first, a dead worker's
+    files reported as errors). Standard input (`-`) is always read in this process."""
+    return in_order(
+        partial(_replay_item, config=config, format=format),
+        items,
+        jobs,
+        lost=lambda item: [SessionResult(path=item[1], format=format, error=LOST)],
+        size=lambda item: file_size(item[0]),
+        here=lambda item: item[0] == "-",
+    )
 
 
-def _parallel(
-    items: Iterator[tuple[str, str]], config: Config, format: str | None, jobs: int
-) -> Iterator[list[SessionResult]]:
-    # Largest files first within the window, so no core is left with a big one at the
-    # end; small chunks for the same reason, smaller as the window empties.
-    held: dict[int, tuple[str, str]] = {}  # admitted, not yet yielded
-    waiting: list[tuple[int, int]] = []  # heap of (-size, index): admitted, not yet given out
-    done: dict[int, list[SessionResult]] = {}
-    admitted = following = 0
-
-    def admit() -> None:
-        nonlocal admitted
-        for item in islice(items, following + _WINDOW - admitted):
-            held[admitted] = item
-            if item[0] != "-":
-                heappush(waiting, (-_size(item[0]), admitted))
-            admitted += 1
-
-    def ready() -> Iterator[list[SessionResult]]:
-        nonlocal following
-        while following in held:
-            path, label = held[following]
-            if following in done:
-                results = done.pop(following)
-            elif path == "-":
-                results = replay_file("-", config, format, label=label)
-            else:
-                return
-            del held[following]
-            following += 1
-            yield results
-
-    def lost(chunk: list[int]) -> None:
-        for index in chunk:
-            done[index] = [SessionResult(path=held[index][1], format=format, error=_LOST)]
-
-    # fork is cheapest (no re-import) where it exists; callers start no thread
-    # before the pool (scan's progress bar has no refresh thread for this reason).
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    admit()
-    while following < admitted:
-        if not waiting:  # only standard input is left in the window
-            yield from ready()
-            admit()
-            continue
-        count = workers(jobs, len(waiting))
-        pool = ProcessPoolExecutor(count, mp_context=context, initializer=_init_worker, initargs=(config, format))
-        in_hand: dict[Future[list[tuple[int, list[SessionResult]]]], list[int]] = {}
-        broken = False
-        try:
-            while waiting or in_hand:
-                while waiting and len(in_hand) < 2 * count:
-                    size = max(1, min(8, len(waiting) // (count * 16)))
-                    chunk = [heappop(waiting)[1] for _ in range(min(size, len(waiting)))]
-                    in_hand[pool.submit(_worker, [(i, held[i]) for i in chunk])] = chunk
-                finished, _ = wait(in_hand, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    chunk = in_hand.pop(future)
-                    try:
-                        for index, results in future.result():
-                            done[index] = results
-                    except BrokenProcessPool:
-                        broken = True
-                        lost(chunk)
-                if broken:  # every file still in hand went down with the pool
-                    for chunk in in_hand.values():
-                        lost(chunk)
-                    in_hand.clear()
-                    break
-                yield from ready()
-                admit()
-        finally:
-            pool.shutdown(wait=not broken, cancel_futures=True)
-        yield from ready()
-        admit()
-
-
-_LOST = "a worker process died while reading it (killed by a signal, or out of memory?)"
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-_worker_config: tuple[Config, str | None] | None = None
-
-
-def _init_worker(config: Config, format: str | None) -> None:
-    global _worker_config
-    _worker_config = (config, format)
-
-
-def _worker(jobs: list[tuple[int, tuple[str, str]]]) -> list[tuple[int, list[SessionResult]]]:
-    assert _worker_config is not None
-    config, format = _worker_config
-    return [(index, replay_file(path, config, format, label=label)) for index, (path, label) in jobs]
+def _replay_item(item: tuple[str, str], config: Config, format: str | None) -> list[SessionResult]:
+    return replay_file(item[0], config, format, label=item[1])
 
 
 def _with_start(record: dict[str, Any], started: dict[int, str | None]) -> dict[str, Any]:

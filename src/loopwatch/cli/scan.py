@@ -11,7 +11,8 @@ from typing import BinaryIO
 
 import click
 
-from ..analysis.replay import SessionResult, default_jobs, replay_files
+from ..analysis.pool import default_jobs
+from ..analysis.replay import SessionResult, replay_files
 from ..analysis.results import OutputError, ResultWriter, open_results, record_line
 from ..core.config import Config
 from ..readers import FORMATS
