@@ -33,7 +33,11 @@ def codex_rollout(path: Path, calls: int = 8) -> Path:
         at = f"2025-10-02T14:00:{10 + 2 * i:02}.000Z"
         arguments = json.dumps({"cmd": "cat notes.txt", "workdir": f"/w/{i}"})
         call = {"type": "function_call", "name": "exec_command", "call_id": f"c{i}", "arguments": arguments}
-        output = {"type": "function_call_output", "call_id": f"c{i}", "output": "Process exited with code 0\nOutput:\nTODO\n"}
+        output = {
+            "type": "function_call_output",
+            "call_id": f"c{i}",
+            "output": "Process exited with code 0\nOutput:\nTODO\n",
+        }
         lines += [
             {"timestamp": at, "type": "response_item", "payload": call},
             {"timestamp": at, "type": "response_item", "payload": output},
