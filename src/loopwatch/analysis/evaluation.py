@@ -23,10 +23,11 @@ with whether it came before or after the session's last file change; a nudge the
 interrupted it (`Harm.nudged`), and a stop on one that failed spared the rest of it
 (`Harm.failed_stopped`, `Harm.saved_steps`).
 
-Each session is replayed with its source's calibration (`Config.for_source`), as
-`scan` does; configurations made with `calibration = "none"` are replayed as given.
-Each agent of a session (`ToolCall.agent`: CodeR's sub-agents) has its own monitor, as
-in the live hook; a sub-agent's stop ends that sub-agent only (`first_interventions`),
+Each session is replayed by `scan`'s engine (`replay.Agents`), with its source's rules
+(`hosts.monitors.monitor_for`) and calibration (`Config.for_source`); configurations
+made with `calibration = "none"` are replayed as given. Each agent of a session
+(`ToolCall.agent`: CodeR's sub-agents) has its own monitor, as in the live hook and in
+`scan`; a sub-agent's stop ends that sub-agent only (`first_interventions`),
 and `Harm` says how many stops on successful sessions were a sub-agent's and how many
 came after the session's last file change, next to the plain count.
 

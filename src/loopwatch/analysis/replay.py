@@ -1,14 +1,17 @@
-"""Replaying recorded sessions through a fresh `Monitor`: what loopwatch would have done.
+"""Replaying recorded sessions through fresh monitors: what loopwatch would have done.
 
     from loopwatch.analysis.replay import replay_file
     for result in replay_file("runs/task-7.traj", config):
         print(result.verdict, result.saved)
 
-Used by `loopwatch scan`, `evaluate` and `calibrate`. Every session is fed to its own
-monitor, in order, to the end (calibration figures cover the whole session, and
-`interventions` lists what came after a stop too). `verdict` is the first stop;
-`saved` is what stopping there would have spared: the actions after it, and tokens and
-cost where the format records them.
+The one replay engine (`Agents`: one monitor per agent, made by
+`hosts.monitors.monitor_for` for the session's source) of `loopwatch scan`, `evaluate`,
+`calibrate` and the report, in this process, on a pool (`pool.in_order`) or on Ray
+(`ray_engine`). `replay` feeds a session in order, to the end (calibration figures cover
+the whole session, and `interventions_after_stop` counts what came after a stop).
+`verdict` is the first stop of any agent; `saved` is what stopping there would have
+spared: the actions after it (a sub-agent's own, when a sub-agent was stopped), and
+tokens and cost where the format records them.
 
 Bad input never raises here: a file that cannot be read becomes one result with
 `error` set, and a reader that fails half-way keeps what it had read.

@@ -75,8 +75,8 @@ def scan(
     (quoted or not: 'runs/**/*.traj') or - for standard input. The format of each
     file is detected (--format to force one).
 
-    Each session is replayed, as recorded, through a fresh monitor with the
-    unattended profile; the table shows every session loopwatch would have stopped:
+    Each session is replayed, as recorded, through fresh monitors (one per agent,
+    as the live hook watches each sub-agent) with the unattended profile; the table shows every session loopwatch would have stopped:
     the signal, the action where the loop began, the action where the run would have
     ended, and the actions (and tokens and cost, where the file records them) wasted
     after it. Then the totals.
