@@ -160,3 +160,42 @@ def test_scan_evaluate_and_the_ray_worker_replay_alike(tmp_path, name):
     assert direct.results == pooled.results
     for config, found in zip(configs, direct.results, strict=True):
         assert (found.stop_signal, found.stop) == scan_stop(path, config)
+
+
+class _Child:
+    """What `Supervisor` asks of a child here: is it running, and end it."""
+
+    returncode = None
+
+    def __init__(self) -> None:
+        self.ended: list[float] = []
+
+    def end(self, now: float) -> None:
+        self.ended.append(now)
+
+
+def test_run_judges_each_agent_of_a_transcript_with_its_own_monitor(tmp_path):
+    from loopwatch.core.events import ToolCall
+    from loopwatch.supervise.supervisor import Supervisor
+
+    def judged(agents: list[str | None]) -> list[float]:
+        with open(tmp_path / "stderr", "wb") as err:
+            supervisor = Supervisor(["claude", "-p"], Config.make(), stderr=err.fileno())
+            child = _Child()
+            for at, agent in enumerate(agents, start=1):
+                event = ToolCall("Bash", {"command": "pytest -x"}, "E  failed", error=True, at=float(at), agent=agent)
+                supervisor._judge(child, event, float(at))  # type: ignore[arg-type]
+        return child.ended
+
+    # A sub-agent's three failing runs, then its parent's three: no agent looped.
+    assert judged(["a1"] * 3 + [None] * 3) == []
+    # One agent running it six times did.
+    assert judged([None] * 6) != []
+
+
+def test_run_and_the_hook_give_codex_its_one_shell_tool():
+    from loopwatch.supervise.supervisor import Supervisor
+
+    supervisor = Supervisor(["codex", "exec", "fix it"], Config.make(tools=BASH_RULE))
+    assert supervisor.monitor.config.rule("exec_command").ignore == frozenset({"workdir"})
+    assert Supervisor(["claude", "-p"], Config.make()).monitor.config.rule("BashOutput").role == "poller"

@@ -130,7 +130,8 @@ class Supervisor:
         self.host = _host(events, self.argv)
         self.monitor = monitor_for(self.host, config, on_warning=self._warned)  # the console's
         self.transcript = Follower(transcript, self.argv)
-        self.transcript_monitor: Monitor | None = None  # once a transcript is followed
+        self.transcript_monitor: Monitor | None = None  # once a transcript is followed: its own agent's
+        self._agent_monitors: dict[str | None, Monitor] = {}  # the transcript's, one per agent
         self._console_unheeded: set[str] = set()  # console stops passed over, by signal
         self._problem_told = False
         self.pty = pty
@@ -222,8 +223,8 @@ class Supervisor:
         """The monitor the record reports: the one that stopped the run (the stream on
         stdout and the transcript may both be judged, and either may stop first), else
         the transcript's when one was followed, else the console's."""
-        for monitor in (self.transcript_monitor, self.monitor):
-            if monitor is not None and self._stop is not None and monitor.stop == self._stop._replace(message=None):
+        for monitor in (*self._agent_monitors.values(), self.monitor):
+            if self._stop is not None and monitor.stop == self._stop._replace(message=None):
                 return monitor  # (a console's stop passed over for a transcript is not it)
         return self.transcript_monitor or self.monitor
 
@@ -319,9 +320,13 @@ class Supervisor:
 
     def _judge(self, child: ChildGroup, event: Event, at: float) -> None:
         """One event from the transcript, to the monitor that may end the run."""
-        if self.transcript_monitor is None:
-            self.transcript_monitor = monitor_for(self.host, self.config, on_warning=self._warned)
-        verdict = self.transcript_monitor.observe(event)
+        agent = getattr(event, "agent", None)  # a sub-agent's streaks are its own, as in the hook
+        monitor = self._agent_monitors.get(agent)
+        if monitor is None:
+            monitor = self._agent_monitors[agent] = monitor_for(self.host, self.config, on_warning=self._warned)
+            if self.transcript_monitor is None:
+                self.transcript_monitor = monitor
+        verdict = monitor.observe(event)
         # A transcript holds an Attempt only for a call loopwatch's own hook refused (the
         # readers' rule): that hook is ending the run itself, so it is given a moment.
         self._act(child, verdict, at, hook_first=type(event) is Attempt)
