@@ -121,6 +121,7 @@ def test_a_sub_agents_stop_ends_it_alone_numbered_for_the_session(tmp_path):
     assert stop is not None and stop["signal"] == "repeat"
     assert stop["at_action"] == 2 + 4  # the Editor's 4th call, the session's 6th
     assert stop["started_action"] == 3  # the Editor's first
+    assert stop["at"] == 6.0  # no times recorded: a second per event of the session, whoever's
     assert result.actions == 13
     # Spared: the Editor's own later calls, not the Manager's, which go on.
     assert result.saved is not None and result.saved["actions"] == 4

@@ -182,6 +182,10 @@ class Agents:
             if self._numbers:
                 self._numbers[agent] = [self.actions]
         ended = self.ended(agent)
+        if self._numbers and getattr(event, "at", None) is None:
+            # No time recorded: a monitor counts a second per event (its own clock);
+            # the session's clock counts every agent's, as one monitor's would.
+            monitor.last_at = max(m.last_at for m in self.monitors.values() if m.last_at is not None)
         actions, noted, total = monitor.actions, len(monitor.interventions), monitor.interventions_total
         verdict = monitor.observe(event)
         if monitor.actions != actions:
