@@ -268,8 +268,8 @@ def first_interventions(
 
     Each agent has its own monitor for `source` (`ToolCall.agent`; the session's own
     agent is the one that acts first, the Manager of a CodeR run). A sub-agent's stop
-    ends that sub-agent only: its later events are skipped and the others replayed on,
-    until the session's own agent is stopped. The first stop of any agent is the one
+    ends that sub-agent only: what it does later is not counted, and the others are
+    replayed on, until the session's own agent is stopped. The first stop of any agent is the one
     scored (recall, harm, the choice of settings): the work a stopped sub-agent would
     have done is lost with it.
     `cache` (one dict per list of events, kept while they live) shares call digests
@@ -277,9 +277,7 @@ def first_interventions(
     make: Callable[..., Monitor] = Monitor if cache is None else partial(_Replayer, cache=cache)
     agents = Agents(source, config, make)
     nudge = None
-    for event in events:
-        if agents.ended(agents.agent_of(event)):
-            continue
+    for event in events:  # a stopped sub-agent's events too: they keep the session's clock, as in `scan`
         stopped = agents.stop is not None
         verdict = agents.observe(event)
         if agents.session_stop is not None:
