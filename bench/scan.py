@@ -34,7 +34,8 @@ import orjson
 from loopwatch.cli.paths import expand
 from loopwatch.core.config import Config
 from loopwatch.readers import ReadError, read
-from loopwatch.analysis.replay import default_jobs, replay_files
+from loopwatch.analysis.pool import default_jobs
+from loopwatch.analysis.replay import replay_files
 
 
 def find_corpus(given: str | None) -> Path | None:

@@ -8,16 +8,18 @@ import json
 import pytest
 
 from loopwatch.core.config import Config
-from loopwatch.hook.guard import DEFAULT_TOOLS
 from loopwatch.hosts import WRITERS
+from loopwatch.hosts.monitors import HOST_TOOLS
 from loopwatch.readers import read
 
 
 def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     config = Config.make()
     assert all(config.rule(name).role == "writer" for name in WRITERS), WRITERS
-    # The hook adds no role of its own but the poller: the defaults are the core's.
-    assert DEFAULT_TOOLS == {"BashOutput": {"role": "poller"}}
+    # A host adds no role of its own but Claude Code's poller: the defaults are the core's.
+    assert {tool: rule.role for rules in HOST_TOOLS.values() for tool, rule in rules.items()} == {
+        "BashOutput": "poller"
+    }
 
 
 def _atif(tmp_path, name, arguments, error=False):

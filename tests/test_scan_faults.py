@@ -120,7 +120,7 @@ def test_a_killed_worker_is_reported_and_the_scan_finishes_with_2(tmp_path):
     )
     deadline = time.monotonic() + 30
     workers: list[int] = []
-    # The pool has at most as many workers as cores (`replay.workers`): kill the first one seen.
+    # The pool has at most as many workers as cores (`pool.workers`): kill the first one seen.
     while time.monotonic() < deadline and not workers and proc.poll() is None:
         workers = _children(proc.pid)
         time.sleep(0.02)

@@ -14,7 +14,7 @@ how full they are at 30 files depends on what ran before, which is why an earlie
 version of this test measured 2 B a file in one environment and 209 in another.
 
 Why both above 1,024 and 8,500 apart: a parallel replay holds a window of 1,024 files
-(`replay._WINDOW`); below it, its tables are sized for the files there are, above it
+(`pool._WINDOW`); below it, its tables are sized for the files there are, above it
 for a full window in turn-over (tens of KB more), so a base inside the window made the
 window look like growth. And results that finish before an earlier file's wait in
 hand (24 to 40 of them in four runs; at most the window): a bounded burst, but the

@@ -180,9 +180,9 @@ def test_a_parallel_replay_reads_its_files_as_it_goes_and_holds_a_window(tmp_pat
     # Issue 9: a scan of 10,000 files must not hold 10,000 paths. The files are taken in
     # order as the replay goes, never more than the window ahead of the last one given
     # back, and the results are the single-process ones, in order, sizes mixed.
-    from loopwatch.analysis import replay as replay_module
+    from loopwatch.analysis import pool
 
-    monkeypatch.setattr(replay_module, "_WINDOW", 5)
+    monkeypatch.setattr(pool, "_WINDOW", 5)
     paths = []
     for i in range(23):
         path = tmp_path / f"s{i:02}.jsonl"
@@ -334,7 +334,7 @@ def test_jobs_are_capped_at_the_files_and_the_cores(tmp_path, monkeypatch):
     from concurrent.futures import ProcessPoolExecutor
 
     from loopwatch import Config
-    from loopwatch.analysis import replay
+    from loopwatch.analysis import pool, replay
     from conftest import jsonl, looping_events
 
     asked: list[int] = []
@@ -344,7 +344,7 @@ def test_jobs_are_capped_at_the_files_and_the_cores(tmp_path, monkeypatch):
             asked.append(max_workers)
             super().__init__(max_workers, *args, **kwargs)
 
-    monkeypatch.setattr(replay, "ProcessPoolExecutor", Counting)
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", Counting)
     files = []
     for i in range(5):
         path = tmp_path / f"run{i}.jsonl"
@@ -352,6 +352,6 @@ def test_jobs_are_capped_at_the_files_and_the_cores(tmp_path, monkeypatch):
         files.append((str(path), str(path)))
     results = list(replay.replay_files(files, Config.make(profile="unattended"), jobs=1000))
     assert len(results) == 5 and all(r[0].error is None for r in results)
-    assert asked and max(asked) <= min(5, replay.default_jobs())
-    assert replay.workers(1000, 5) == min(5, replay.default_jobs())
-    assert replay.workers(1000, 0) == 1 and replay.workers(None, 3) == min(3, replay.default_jobs())
+    assert asked and max(asked) <= min(5, pool.default_jobs())
+    assert pool.workers(1000, 5) == min(5, pool.default_jobs())
+    assert pool.workers(1000, 0) == 1 and pool.workers(None, 3) == min(3, pool.default_jobs())

@@ -60,6 +60,7 @@ from .core.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
 from .core.monitor import Monitor
 from .core.session import Decision, GuardSession
 from .core.verdict import Verdict
+from .hosts.monitors import monitor_for
 
 __all__ = ["Decision", "Guard", "drop"]
 
@@ -105,7 +106,7 @@ class Guard:
             # and the hook (the core itself reads no environment).
             if config is None:
                 config = apply_env(Config.make(**kwargs), env)
-            monitor = Monitor(config, on_warning=on_warning)
+            monitor = monitor_for(None, config, on_warning=on_warning)  # a harness of any host: no host's rules
             self._config: Config | None = config
         elif config is not None or kwargs:
             raise TypeError("Guard: pass a monitor or its configuration, not both")

@@ -23,10 +23,11 @@ with whether it came before or after the session's last file change; a nudge the
 interrupted it (`Harm.nudged`), and a stop on one that failed spared the rest of it
 (`Harm.failed_stopped`, `Harm.saved_steps`).
 
-Each session is replayed with its source's calibration (`Config.for_source`), as
-`scan` does; configurations made with `calibration = "none"` are replayed as given.
-Each agent of a session (`ToolCall.agent`: CodeR's sub-agents) has its own monitor, as
-in the live hook; a sub-agent's stop ends that sub-agent only (`first_interventions`),
+Each session is replayed by `scan`'s engine (`replay.Agents`), with its source's rules
+(`hosts.monitors.monitor_for`) and calibration (`Config.for_source`); configurations
+made with `calibration = "none"` are replayed as given. Each agent of a session
+(`ToolCall.agent`: CodeR's sub-agents) has its own monitor, as in the live hook and in
+`scan`; a sub-agent's stop ends that sub-agent only (`first_interventions`),
 and `Harm` says how many stops on successful sessions were a sub-agent's and how many
 came after the session's last file change, next to the plain count.
 
@@ -47,6 +48,8 @@ from ..core.config import Config
 from ..core.monitor import Monitor
 from ..core.verdict import Action
 from ..files import read_file
+from .pool import LOST, file_size, in_order
+from .replay import Agents
 
 __all__ = [
     "EARLY_STEPS",
@@ -69,6 +72,7 @@ __all__ = [
     "load_labels",
     "make_cases",
     "only",
+    "replay_case",
     "replay_cases",
     "score",
     "sweep_thresholds",
@@ -240,8 +244,8 @@ class _Replayer(Monitor):
     one session (digesting is most of a replay's cost; it depends only on the events
     and the tool rules, which the configurations compared share)."""
 
-    def __init__(self, config: Config, cache: dict[int, Any]) -> None:
-        super().__init__(config)
+    def __init__(self, config: Config, cache: dict[int, Any], **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
         self._cache = cache
 
     def _digest(self, call: Any, rule: Any, at: float) -> Any:
@@ -253,49 +257,35 @@ class _Replayer(Monitor):
 
 
 def first_interventions(
-    events: Iterable[Any], config: Config, step_of: dict[str, int], cache: dict[int, Any] | None = None
+    events: Iterable[Any],
+    config: Config,
+    step_of: dict[str, int],
+    cache: dict[int, Any] | None = None,
+    source: str | None = None,
 ) -> Interventions:
-    """Replay: the steps and signals of the first stop and the first nudge or stronger,
-    the step of the first stop of the session's own agent and the sub-agent whose stop
-    came first (`Interventions`).
+    """Replay (`replay.Agents`, as `scan` replays): the steps and signals of the first
+    stop and the first nudge or stronger, the step of the first stop of the session's
+    own agent and the sub-agent whose stop came first (`Interventions`).
 
-    Each agent gets its own monitor (`ToolCall.agent`; the session's own agent is the
-    one that acts first, the Manager of a CodeR run), as the live hook gives each
-    sub-agent its own streaks: a streak never runs across two agents. A sub-agent's stop
-    ends that sub-agent only (CodeR's Manager goes on after a sub-agent's own
-    `exit_cost` or `fail`): its later events are skipped and the others replayed on,
-    until the session's own agent is stopped. The first stop of any agent is the one
+    Each agent has its own monitor for `source` (`ToolCall.agent`; the session's own
+    agent is the one that acts first, the Manager of a CodeR run). A sub-agent's stop
+    ends that sub-agent only: what it does later is not counted, and the others are
+    replayed on, until the session's own agent is stopped. The first stop of any agent is the one
     scored (recall, harm, the choice of settings): the work a stopped sub-agent would
     have done is lost with it.
     `cache` (one dict per list of events, kept while they live) shares call digests
     between replays of the same events under configurations with the same tool rules."""
-    monitors: dict[str | None, Monitor] = {}
-    root: str | None = None
-    stopped: set[str | None] = set()
-    stop = nudge = session_stop = None
-    stop_agent: str | None = None
-    for event in events:
-        agent = getattr(event, "agent", None)
-        if not monitors:
-            root = agent
-        if agent is None:
-            agent = root
-        if agent in stopped:
-            continue
-        monitor = monitors.get(agent)
-        if monitor is None:
-            monitor = monitors[agent] = Monitor(config) if cache is None else _Replayer(config, cache)
-        verdict = monitor.observe(event)
-        if verdict.action is Action.STOP:
-            if stop is None:
-                stop, stop_agent = verdict, (None if agent == root else agent)
-            if agent == root:
-                session_stop = verdict
-                break
-            stopped.add(agent)
-            continue
-        if verdict.action.rank >= Action.NUDGE.rank and nudge is None and stop is None:
+    make: Callable[..., Monitor] = Monitor if cache is None else partial(_Replayer, cache=cache)
+    agents = Agents(source, config, make)
+    nudge = None
+    for event in events:  # a stopped sub-agent's events too: they keep the session's clock, as in `scan`
+        stopped = agents.stop is not None
+        verdict = agents.observe(event)
+        if agents.session_stop is not None:
+            break
+        if nudge is None and not stopped and Action.NUDGE.rank <= verdict.action.rank < Action.STOP.rank:
             nudge = verdict
+    stop = agents.stop
 
     def step(v: Any) -> int | None:
         if v is None:
@@ -311,8 +301,8 @@ def first_interventions(
         stop_signal=stop.signal if stop else None,
         nudge=step(nudge),
         nudge_signal=nudge.signal if nudge else None,
-        session_stop=step(session_stop),
-        stop_agent=stop_agent,
+        session_stop=step(agents.session_stop),
+        stop_agent=agents.stop_agent,
     )
 
 
@@ -434,10 +424,11 @@ def score(pairs: Iterable[tuple[Label, int | None]]) -> Score:
     return result
 
 
-def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
+def replay_case(case: Case, corpus: str, configs: list[Config]) -> Replayed:
+    """One case replayed under each configuration (`first_interventions`); a file that
+    cannot be read is a `Replayed` with `error` set."""
     from ..readers import ReadError
 
-    case, corpus, configs = task
     try:
         events, step_of, source = _load(case.path, corpus)
     except (ReadError, OSError) as exc:
@@ -449,7 +440,7 @@ def _replay_case(task: tuple[Case, str, list[Config]]) -> Replayed:
     for config in configs:
         if cache and config.tools != configs[0].tools:
             cache = {}
-        results.append(first_interventions(events, config.for_source(source), step_of, cache))
+        results.append(first_interventions(events, config.for_source(source), step_of, cache, source))
     return Replayed(case, None, len(step_of), source, results, last_write(events, step_of))
 
 
@@ -462,28 +453,20 @@ def replay_cases(
     cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
 ) -> list[Replayed]:
     """Replay every case under every configuration, in parallel (`jobs` processes,
-    default one per core), in the order given. `progress(n)` is called as sessions
-    finish."""
-    from .replay import workers
-
-    tasks = [(case, corpus, configs) for case in cases]
-    jobs = workers(jobs, len(tasks))
-    if jobs == 1 or len(tasks) < 4:
-        results = []
-        for task in tasks:
-            results.append(_replay_case(task))
-            if progress:
-                progress(1)
-        return results
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(jobs) as pool:
-        results = []
-        for result in pool.map(_replay_case, tasks, chunksize=4):
-            results.append(result)
-            if progress:
-                progress(1)
-        return results
+    default one per core; `pool.in_order`), in the order given. `progress(n)` is called
+    as sessions finish."""
+    results = []
+    for result in in_order(
+        partial(replay_case, corpus=corpus, configs=configs),
+        cases,
+        jobs,
+        lost=lambda case: Replayed(case, error=LOST),
+        size=lambda case: file_size(os.path.join(corpus, case.path)),
+    ):
+        results.append(result)
+        if progress:
+            progress(1)
+    return results
 
 
 def replay_many(

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..core.config import Config
 from ..readers import HEAD_SIZE
-from .evaluation import Case, Replayed, _replay_case
+from .evaluation import Case, Replayed, replay_case
 from .replay import SessionResult, replay_file
 from .results import json_bytes
 
@@ -157,7 +157,7 @@ def replay_cases_ray(
     connect(address)
     import ray
 
-    remote = ray.remote(max_retries=_RETRIES)(_case_task)
+    remote = ray.remote(max_retries=_RETRIES)(replay_case)
     configs_ref = ray.put(configs)  # sent once, not once a case
     cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
     limit = max(1, int(cpus) * _IN_FLIGHT)
@@ -170,10 +170,6 @@ def replay_cases_ray(
     while len(results) < len(refs):
         results.append(_get(refs[len(results)], cases[len(results)], progress))
     return results
-
-
-def _case_task(case: Case, corpus: str, configs: list[Config]) -> Replayed:
-    return _replay_case((case, corpus, configs))
 
 
 def _get(ref: Any, case: Case, progress: Any) -> Replayed:

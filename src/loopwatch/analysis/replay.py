@@ -1,14 +1,17 @@
-"""Replaying recorded sessions through a fresh `Monitor`: what loopwatch would have done.
+"""Replaying recorded sessions through fresh monitors: what loopwatch would have done.
 
     from loopwatch.analysis.replay import replay_file
     for result in replay_file("runs/task-7.traj", config):
         print(result.verdict, result.saved)
 
-Used by `loopwatch scan`, `evaluate` and `calibrate`. Every session is fed to its own
-monitor, in order, to the end (calibration figures cover the whole session, and
-`interventions` lists what came after a stop too). `verdict` is the first stop;
-`saved` is what stopping there would have spared: the actions after it, and tokens and
-cost where the format records them.
+The one replay engine (`Agents`: one monitor per agent, made by
+`hosts.monitors.monitor_for` for the session's source) of `loopwatch scan`, `evaluate`,
+`calibrate` and the report, in this process, on a pool (`pool.in_order`) or on Ray
+(`ray_engine`). `replay` feeds a session in order, to the end (calibration figures cover
+the whole session, and `interventions_after_stop` counts what came after a stop).
+`verdict` is the first stop of any agent; `saved` is what stopping there would have
+spared: the actions after it (a sub-agent's own, when a sub-agent was stopped), and
+tokens and cost where the format records them.
 
 Bad input never raises here: a file that cannot be read becomes one result with
 `error` set, and a reader that fails half-way keeps what it had read.
@@ -16,27 +19,31 @@ Bad input never raises here: a file that cannot be read becomes one result with
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
-from itertools import chain, islice
+from functools import partial
 from typing import Any, BinaryIO
 
 from ..core.config import Config
 from ..core.events import ToolCall, Turn
-from ..core.monitor import Monitor
+from ..core.finding import Finding
+from ..core.monitor import _MAX_INTERVENTIONS, Monitor
 from ..core.record import finding_record, verdict_record
 from ..core.step import Step
 from ..core.verdict import Action, Verdict
-from ..hosts import codex
+from ..hosts.monitors import monitor_for
 from ..readers import ReadError, Session, open_stdin, read
+from .pool import LOST, file_size, in_order
 
-__all__ = ["SessionResult", "default_jobs", "replay", "replay_file", "replay_files", "replay_steps", "workers"]
+__all__ = [
+    "Agents",
+    "SessionResult",
+    "replay",
+    "replay_file",
+    "replay_files",
+    "replay_steps",
+]
 
 _MAX_SKIPPED = 100  # skipped-line messages kept per session; the rest are counted
 # Source refs of the latest counted actions kept while replaying, to name where a
@@ -108,25 +115,174 @@ class SessionResult:
         }
 
 
+class Agents:
+    """One session's events through one monitor per agent: the replay engine of
+    `scan`, `evaluate`, `calibrate` and the report, on this machine or on Ray.
+
+    Each agent (`ToolCall.agent`; events without one belong to the session's own agent,
+    the one that acts first) has its own monitor, made by `hosts.monitors.monitor_for`
+    for the session's source, as the live hook gives each sub-agent its own: a streak
+    never runs across two agents. A stop ends the agent it stops (CodeR's Manager goes
+    on after a sub-agent's `exit_cost`); the session's own agent's stop ends the run.
+    Actions are numbered across the session (`at_action`, `started_action` of the
+    verdicts kept here), whatever agent made them.
+
+    Every event may be fed (`observe`), ended agents' too: `scan` replays to the end,
+    for its calibration figures; `evaluate` skips ended agents and stops at the
+    session's stop. What an ended agent did is only counted
+    (`interventions_after_stop`)."""
+
+    def __init__(self, source: str | None, config: Config, make: Callable[..., Monitor] = Monitor) -> None:
+        self.source = source
+        self.config = config
+        self._make = make
+        self.monitors: dict[str | None, Monitor] = {}
+        self.root: str | None = None
+        self.actions = 0  # counted tool calls, all agents
+        self.interventions: list[Verdict] = []  # nudges, blocks and stops of agents not ended, in order
+        self.interventions_total = 0
+        self.stop: Verdict | None = None  # the first stop, of any agent
+        self.stop_agent: str | None = None  # whose: None for the session's own agent
+        self.session_stop: Verdict | None = None  # the session's own agent's first stop: the run ends
+        self.monitor: Monitor | None = None  # the monitor of the latest event
+        self.agent: str | None = None  # and its agent
+        self._ended: set[str | None] = set()
+        # Per agent, the session number of its n-th counted call at [n] ([0]: the count
+        # when it began); kept only once a second agent acts (one agent: the same numbers).
+        self._numbers: dict[str | None, list[int]] = {}
+
+    @property
+    def events(self) -> int:
+        return sum(m.events for m in self.monitors.values())
+
+    @property
+    def first_at(self) -> float | None:
+        return min((m.first_at for m in self.monitors.values() if m.first_at is not None), default=None)
+
+    def agent_of(self, event: Any) -> str | None:
+        agent = getattr(event, "agent", None)
+        if not self.monitors:
+            return agent
+        return self.root if agent is None else agent
+
+    def ended(self, agent: str | None) -> bool:
+        """Has `agent` been stopped (or the whole run, with the session's own agent)?"""
+        return self.session_stop is not None or agent in self._ended
+
+    def observe(self, event: Any) -> Verdict:
+        """Feed one event to its agent's monitor; its verdict, numbered for the session."""
+        agent = self.agent_of(event)
+        monitor = self.monitors.get(agent)
+        if monitor is None:
+            if not self.monitors:
+                self.root = agent
+            elif not self._numbers:  # a second agent: from now on, numbers differ
+                self._numbers = {a: list(range(m.actions + 1)) for a, m in self.monitors.items()}
+            monitor = self.monitors[agent] = monitor_for(self.source, self.config, make=self._make)
+            if self._numbers:
+                self._numbers[agent] = [self.actions]
+        ended = self.ended(agent)
+        if self._numbers and getattr(event, "at", None) is None:
+            # No time recorded: a monitor counts a second per event (its own clock);
+            # the session's clock counts every agent's, as one monitor's would.
+            monitor.last_at = max(m.last_at for m in self.monitors.values() if m.last_at is not None)
+        actions, noted, total = monitor.actions, len(monitor.interventions), monitor.interventions_total
+        verdict = monitor.observe(event)
+        if monitor.actions != actions:
+            self.actions += monitor.actions - actions
+            if self._numbers:
+                self._numbers[agent].append(self.actions)
+        self.monitor, self.agent = monitor, agent
+        if monitor.interventions_total != total:
+            self.interventions_total += monitor.interventions_total - total
+            if not ended:
+                for kept in monitor.interventions[noted:]:
+                    if len(self.interventions) < _MAX_INTERVENTIONS:
+                        self.interventions.append(self.numbered(agent, kept))
+        if monitor.stop is not None and not ended:
+            stop = self.numbered(agent, monitor.stop)
+            self._ended.add(agent)
+            if self.stop is None:
+                self.stop, self.stop_agent = stop, (None if agent == self.root else agent)
+            if agent == self.root:
+                self.session_stop = stop
+        return self.numbered(agent, verdict)
+
+    def numbered(self, agent: str | None, verdict: Verdict) -> Verdict:
+        """`verdict` of `agent`'s monitor, its actions numbered for the session."""
+        if not self._numbers or verdict.action is Action.ALLOW:
+            return verdict
+        finding = verdict.finding
+        if finding is not None:
+            finding = self._finding(agent, finding)
+        return verdict._replace(index=self._number(agent, verdict.index), finding=finding)
+
+    def findings(self) -> list[Finding]:
+        """Per signal, the strongest finding of any agent (the first agent's on a tie)."""
+        strongest: dict[str, Finding] = {}
+        for agent, monitor in self.monitors.items():
+            for signal, finding in monitor.strongest.items():
+                best = strongest.get(signal)
+                if best is None or finding.severity > best.severity:
+                    strongest[signal] = self._finding(agent, finding) if self._numbers else finding
+        return list(strongest.values())
+
+    def calibration(self) -> dict[str, Any]:
+        """The calibration figures of the session: per figure, the largest of any agent's
+        (a threshold fires on the agent that reaches it), the fewest for
+        `churn_fewest_distinct`, the sum of `apology_total`."""
+        if not self.monitors:  # nothing was read: the figures of a monitor that saw nothing
+            return monitor_for(self.source, self.config, make=self._make).calibration()
+        figures: dict[str, Any] = {}
+        for monitor in self.monitors.values():
+            for key, value in monitor.calibration().items():
+                if key not in figures or figures[key] is None:
+                    figures[key] = value
+                elif value is None:
+                    continue
+                elif key == "apology_total":
+                    figures[key] += value
+                elif key == "churn_fewest_distinct":
+                    figures[key] = min(figures[key], value)
+                else:
+                    figures[key] = max(figures[key], value)
+        return figures
+
+    def after(self, verdict: Verdict, agent: str | None) -> int:
+        """Actions after `verdict` that its stop would have spared: every later action of
+        the run for the session's own agent, the sub-agent's own for a sub-agent."""
+        if agent is None or not self._numbers:
+            return max(0, self.actions - verdict.index)
+        numbers = self._numbers[agent]
+        return sum(1 for n in numbers[1:] if n > verdict.index)
+
+    def _number(self, agent: str | None, index: int) -> int:
+        numbers = self._numbers[agent]
+        return numbers[index] if 0 <= index < len(numbers) else index
+
+    def _finding(self, agent: str | None, finding: Finding) -> Finding:
+        return finding._replace(
+            index=self._number(agent, finding.index), started_index=self._number(agent, finding.started_index)
+        )
+
+
 def replay(
     session: Session,
     config: Config,
     path: str = "",
     *,
     keep_refs: bool = False,
-    make_monitor: Callable[[Config], Monitor] = Monitor,
+    make_monitor: Callable[..., Monitor] = Monitor,
+    on_event: Callable[[Any, Verdict, Agents, bool], None] | None = None,
 ) -> SessionResult:
-    """Feed one session to a fresh monitor and collect the result. Exceptions raised
-    by the reader while its events are consumed are caught: the result keeps what was
-    replayed and says what went wrong in `error`. Memory does not grow with the
-    session: only the latest refs are kept (all of them with `keep_refs`). The monitor
-    gets the built-in calibration of the session's format, if loopwatch has one
-    (`Config.for_source`); `make_monitor` makes it (`replay_steps` passes one that
-    notes every event)."""
-    config = config.for_source(session.format)
-    if session.format == "codex":  # exec_command, command_execution, Bash: one shell tool
-        config = config._replace(tools=codex.shared_tool_rules(config.tools))
-    monitor = make_monitor(config)
+    """Feed one session to `Agents` (a fresh monitor per agent) to the end and collect
+    the result. Exceptions raised by the reader while its events are consumed are
+    caught: the result keeps what was replayed and says what went wrong in `error`.
+    Memory does not grow with the session: only the latest refs are kept (all of them
+    with `keep_refs`). The monitors get the built-in calibration of the session's
+    format, if loopwatch has one (`Config.for_source`); `make_monitor` makes them, and
+    `on_event(event, verdict, agents, ended)` is told of each event (`replay_steps`)."""
+    agents = Agents(session.format, config.for_source(session.format), make_monitor)
     recent: deque[str | None] = deque(maxlen=None if keep_refs else _REFS_KEPT)
     started: dict[int, str | None] = {}  # started action -> its ref, noted when reported
     noted = 0  # interventions whose start has been noted
@@ -134,17 +290,25 @@ def replay(
     error = None
     try:
         for event in session.events:
-            stopped = monitor.stop is not None
-            before = monitor.actions
-            monitor.observe(event)
-            if monitor.actions != before and (keep_refs or not stopped):  # nothing after the stop is reported
-                recent.append(event.source_ref)
-            if not stopped and len(monitor.interventions) != noted:
-                for verdict in monitor.interventions[noted:]:
-                    index = verdict.finding.started_index if verdict.finding is not None else 0
-                    started.setdefault(index, _recent_ref(recent, monitor.actions, index))
-                noted = len(monitor.interventions)
-            if stopped and type(event) in (ToolCall, Turn):
+            agent = agents.agent_of(event)
+            ended = agents.ended(agent)
+            before = agents.actions
+            verdict = agents.observe(event)
+            if on_event is not None:
+                on_event(event, verdict, agents, ended)
+            if agents.actions != before and (keep_refs or agents.session_stop is None or not ended):
+                recent.append(event.source_ref)  # nothing after the run's end is reported
+            if len(agents.interventions) != noted:
+                for kept in agents.interventions[noted:]:
+                    index = kept.finding.started_index if kept.finding is not None else 0
+                    started.setdefault(index, _recent_ref(recent, agents.actions, index))
+                noted = len(agents.interventions)
+            if (
+                ended
+                and agents.stop is not None
+                and agents.stop_agent in (None, agent)
+                and type(event) in (ToolCall, Turn)
+            ):
                 if event.tokens is not None:
                     after_tokens = (after_tokens or 0) + event.tokens
                 if event.cost is not None:
@@ -152,14 +316,14 @@ def replay(
     except ReadError as exc:
         error = str(exc)
     except Exception as exc:  # noqa: BLE001 - a reader bug must not end a scan of thousands of files
-        error = f"reader failed at event {monitor.events + 1}: {type(exc).__name__}: {exc}"
+        error = f"reader failed at event {agents.events + 1}: {type(exc).__name__}: {exc}"
 
     result = SessionResult(
         path=path,
         format=session.format,
         session=session.session,
-        actions=monitor.actions,
-        events=monitor.events,
+        actions=agents.actions,
+        events=agents.events,
         tokens=session.tokens,
         cost=session.cost,
         outcome=session.outcome,
@@ -167,21 +331,17 @@ def replay(
         error=error,
         refs=list(recent) if keep_refs else [],
     )
-    if error is None and monitor.events == 0 and session.skipped:
+    if error is None and agents.events == 0 and session.skipped:
         result.error = f"no readable events ({len(session.skipped)} lines skipped)"
-    origin = monitor.first_at or 0.0
-    # A run stopped there would have ended: later interventions are only counted.
-    kept = monitor.interventions
-    if monitor.stop is not None:
-        end = next((i for i, v in enumerate(kept) if v is monitor.stop), len(kept) - 1)
-        kept = kept[: end + 1]
-    result.interventions = [_with_start(verdict_record(v, origin), started) for v in kept]
-    result.interventions_after_stop = monitor.interventions_total - len(kept)
-    result.findings = [finding_record(f, origin) for f in monitor.strongest.values()]
-    result.calibration = monitor.calibration()
-    if monitor.stop is not None:
-        result.verdict = _with_start(verdict_record(monitor.stop, origin), started)
-        result.saved = _saved(result, monitor.stop.index, after_tokens, after_cost)
+    origin = agents.first_at or 0.0
+    result.interventions = [_with_start(verdict_record(v, origin), started) for v in agents.interventions]
+    result.interventions_after_stop = agents.interventions_total - len(agents.interventions)
+    result.findings = [finding_record(f, origin) for f in agents.findings()]
+    result.calibration = agents.calibration()
+    if agents.stop is not None:
+        result.verdict = _with_start(verdict_record(agents.stop, origin), started)
+        spared = agents.after(agents.stop, agents.stop_agent)
+        result.saved = _saved(result, spared, after_tokens, after_cost)
     return result
 
 
@@ -225,21 +385,45 @@ def replay_steps(
     its `kind` (`call` for a counted tool call, `exempt` for one that is not counted,
     else `text`, `correction`, `retry`, `output`, `turn`, `user`, `attempt`), `step`
     (tool calls counted so far: a call's own number, as `at_action` counts it),
-    `after_stop` (the run would have ended before it), `ref` (its `source_ref`), and for
-    a counted call its `tool`, `call` (digest of the tool and its identifying input),
-    `action` (of the call and its result), `error` and `at` (seconds from the first
-    event); `verdict` (`{"action", "signal", "description", "started_action"}`) when the
-    event drew a warning, nudge, block or stop up to the first stop. Names, digests,
-    counts and times only; with `excerpts`, a call's `input` and `result` too (the
-    start of each, as text)."""
-    monitors: list[_Noting] = []
+    `after_stop` (its agent, or the run, would have ended before it), `ref` (its
+    `source_ref`), and for a counted call its `tool`, `call` (digest of the tool and its
+    identifying input), `action` (of the call and its result), `error` and `at` (seconds
+    from the first event); `verdict` (`{"action", "signal", "description",
+    "started_action"}`) when the event drew a warning, nudge, block or stop up to its
+    agent's first stop. Names, digests, counts and times only; with `excerpts`, a call's
+    `input` and `result` too (the start of each, as text)."""
+    noted: list[dict[str, Any]] = []
 
-    def make(config: Config) -> Monitor:
-        monitors.append(_Noting(config, excerpts))
-        return monitors[-1]
+    def note(event: Any, verdict: Verdict, agents: Agents, ended: bool) -> None:
+        monitor = agents.monitor
+        step = monitor.step if isinstance(monitor, _Noting) else None
+        kind = _KINDS.get(type(event).__name__, type(event).__name__.lower())
+        entry: dict[str, Any] = {"kind": kind, "step": agents.actions, "after_stop": ended}
+        entry["ref"] = getattr(event, "source_ref", None)
+        if kind == "call" and step is None:
+            entry["kind"] = "exempt"
+            entry["tool"] = event.name
+        elif step is not None:
+            entry.update(
+                tool=step.name,
+                call=step.call.hex()[:12],
+                action=step.action.hex()[:12],
+                error=bool(event.error),
+                at=round(step.at - (agents.first_at or 0.0), 3),
+            )
+            if excerpts:
+                entry.update(input=_excerpt(event.input), result=_excerpt(event.result))
+        if verdict.action is not Action.ALLOW and not ended:
+            entry["verdict"] = {
+                "action": verdict.action.value,
+                "signal": verdict.signal,
+                "description": verdict.description,
+                "started_action": verdict.finding.started_index if verdict.finding is not None else None,
+            }
+        noted.append(entry)
 
-    result = replay(session, config, path, make_monitor=make)
-    return result, monitors[0].noted if monitors else []
+    result = replay(session, config, path, make_monitor=_Noting, on_event=note)
+    return result, noted
 
 
 _EXCERPT = 600  # characters of a tool input or result kept with --excerpts
@@ -247,48 +431,17 @@ _KINDS = {"ToolCall": "call", "ModelText": "text", "UserMessage": "user"}
 
 
 class _Noting(Monitor):
-    """A monitor that notes each event it is fed, for `replay_steps`."""
+    """A monitor that keeps the step of the latest counted call, for `replay_steps`."""
 
-    def __init__(self, config: Config, excerpts: bool) -> None:
-        super().__init__(config)
-        self.noted: list[dict[str, Any]] = []
-        self._excerpts = excerpts
-        self._step: Step | None = None
+    step: Step | None = None
 
     def _digest(self, call: ToolCall, rule: Any, at: float) -> Step:
-        self._step = super()._digest(call, rule, at)
-        return self._step
+        self.step = super()._digest(call, rule, at)
+        return self.step
 
     def observe(self, event: Any) -> Verdict:
-        self._step = None
-        stopped = self.stop is not None
-        verdict = super().observe(event)
-        kind = _KINDS.get(type(event).__name__, type(event).__name__.lower())
-        note: dict[str, Any] = {"kind": kind, "step": self.actions, "after_stop": stopped}
-        note["ref"] = getattr(event, "source_ref", None)
-        step = self._step
-        if kind == "call" and step is None:
-            note["kind"] = "exempt"
-            note["tool"] = event.name
-        elif step is not None:
-            note.update(
-                tool=step.name,
-                call=step.call.hex()[:12],
-                action=step.action.hex()[:12],
-                error=bool(event.error),
-                at=round(step.at - (self.first_at or 0.0), 3),
-            )
-            if self._excerpts:
-                note.update(input=_excerpt(event.input), result=_excerpt(event.result))
-        if verdict.action is not Action.ALLOW and not stopped:
-            note["verdict"] = {
-                "action": verdict.action.value,
-                "signal": verdict.signal,
-                "description": verdict.description,
-                "started_action": verdict.finding.started_index if verdict.finding is not None else None,
-            }
-        self.noted.append(note)
-        return verdict
+        self.step = None
+        return super().observe(event)
 
 
 def _excerpt(value: Any) -> str:
@@ -303,154 +456,25 @@ def _excerpt(value: Any) -> str:
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 
-def default_jobs() -> int:
-    """The cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def workers(jobs: int | None, files: int) -> int:
-    """Processes to replay `files` files with when `jobs` were asked for (None: one per
-    core): never more than the cores nor the files (`--jobs 1000` for 4 files forked
-    1,000 workers), at least one."""
-    return max(1, min(jobs or default_jobs(), default_jobs(), files))
-
-
-# Files a parallel replay holds at once: admitted in order, given to the workers
-# largest first within this window, yielded in order. It bounds what is held (their
-# paths, and the results that finished before an earlier file did) whatever the number
-# of files (the same peak for 10 and 10,000 files: `bench/scan_memory.py --files
-# 10,10000`), and it is wide enough for
-# largest-first to work: 1,024 is 64 times the files in hand on 2 cores (2 chunks of 8
-# a worker) and 8 times on 8. Sizes in a folder of runs vary by 1000x; the window sees
-# many of them.
-_WINDOW = 1024
-
-
 def replay_files(
     items: Iterable[tuple[str, str]], config: Config, format: str | None = None, jobs: int | None = None
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, yielding each file's results in the
-    order given, as soon as they are ready. `jobs` processes at most (see `workers`);
-    1, or very few files, replays in this process. Standard input (`-`) is always read
-    in this process. `items` is read as the replay goes: at most `_WINDOW` files are
-    held at a time, however many there are.
-
-    A worker that dies (the OOM killer, a signal) breaks its pool: the files it and
-    the other workers had in hand are reported as errors, and the rest are replayed
-    in a fresh pool; the scan never waits for a result that cannot come."""
-    jobs = workers(jobs, _WINDOW)
-    items = iter(items)
-    first = list(islice(items, 4))
-    if jobs == 1 or len(first) < 4:  # streamed: one file in hand at a time
-        for path, label in chain(first, items):
-            yield replay_file(path, config, format, label=label)
-        return
-    yield from _parallel(chain(first, items), config, format, jobs)
+    order given, as soon as they are ready, on `jobs` processes at most
+    (`pool.in_order`: a window of files held at a time, largest first, a dead worker's
+    files reported as errors). Standard input (`-`) is always read in this process."""
+    return in_order(
+        partial(_replay_item, config=config, format=format),
+        items,
+        jobs,
+        lost=lambda item: [SessionResult(path=item[1], format=format, error=LOST)],
+        size=lambda item: file_size(item[0]),
+        here=lambda item: item[0] == "-",
+    )
 
 
-def _parallel(
-    items: Iterator[tuple[str, str]], config: Config, format: str | None, jobs: int
-) -> Iterator[list[SessionResult]]:
-    # Largest files first within the window, so no core is left with a big one at the
-    # end; small chunks for the same reason, smaller as the window empties.
-    held: dict[int, tuple[str, str]] = {}  # admitted, not yet yielded
-    waiting: list[tuple[int, int]] = []  # heap of (-size, index): admitted, not yet given out
-    done: dict[int, list[SessionResult]] = {}
-    admitted = following = 0
-
-    def admit() -> None:
-        nonlocal admitted
-        for item in islice(items, following + _WINDOW - admitted):
-            held[admitted] = item
-            if item[0] != "-":
-                heappush(waiting, (-_size(item[0]), admitted))
-            admitted += 1
-
-    def ready() -> Iterator[list[SessionResult]]:
-        nonlocal following
-        while following in held:
-            path, label = held[following]
-            if following in done:
-                results = done.pop(following)
-            elif path == "-":
-                results = replay_file("-", config, format, label=label)
-            else:
-                return
-            del held[following]
-            following += 1
-            yield results
-
-    def lost(chunk: list[int]) -> None:
-        for index in chunk:
-            done[index] = [SessionResult(path=held[index][1], format=format, error=_LOST)]
-
-    # fork is cheapest (no re-import) where it exists; callers start no thread
-    # before the pool (scan's progress bar has no refresh thread for this reason).
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    admit()
-    while following < admitted:
-        if not waiting:  # only standard input is left in the window
-            yield from ready()
-            admit()
-            continue
-        count = workers(jobs, len(waiting))
-        pool = ProcessPoolExecutor(count, mp_context=context, initializer=_init_worker, initargs=(config, format))
-        in_hand: dict[Future[list[tuple[int, list[SessionResult]]]], list[int]] = {}
-        broken = False
-        try:
-            while waiting or in_hand:
-                while waiting and len(in_hand) < 2 * count:
-                    size = max(1, min(8, len(waiting) // (count * 16)))
-                    chunk = [heappop(waiting)[1] for _ in range(min(size, len(waiting)))]
-                    in_hand[pool.submit(_worker, [(i, held[i]) for i in chunk])] = chunk
-                finished, _ = wait(in_hand, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    chunk = in_hand.pop(future)
-                    try:
-                        for index, results in future.result():
-                            done[index] = results
-                    except BrokenProcessPool:
-                        broken = True
-                        lost(chunk)
-                if broken:  # every file still in hand went down with the pool
-                    for chunk in in_hand.values():
-                        lost(chunk)
-                    in_hand.clear()
-                    break
-                yield from ready()
-                admit()
-        finally:
-            pool.shutdown(wait=not broken, cancel_futures=True)
-        yield from ready()
-        admit()
-
-
-_LOST = "a worker process died while reading it (killed by a signal, or out of memory?)"
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-_worker_config: tuple[Config, str | None] | None = None
-
-
-def _init_worker(config: Config, format: str | None) -> None:
-    global _worker_config
-    _worker_config = (config, format)
-
-
-def _worker(jobs: list[tuple[int, tuple[str, str]]]) -> list[tuple[int, list[SessionResult]]]:
-    assert _worker_config is not None
-    config, format = _worker_config
-    return [(index, replay_file(path, config, format, label=label)) for index, (path, label) in jobs]
+def _replay_item(item: tuple[str, str], config: Config, format: str | None) -> list[SessionResult]:
+    return replay_file(item[0], config, format, label=item[1])
 
 
 def _with_start(record: dict[str, Any], started: dict[int, str | None]) -> dict[str, Any]:
@@ -466,8 +490,7 @@ def _recent_ref(recent: deque[str | None], actions: int, action: int) -> str | N
     return recent[len(recent) - 1 - offset] if 0 <= offset < len(recent) else None
 
 
-def _saved(result: SessionResult, at_action: int, tokens: int | None, cost: float | None) -> dict[str, Any]:
-    actions = max(0, result.actions - at_action)
+def _saved(result: SessionResult, actions: int, tokens: int | None, cost: float | None) -> dict[str, Any]:
     estimated = False
     if tokens is None and cost is None and result.actions and (result.tokens is not None or result.cost is not None):
         # No per-step figures: prorate the session's totals. Later steps carry a

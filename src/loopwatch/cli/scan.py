@@ -11,7 +11,8 @@ from typing import BinaryIO
 
 import click
 
-from ..analysis.replay import SessionResult, default_jobs, replay_files
+from ..analysis.pool import default_jobs
+from ..analysis.replay import SessionResult, replay_files
 from ..analysis.results import OutputError, ResultWriter, open_results, record_line
 from ..core.config import Config
 from ..readers import FORMATS
@@ -74,8 +75,8 @@ def scan(
     (quoted or not: 'runs/**/*.traj') or - for standard input. The format of each
     file is detected (--format to force one).
 
-    Each session is replayed, as recorded, through a fresh monitor with the
-    unattended profile; the table shows every session loopwatch would have stopped:
+    Each session is replayed, as recorded, through fresh monitors (one per agent,
+    as the live hook watches each sub-agent) with the unattended profile; the table shows every session loopwatch would have stopped:
     the signal, the action where the loop began, the action where the run would have
     ended, and the actions (and tokens and cost, where the file records them) wasted
     after it. Then the totals.

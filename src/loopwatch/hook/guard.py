@@ -31,26 +31,19 @@ from typing import Any
 from ..configfile import apply_env
 from ..core.config import Config
 from ..core.events import Attempt, ToolCall, Turn, UserMessage
-from ..core.monitor import Monitor
 from ..core.session import ALLOWED, Decision
 from ..core.verdict import Action, Verdict
-from ..hosts import codex
+from ..hosts.monitors import monitor_for
 from .payload import Payload
 from .respond import ALLOW_REPLY, Reply, reply
 from .settings import detect_profile
 from .state import SessionState, Store
 
-__all__ = ["DEFAULT_TOOLS", "handle"]
+__all__ = ["handle"]
 
 #: Set by `loopwatch run` for the command it supervises (`supervise.supervisor.SUPERVISED`;
 #: not imported from there: the hook path stays small).
 SUPERVISED = "LOOPWATCH_SUPERVISED"
-
-#: Tool rules the hook adds under the user's own (theirs win): polling a background
-#: shell is waiting. Editing tools are writers for every front end (`core.config.WRITERS`).
-DEFAULT_TOOLS = {
-    "BashOutput": {"role": "poller"},
-}
 
 
 def handle(
@@ -68,10 +61,7 @@ def handle(
     def make() -> SessionState:
         profile, why = detect_profile(payload.host, config)
         data = {k: v for k, v in config.items() if k != "hook"}
-        tools = {**DEFAULT_TOOLS, **dict(data.get("tools", {}))}
-        if payload.host == "codex":
-            tools = codex.shared_tool_rules(tools)  # Bash, exec_command, command_execution: one tool
-        monitor = Monitor(apply_env(Config.make({**data, "tools": tools, "profile": profile})))
+        monitor = monitor_for(payload.host, apply_env(Config.make({**data, "profile": profile})))
         return SessionState(monitor, payload.host, profile, why)
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:

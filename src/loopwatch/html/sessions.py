@@ -8,14 +8,15 @@ of thousands of sessions stays small.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from ..analysis.evaluation import Label
 from ..analysis.outcomes import Outcomes
-from ..analysis.replay import SessionResult, default_jobs, replay_steps
+from ..analysis.pool import LOST, default_jobs, in_order
+from ..analysis.replay import SessionResult, replay_steps
 from ..core.config import Config
 
 __all__ = ["CALL_FIELDS", "Sources", "collect", "error_row", "session_rows"]
@@ -66,39 +67,27 @@ def collect(
     them; `jobs` processes (default one per core)."""
     items = list(items)
     jobs = default_jobs() if jobs is None else max(1, jobs)
+    if any(path == "-" for path, _ in items):  # standard input: every file here, in order
+        jobs = 1
     rows: list[dict[str, Any]] = []
-    if jobs == 1 or len(items) < 4 or any(path == "-" for path, _ in items):
-        for path, label in items:
-            rows += session_rows(path, label, config, sources, format, excerpts)
-            if progress:
-                progress(1)
-        return rows
-    from concurrent.futures import ProcessPoolExecutor
-
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_init, initargs=(config, sources, format, excerpts)
-    ) as pool:
-        for found in pool.map(_worker, items, chunksize=4):
-            rows += found
-            if progress:
-                progress(1)
+    work = partial(_rows, config=config, sources=sources, format=format, excerpts=excerpts)
+    for found in in_order(work, items, jobs, lost=lambda item: [_lost(item, sources)]):
+        rows += found
+        if progress:
+            progress(1)
     return rows
 
 
-_setting: tuple[Config, Sources, str | None, bool] | None = None
-
-
-def _init(config: Config, sources: Sources, format: str | None, excerpts: bool) -> None:
-    global _setting
-    _setting = (config, sources, format, excerpts)
-
-
-def _worker(item: tuple[str, str]) -> list[dict[str, Any]]:
-    assert _setting is not None
-    config, sources, format, excerpts = _setting
+def _rows(
+    item: tuple[str, str], config: Config, sources: Sources, format: str | None, excerpts: bool
+) -> list[dict[str, Any]]:
     return session_rows(item[0], item[1], config, sources, format, excerpts)
+
+
+def _lost(item: tuple[str, str], sources: Sources) -> dict[str, Any]:
+    row = _row(SessionResult(path=item[1], error=LOST), [], {}, item[0], sources)
+    row["multi"] = False
+    return row
 
 
 def session_rows(

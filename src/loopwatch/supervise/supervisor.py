@@ -35,7 +35,7 @@ from ..core.config import Config
 from ..core.events import Attempt, Event, Output
 from ..core.monitor import Monitor
 from ..core.verdict import Action, Verdict
-from ..hosts import codex
+from ..hosts.monitors import monitor_for
 from .group import ChildGroup
 from .pty import Terminal
 from .pump import Pump
@@ -88,6 +88,17 @@ class Limits:
         return {"idle": self.idle, "max_runtime": self.max_runtime, "grace": self.grace}
 
 
+def _host(events: str, argv: Sequence[str]) -> str | None:
+    """The agent CLI being run, as `monitor_for` names it, when the stream format or
+    the command says which (None: any other command)."""
+    command = os.path.basename(argv[0]) if argv else ""
+    if events == "codex-json" or command.startswith("codex"):
+        return "codex"
+    if events == "claude-stream" or command == "claude":
+        return "claude-code"
+    return None
+
+
 class Supervisor:
     """Runs `argv` under a monitor built from `config`. `run()` returns the `Outcome`.
 
@@ -116,13 +127,11 @@ class Supervisor:
         self.source = EventSource(events)
         self.stdout, self.stderr = stdout, stderr
         self.clock = clock
-        if events == "codex-json" or (self.argv and os.path.basename(self.argv[0]).startswith("codex")):
-            # exec_command, command_execution, Bash: one shell tool for per-tool rules
-            config = config._replace(tools=codex.shared_tool_rules(config.tools))
-            self.config = config
-        self.monitor = Monitor(config, on_warning=self._warned)  # the console's
+        self.host = _host(events, self.argv)
+        self.monitor = monitor_for(self.host, config, on_warning=self._warned)  # the console's
         self.transcript = Follower(transcript, self.argv)
-        self.transcript_monitor: Monitor | None = None  # once a transcript is followed
+        self.transcript_monitor: Monitor | None = None  # once a transcript is followed: its own agent's
+        self._agent_monitors: dict[str | None, Monitor] = {}  # the transcript's, one per agent
         self._console_unheeded: set[str] = set()  # console stops passed over, by signal
         self._problem_told = False
         self.pty = pty
@@ -214,8 +223,8 @@ class Supervisor:
         """The monitor the record reports: the one that stopped the run (the stream on
         stdout and the transcript may both be judged, and either may stop first), else
         the transcript's when one was followed, else the console's."""
-        for monitor in (self.transcript_monitor, self.monitor):
-            if monitor is not None and self._stop is not None and monitor.stop == self._stop._replace(message=None):
+        for monitor in (*self._agent_monitors.values(), self.monitor):
+            if self._stop is not None and monitor.stop == self._stop._replace(message=None):
                 return monitor  # (a console's stop passed over for a transcript is not it)
         return self.transcript_monitor or self.monitor
 
@@ -311,9 +320,13 @@ class Supervisor:
 
     def _judge(self, child: ChildGroup, event: Event, at: float) -> None:
         """One event from the transcript, to the monitor that may end the run."""
-        if self.transcript_monitor is None:
-            self.transcript_monitor = Monitor(self.config, on_warning=self._warned)
-        verdict = self.transcript_monitor.observe(event)
+        agent = getattr(event, "agent", None)  # a sub-agent's streaks are its own, as in the hook
+        monitor = self._agent_monitors.get(agent)
+        if monitor is None:
+            monitor = self._agent_monitors[agent] = monitor_for(self.host, self.config, on_warning=self._warned)
+            if self.transcript_monitor is None:
+                self.transcript_monitor = monitor
+        verdict = monitor.observe(event)
         # A transcript holds an Attempt only for a call loopwatch's own hook refused (the
         # readers' rule): that hook is ending the run itself, so it is given a moment.
         self._act(child, verdict, at, hook_first=type(event) is Attempt)
