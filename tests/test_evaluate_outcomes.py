@@ -22,7 +22,7 @@ from loopwatch.analysis.crossval import (
     choose,
     cross_validate,
 )
-from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Interventions, Label, Replayed, harm, judge, score
+from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Interventions, Label, Replayed, Scored, harm, judge, score
 from loopwatch.analysis.outcomes import OutcomeError, load_groups, load_outcomes, parse_resolved
 
 HERE = os.path.dirname(__file__)
@@ -152,11 +152,11 @@ def _case(label: str | None, resolved: bool | None, onset: int | None = None, na
 
 def test_harm_counts_stops_and_nudges_on_sessions_that_succeeded():
     items = [
-        (_case(None, True), 30, 12, 10),  # stopped while succeeding
-        (_case(None, True), 30, None, 8),  # nudged only
-        (_case(None, True), 30, None, None),
-        (_case(None, False), 40, 10, 9),  # a failed run stopped at 10: 30 steps saved
-        (_case(None, None), 40, 5, 5),  # unknown outcome: left out
+        Scored(_case(None, True), 30, 12, 10),  # stopped while succeeding
+        Scored(_case(None, True), 30, None, 8),  # nudged only
+        Scored(_case(None, True), 30, None, None),
+        Scored(_case(None, False), 40, 10, 9),  # a failed run stopped at 10: 30 steps saved
+        Scored(_case(None, None), 40, 5, 5),  # unknown outcome: left out
     ]
     h = harm(items)
     assert (h.succeeded, h.stopped, h.nudged, h.failed, h.failed_stopped, h.saved_steps) == (3, 1, 2, 1, 1, 30)
@@ -365,7 +365,7 @@ def test_groups_are_read_from_a_tsv_column_by_path(tmp_path):
 
 
 def test_bootstrap_intervals_contain_the_estimate():
-    items = [(_case("yes", None, 10, f"l{i}"), 50, 12 if i % 2 else None, None) for i in range(40)]
+    items = [Scored(_case("yes", None, 10, f"l{i}"), 50, 12 if i % 2 else None, None) for i in range(40)]
     iv = bootstrap(items, 200, seed=1)
     low, high = iv["recall"]
     assert low <= 0.5 <= high and low < high
@@ -703,10 +703,10 @@ def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
 def test_harm_says_which_stops_were_a_sub_agent_s_and_which_came_after_the_last_write():
     cases = [Case(f"s{i}", None, True) for i in range(4)]
     items = [
-        (cases[0], 30, 10, 9, 10, None, 5),  # own agent, after the last write
-        (cases[1], 30, 12, 11, None, "Programmer", 20),  # a sub-agent, before the last write
-        (cases[2], 30, 8, 7, 8, None, 8),  # stopped at the write itself: the write had run
-        (cases[3], 30, None, None, None, None, 3),
+        Scored(cases[0], 30, 10, 9, 10, None, 5),  # own agent, after the last write
+        Scored(cases[1], 30, 12, 11, None, "Programmer", 20),  # a sub-agent, before the last write
+        Scored(cases[2], 30, 8, 7, 8, None, 8),  # stopped at the write itself: the write had run
+        Scored(cases[3], 30, None, None, None, None, 3),
     ]
     result = harm(items)
     assert (result.stopped, result.stopped_session, result.stopped_sub_agent, result.stopped_after_last_write) == (
@@ -718,7 +718,7 @@ def test_harm_says_which_stops_were_a_sub_agent_s_and_which_came_after_the_last_
     assert result.stopped_before_last_write == 1  # s1: stopped at 12, its last write at 20
     assert result.as_dict()["stops_on_succeeded_before_last_write"] == 1
     # the plain count is not changed by the breakdown
-    assert harm(item[:4] for item in items).stopped == 3
+    assert harm(Scored(i.case, i.steps, i.stop, i.nudge) for i in items).stopped == 3
 
 
 @needs_corpus

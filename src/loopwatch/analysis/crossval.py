@@ -45,7 +45,7 @@ from typing import Any
 import tomli_w
 
 from ..core.config import Config
-from .evaluation import Case, Figures, Replay, Replayed, harm, judge, replay_cases, score, with_param
+from .evaluation import Case, Figures, Replay, Replayed, Scored, harm, judge, replay_cases, score, with_param
 
 __all__ = [
     "GRID",
@@ -145,9 +145,9 @@ class _Row:
         self.agents = [r.stop_agent for r in replayed.results]
         self.last_write = replayed.last_write
 
-    def item(self, c: int) -> tuple[Any, ...]:
-        """The record `figures` and `harm` take, under candidate `c`."""
-        return (
+    def item(self, c: int) -> Scored:
+        """This case under candidate `c`, as `figures` and `harm` score it."""
+        return Scored(
             self.case,
             self.steps,
             self.stops[c],
@@ -228,17 +228,19 @@ def choose(rows: Sequence[_Row], cands: Sequence[Candidate], margin: int = 1) ->
     return max(pool, key=lambda c: (_merit(rows, c), -c), default=0)  # ties: the grid's order
 
 
-def figures(items: Iterable[tuple[Any, ...]]) -> Figures:
-    """Label and outcome figures for (case, steps, stop, nudge, ...) records (`harm`'s)."""
+def figures(items: Iterable[Scored]) -> Figures:
+    """Label and outcome figures for scored sessions: a stop counts as a nudge too."""
     items = list(items)
-    labelled = [(item[0].label, item[2]) for item in items if item[0].label is not None]
+    labelled = [(item.case.label, item.stop) for item in items if item.case.label is not None]
     nudged = [
-        (item[0].label, item[3] if item[3] is not None else item[2]) for item in items if item[0].label is not None
+        (item.case.label, item.nudge if item.nudge is not None else item.stop)
+        for item in items
+        if item.case.label is not None
     ]
     return Figures(stop=score(labelled), nudge=score(nudged), outcomes=harm(items))
 
 
-def _summary(items: list[tuple[Any, ...]]) -> dict[str, float]:
+def _summary(items: list[Scored]) -> dict[str, float]:
     f = figures(items)
     stop, out = f.stop, f.outcomes
     delay = stop.median_delay
@@ -255,7 +257,7 @@ def _summary(items: list[tuple[Any, ...]]) -> dict[str, float]:
     }
 
 
-def bootstrap(items: list[tuple[Any, ...]], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
+def bootstrap(items: list[Scored], n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
     """95% percentile intervals of the summary figures, resampling sessions."""
     rng = random.Random(seed)
     draws: dict[str, list[float]] = {}
@@ -363,7 +365,7 @@ def cross_validate(
         if len(rows) < k:
             raise ValueError(f"folds: {k} folds need at least {k} readable sessions, got {len(rows)}")
         fold_of = assign_folds([r.case for r in rows], k, seed)
-    out_of_fold: list[tuple[Any, ...]] = []
+    out_of_fold: list[Scored] = []
     chosen = []
     for fold in range(k):
         train = [row for row, f in zip(rows, fold_of) if f != fold]

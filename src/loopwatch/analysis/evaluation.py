@@ -114,6 +114,23 @@ class Case:
     resolved: bool | None = None
 
 
+@dataclass(frozen=True)
+class Scored:
+    """One session under one configuration, as `harm`, `figures` and `bootstrap` score
+    it: its case, its length in steps, the steps of its first stop and first nudge, the
+    step of the first stop of the session's own agent (None: its own agent was never
+    stopped), the sub-agent of the first stop (None: the session's own), and the step of
+    its last file change (None: none known)."""
+
+    case: Case
+    steps: int
+    stop: int | None
+    nudge: int | None
+    session_stop: int | None = None
+    stop_agent: str | None = None
+    last_write: int | None = None
+
+
 @dataclass
 class Replayed:
     """One case replayed under several configurations: per configuration, what
@@ -126,10 +143,10 @@ class Replayed:
     results: list[Interventions] = field(default_factory=list)
     last_write: int | None = None  # step of the last call that changed a file
 
-    def item(self, k: int) -> tuple[Any, ...]:
-        """The record `harm` takes, under configuration `k`."""
+    def item(self, k: int) -> Scored:
+        """This session under configuration `k`, as `harm` scores it."""
         r = self.results[k]
-        return (self.case, self.steps, r.stop, r.nudge, r.session_stop, r.stop_agent, self.last_write)
+        return Scored(self.case, self.steps, r.stop, r.nudge, r.session_stop, r.stop_agent, self.last_write)
 
 
 def make_cases(labels: list[Label] | None, outcomes: Any, corpus: str, paths: Iterable[str] = ()) -> list[Case]:
@@ -530,15 +547,12 @@ class Harm:
         }
 
 
-def harm(items: Iterable[tuple[Any, ...]]) -> Harm:
-    """Score (case, steps, stop step or None, nudge step or None[, step of the
-    session's own agent's stop, sub-agent of the first stop, step of the last write])
-    by outcome; cases with no known outcome are left out. Without the last three a
-    stop is taken as the session's own, with no write known."""
+def harm(items: Iterable[Scored]) -> Harm:
+    """Score sessions by outcome; sessions with no known outcome are left out."""
     result = Harm()
     for item in items:
-        case, steps, stop, nudge = item[:4]
-        session_stop, agent, written = item[4:7] if len(item) >= 7 else (stop, None, None)
+        case, steps, stop, nudge = item.case, item.steps, item.stop, item.nudge
+        session_stop, agent, written = item.session_stop, item.stop_agent, item.last_write
         if case.resolved is True:
             result.succeeded += 1
             if stop is not None:
