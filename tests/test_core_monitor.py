@@ -318,7 +318,7 @@ def mixed_stream(n: int, seed: int = 7):
 
 @pytest.mark.slow
 def test_memory_stays_bounded_however_long_the_run(monkeypatch):
-    monkeypatch.setattr(monitor_module, "_MAX_INTERVENTIONS", 50)  # reach every cap early
+    monkeypatch.setattr(monitor_module, "MAX_INTERVENTIONS", 50)  # reach every cap early
     m = Monitor(Config.make(signals={"stagnation": {"memory": 512}}))
     events = mixed_stream(50_000)
     pickled, items, largest = [], [], {}
@@ -363,7 +363,7 @@ def test_property_memory_is_bounded_for_any_stream_shape(pattern):
 
     m = Monitor(Config.make(signals={"stagnation": {"memory": 256}}))
     largest: dict[str, int] = {}
-    with mock.patch.object(monitor_module, "_MAX_INTERVENTIONS", 100):
+    with mock.patch.object(monitor_module, "MAX_INTERVENTIONS", 100):
         for i in range(6000):
             kind, n, vary = pattern[i % len(pattern)]
             event = make(kind, n, vary, i)

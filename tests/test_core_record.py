@@ -104,7 +104,7 @@ def test_interventions_kept_are_bounded_but_all_counted():
         feed(m, [bash(f"probe {i:x}".replace("0", "g"), "same") for _ in range(2)])
     record = m.record()
     assert record["interventions_total"] == 1200
-    assert len(record["interventions"]) == monitor_module._MAX_INTERVENTIONS < 1200
+    assert len(record["interventions"]) == monitor_module.MAX_INTERVENTIONS < 1200
 
 
 # -- privacy ----------------------------------------------------------------------------

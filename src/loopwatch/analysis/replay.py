@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from ..core.config import Config
 from ..core.events import ToolCall, Turn
 from ..core.finding import Finding
-from ..core.monitor import _MAX_INTERVENTIONS, Monitor
+from ..core.monitor import MAX_INTERVENTIONS, Monitor
 from ..core.record import finding_record, verdict_record
 from ..core.step import Step
 from ..core.verdict import Action, Verdict
@@ -197,7 +197,7 @@ class Agents:
             self.interventions_total += monitor.interventions_total - total
             if not ended:
                 for kept in monitor.interventions[noted:]:
-                    if len(self.interventions) < _MAX_INTERVENTIONS:
+                    if len(self.interventions) < MAX_INTERVENTIONS:
                         self.interventions.append(self.numbered(agent, kept))
         if monitor.stop is not None and not ended:
             stop = self.numbered(agent, monitor.stop)

@@ -51,7 +51,7 @@ from .verdict import ALLOW, Action, Verdict, for_model
 
 __all__ = ["Monitor"]
 
-_MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop ends a run)
+MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop ends a run)
 #: Successful results remembered to tell a new success from a replayed one, the least
 #: recently seen forgotten first. A loop replays recent results (cycles of up to 10
 #: steps): 64 is six times that, and fills early, so memory stays flat.
@@ -347,7 +347,7 @@ class Monitor:
             # read now, never the monitor's to keep.
             kept = verdict._replace(message=None)
             self.interventions_total += 1
-            if len(self.interventions) < _MAX_INTERVENTIONS:
+            if len(self.interventions) < MAX_INTERVENTIONS:
                 self.interventions.append(kept)
             if verdict.action is Action.STOP and self.stop is None:
                 self.stop = kept
