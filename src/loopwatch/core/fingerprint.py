@@ -106,7 +106,9 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=
 # it carries is kept whole (masking numbers would hide it).
 _SAVED_TO = re.compile(r"((?:[Ff]ull output(?: has been)?|were) saved to:[ \t]*)\S+")
 _SHA256 = re.compile(r"sha256:?[ \t]*([0-9a-fA-F]{64})(?![0-9a-fA-F])")
-_TOKEN_SPLIT = re.compile(r"[\s\"'`=,;()<>|&]+")
+# An input string's tokens are the runs between these; only those `_MIN_ARGUMENT` long count.
+_SEPARATORS = r"\s\"'`=,;()<>|&"
+_LONG_TOKEN = re.compile(f"[^{_SEPARATORS}]{{{_MIN_ARGUMENT},}}")
 _QUOTED = re.compile(r"\"([^\"\n]{4,})\"|'([^'\n]{4,})'")
 
 
@@ -182,12 +184,16 @@ def arguments_of(value: Any) -> list[str]:
                 if '"' in item or "'" in item:
                     for pair in _QUOTED.findall(item):
                         found.add(pair[0] or pair[1])
-                tokens = _TOKEN_SPLIT.split(item.strip())
+                # Its long enough tokens, found in C (no loop over every token).
+                tokens = _LONG_TOKEN.findall(item)
                 # The first word of a command is the program, not an argument:
                 # `ping: command not found` and `sudo: command not found` differ.
-                for token in tokens[1:] if len(tokens) > 1 else tokens:
-                    if len(token) >= _MIN_ARGUMENT:
-                        found.add(token)
+                # (It is `tokens[0]` when the input starts with it and goes on.)
+                if tokens:
+                    line = item.strip()
+                    if len(line) > len(tokens[0]) and line.startswith(tokens[0]):
+                        del tokens[0]
+                    found.update(tokens)
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):

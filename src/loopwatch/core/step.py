@@ -149,13 +149,14 @@ def _shifted(name: str, call: Digest, body: bytes) -> Digest:
     """The call's digest with the line range of its first line masked (`_RANGE`) when
     a body follows that line; the call digest itself otherwise. A one-line command has
     no body to be the same: its numbers are what it asks (`--window 10,20`, `10,30`)."""
-    head, newline, rest = body.partition(b"\\n")  # canonical JSON escapes a newline
-    if not newline:
+    end = body.find(b"\\n")  # canonical JSON escapes a newline
+    if end < 0:
         return call
+    head = body[:end]  # not `partition`: the rest (a whole file body) is copied only when masked
     masked = _RANGE.sub(b"#", head)
     if masked == head:
         return call
-    return digest(name.encode() + b"\x00" + masked + newline + rest)
+    return digest(name.encode() + b"\x00" + masked + body[end:])
 
 
 def make_step(
@@ -177,7 +178,7 @@ def make_step(
     input_value = identifying(input_value, identity, ignore)
     call, body = call_fingerprint(name, input_value)
     raw = text_of(result)
-    text = normalize(raw, arguments_of(input_value))
+    text = normalize(raw, arguments_of(input_value)) if raw else ""  # no result: no argument to mask
     result_digest = digest(text)
     shape = digest(name.encode() + b"\x00" + result_digest)
     nothing = not text or _nothing_found(text, result)
