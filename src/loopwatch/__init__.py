@@ -6,7 +6,7 @@ them, and it answers each with a `Verdict` (allow, warn, nudge, block, stop).
 
 from typing import TYPE_CHECKING, Any
 
-from .configfile import load_config
+from .configfile import apply_env, find_config, load_config, read_config_file
 from .core.config import Config, ConfigError, ToolRule
 from .core.events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .core.finding import Finding
@@ -32,8 +32,11 @@ __all__ = [
     "Turn",
     "UserMessage",
     "Verdict",
+    "apply_env",
     "drop",
+    "find_config",
     "load_config",
+    "read_config_file",
 ]
 
 __version__ = "0.2.0"
