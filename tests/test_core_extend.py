@@ -12,58 +12,8 @@ from typing import Any
 import pytest
 
 from loopwatch import Action, Monitor, ToolCall
-from loopwatch.core.finding import PROOF, Finding
-from loopwatch.core.messages import Message
-from loopwatch.core.signals import Signal
-from loopwatch.core.signals.params import Count, SignalParams
-from loopwatch.core.step import Step
-
 from core_support import OFF
-
-
-class Redeployed(Message):
-    template = "deployed {count} times without a change in between"
-    hint_template = "find out why the deploy is needed again before deploying"
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-
-class DeployParams(SignalParams):
-    #: deploys in a row with nothing written between them that earn the nudge
-    threshold: Count = 2
-
-
-class Redeploy(Signal[DeployParams]):
-    """A harness's own rule: deploying again with no file written since is a loop."""
-
-    name = "redeploy"
-    grade = PROOF
-
-    def __init__(self, params: DeployParams) -> None:
-        super().__init__(params)
-        self.count = 0
-        self.first = 0
-
-    def on_step(self, step: Step) -> Finding | None:
-        if step.wrote:
-            self.count = 0
-            return None
-        if step.name != "deploy":
-            return None
-        self.count += 1
-        self.first = self.first if self.count > 1 else step.index
-        return Finding(
-            signal=self.name,
-            severity=self.count / self.params.threshold,
-            key=self.first,
-            message=Redeployed(self.count),
-            repeats=self.count,
-            tools=("deploy",),
-            started_index=self.first,
-            index=step.index,
-            at=step.at,
-        )
+from extend_example import DeployParams, Redeploy
 
 
 def deploy(n: int) -> ToolCall:
