@@ -13,8 +13,8 @@ the ~600 KB between 30 and 3,000, 1,909 blocks were the one-item tuples of
 how full they are at 30 files depends on what ran before, which is why an earlier
 version of this test measured 2 B a file in one environment and 209 in another.
 
-Why both above 1,024 and 8,500 apart: a parallel replay holds a window of 1,024 files
-(`pool._WINDOW`); below it, its tables are sized for the files there are, above it
+Why both above the window and 8,500 apart: a parallel replay holds a window of files
+(`pool._WINDOW`, set to `WINDOW` here); below it, its tables are sized for the files there are, above it
 for a full window in turn-over (tens of KB more), so a base inside the window made the
 window look like growth. And results that finish before an earlier file's wait in
 hand (24 to 40 of them in four runs; at most the window): a bounded burst, but the
@@ -37,6 +37,13 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The parallel replay's window, in the child: what it holds is bounded by construction
+# (`test_scan_replay.py`), but how full it gets before the peak is read depends on how
+# the two workers were scheduled. The shipped 1,024 let that burst alone read as 108 B a
+# file on a busy machine; 64 bounds it at a few KB, far under a record kept per file
+# (64 B or more, 544 KB over 8,500 files).
+WINDOW = 64
+
 # The peak over the walk and the replay: read when the scan reaches its last report
 # (`print_problems`, after every file), so what the interpreter does at exit is not in it.
 _CHILD = """
@@ -48,6 +55,8 @@ def print_problems(*args):
     sys.stderr.write("PEAK %d\\n" % tracemalloc.get_traced_memory()[1])
     report(*args)
 scan.print_problems = print_problems
+from loopwatch.analysis import pool
+pool._WINDOW = int(sys.argv[3])
 from loopwatch.__main__ import main
 sys.argv = ["loopwatch", "scan", "--json", "--no-progress", "--jobs", sys.argv[2], sys.argv[1]]
 main()
@@ -65,7 +74,11 @@ def _peak(folder: Path, count: int, jobs: int) -> int:
         (sub / f"s{i:05}.jsonl").write_bytes(b'{"type": "user"}\n' + _CALL * 6)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(folder), str(jobs)], capture_output=True, env=env, timeout=300, check=False
+        [sys.executable, "-c", _CHILD, str(folder), str(jobs), str(WINDOW)],
+        capture_output=True,
+        env=env,
+        timeout=300,
+        check=False,
     )
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == count and all(json.loads(line)["verdict"] for line in lines)  # every file scanned, looped
