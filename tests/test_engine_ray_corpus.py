@@ -59,12 +59,12 @@ def test_ray_writes_the_local_rows_over_both_corpora(tmp_path):
         ray.shutdown()
     local = scan(tmp_path / "local.parquet")
     assert on_ray.exit_code == local.exit_code, on_ray.output[-2000:]
-    assert on_ray.stdout == local.stdout  # the table of stopped sessions and the totals
 
     ray_table, local_table = pq.read_table(tmp_path / "ray.parquet"), pq.read_table(tmp_path / "local.parquet")
     assert ray_table.schema == local_table.schema
     ray_rows, local_rows = ray_table.to_pylist(), local_table.to_pylist()
     assert ray_rows == local_rows, first_difference(ray_rows, local_rows)
+    assert on_ray.stdout == local.stdout  # the table of stopped sessions and the totals
 
     # Every session of both manifests is there, once; and the verdicts compared are real ones.
     paths = [row["path"] for row in local_rows]
