@@ -6,12 +6,14 @@
 
 The N sessions are real corpus sessions (../shared/corpus and ../shared/corpus-tb2, or
 `--corpus`; every file a scan finds there in a known format), drawn with replacement by a
-seeded generator into a temporary list the scan is given (a file drawn twice is replayed
-twice), so N can be 100,000 without copying gigabytes. Each configuration runs in a
-fresh Python process (so one's workers and caches do not carry into the next) and prints: wall time (Ray's start-up apart, as "init"), sessions/s, events/s, stopped sessions (the same for every engine, or
-the run says so), and the peak resident memory of a worker (local: the largest child's
-`ru_maxrss`; Ray: the largest `ru_maxrss` among the workers that ran tasks, asked at the
-end) and of the driver.
+seeded generator into a temporary listing the scan reads as it goes (a file drawn twice is
+replayed twice), so N can be 100,000 without copying gigabytes; results are counted as they
+come, not kept, so the driver's memory is the engine's. Each configuration runs in a
+fresh Python process (so one's workers and caches do not carry into the next) and prints:
+wall time (Ray's start-up apart, as "init"), sessions/s, events/s, stopped sessions (the
+same for every engine, or the run says so), and the peak resident memory of a worker
+(local: the largest child's `ru_maxrss`, or the process's own on 1 worker, which scans in
+process; Ray: the largest `ru_maxrss` among the workers, asked at the end) and of the driver.
 
 With several N, it then prints each configuration's sessions/s at every N against the
 smallest (1.00 = flat throughput: time linear in N), and, when Ray ran, what 10 million
@@ -68,23 +70,30 @@ def one(engine: str, workers: int, listing: str) -> dict:
     from loopwatch.analysis.replay import replay_files
     from loopwatch.core.config import Config
 
-    items = [(path, f"{i}:{path}") for i, path in enumerate(Path(listing).read_text().splitlines())]
     config = Config.make()
-    worker_peak = None
     init_seconds = 0.0
-    start = time.perf_counter()
-    if engine == "local":
-        results = [r for file in replay_files(items, config, jobs=workers) for r in file]
-    else:
-        import ray
-
-        from loopwatch.analysis.ray_engine import replay_files_ray
-
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        init_seconds = time.perf_counter() - start
+    counts = dict.fromkeys(("sessions", "events", "stopped", "errors"), 0)
+    with open(listing) as listed:  # read as the scan goes (both engines take the files lazily), not held
+        items = ((path, f"{i}:{path}") for i, path in enumerate(line.rstrip("\n") for line in listed))
         start = time.perf_counter()
-        results = [r for file in replay_files_ray(items, config) for r in file]
-    seconds = time.perf_counter() - start
+        if engine == "local":
+            files = replay_files(items, config, jobs=workers)
+        else:
+            import ray
+
+            from loopwatch.analysis.ray_engine import replay_files_ray
+
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            init_seconds = time.perf_counter() - start
+            start = time.perf_counter()
+            files = replay_files_ray(items, config)
+        for file in files:  # counted as they come: the driver holds no results, as a scan writing --out
+            for r in file:
+                counts["sessions"] += 1
+                counts["events"] += r.events
+                counts["stopped"] += r.stopped
+                counts["errors"] += r.error is not None
+        seconds = time.perf_counter() - start
     if engine == "local":  # one worker: the scan runs in this process
         who = resource.RUSAGE_CHILDREN if workers > 1 else resource.RUSAGE_SELF
         worker_peak = resource.getrusage(who).ru_maxrss
@@ -95,13 +104,10 @@ def one(engine: str, workers: int, listing: str) -> dict:
     return {
         "engine": engine,
         "workers": workers,
-        "sessions": len(results),
-        "events": sum(r.events for r in results),
-        "stopped": sum(r.stopped for r in results),
-        "errors": sum(r.error is not None for r in results),
+        **counts,
         "seconds": round(seconds, 2),
         "init_seconds": round(init_seconds, 2),
-        "worker_peak_mib": round((worker_peak or 0) / 1024, 1),
+        "worker_peak_mib": round(worker_peak / 1024, 1),
         "driver_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
