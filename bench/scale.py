@@ -75,7 +75,7 @@ def one(engine: str, workers: int, listing: str) -> dict:
     counts = dict.fromkeys(("sessions", "events", "stopped", "errors"), 0)
     with open(listing) as listed:  # read as the scan goes (both engines take the files lazily), not held
         items = ((path, f"{i}:{path}") for i, path in enumerate(line.rstrip("\n") for line in listed))
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         if engine == "local":
             files = replay_files(items, config, jobs=workers)
         else:
@@ -85,7 +85,7 @@ def one(engine: str, workers: int, listing: str) -> dict:
 
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
             init_seconds = time.perf_counter() - start
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             files = replay_files_ray(items, config)
         for file in files:  # counted as they come: the driver holds no results, as a scan writing --out
             for r in file:
@@ -94,6 +94,9 @@ def one(engine: str, workers: int, listing: str) -> dict:
                 counts["stopped"] += r.stopped
                 counts["errors"] += r.error is not None
         seconds = time.perf_counter() - start
+    # The driver's own CPU time over the run: on Ray, what taking the results in costs (one
+    # process, whatever the cluster's size); on the local pool with 1 worker, the whole scan.
+    driver_cpu = time.process_time() - cpu_start
     if engine == "local":  # one worker: the scan runs in this process
         who = resource.RUSAGE_CHILDREN if workers > 1 else resource.RUSAGE_SELF
         worker_peak = resource.getrusage(who).ru_maxrss
@@ -109,6 +112,7 @@ def one(engine: str, workers: int, listing: str) -> dict:
         "init_seconds": round(init_seconds, 2),
         "worker_peak_mib": round(worker_peak / 1024, 1),
         "driver_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "driver_cpu_seconds": round(driver_cpu, 2),
     }
 
 
@@ -131,6 +135,7 @@ def main() -> None:
     print(
         f"{'N':>7} {'engine':<7}{'workers':>8}{'sessions':>10}{'events':>11}{'stopped':>9}{'errors':>8}"
         f"{'seconds':>9}{'(init)':>8}{'sess/s':>9}{'events/s':>10}{'worker MiB':>12}{'driver MiB':>12}"
+        f"{'driver CPU ms/session':>23}"
     )
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="loopwatch-scale-") as folder:
@@ -151,7 +156,8 @@ def main() -> None:
                     print(
                         f"{n:>7} {engine:<7}{workers:>8}{r['sessions']:>10}{r['events']:>11}{r['stopped']:>9}"
                         f"{r['errors']:>8}{r['seconds']:>9}{r['init_seconds']:>8}{r['sessions'] / r['seconds']:>9.1f}"
-                        f"{r['events'] / r['seconds']:>10.0f}{r['worker_peak_mib']:>12}{r['driver_peak_mib']:>12}",
+                        f"{r['events'] / r['seconds']:>10.0f}{r['worker_peak_mib']:>12}{r['driver_peak_mib']:>12}"
+                        f"{1000 * r['driver_cpu_seconds'] / r['sessions']:>23.2f}",
                         flush=True,
                     )
             print(
@@ -182,15 +188,19 @@ def estimate(runs: list[dict]) -> None:
         return
     r = max(ray_runs, key=lambda r: (r["n"], r["workers"]))
     per_session = r["seconds"] * r["workers"] / r["sessions"]  # seconds of one worker
-    hours = ROLLOUTS * per_session / CORES / 3600
+    workers_hours = ROLLOUTS * per_session / CORES / 3600
+    # The driver takes every result in, one process whatever the cluster: its CPU per session
+    # bounds the cluster's rate however many cores replay.
+    driver_hours = ROLLOUTS * r["driver_cpu_seconds"] / r["sessions"] / 3600
     events = r["events"] / r["sessions"]
     print(
-        f"\n{ROLLOUTS:,} rollouts on a {CORES}-core Ray cluster: about {hours:.1f} h"
-        f" ({per_session * 1000:.1f} ms a session on one worker, from N = {r['n']:,} on {r['workers']} worker(s),"
-        f" Ray's start-up of {r['init_seconds']} s apart). Assumed: each of the {CORES} cores as fast as one here,"
-        f" the work spread evenly (no straggler, no scheduling limit in the driver), rollouts of about"
-        f" {events:.0f} events like these sessions (the time grows with the events: {r['events'] / r['seconds'] / r['workers']:.0f}"
-        f" events/s a worker)."
+        f"\n{ROLLOUTS:,} rollouts on a {CORES}-core Ray cluster: about {max(workers_hours, driver_hours):.1f} h."
+        f" Workers: {per_session * 1000:.1f} ms a session on one worker (N = {r['n']:,} on {r['workers']} worker(s),"
+        f" Ray's start-up of {r['init_seconds']} s apart), so {workers_hours:.1f} h over {CORES} cores."
+        f" Driver: {1000 * r['driver_cpu_seconds'] / r['sessions']:.2f} ms of CPU a session, so at least"
+        f" {driver_hours:.1f} h however many cores. Assumed: each of the {CORES} cores as fast as one here, the"
+        f" work spread evenly (no straggler), rollouts of about {events:.0f} events like these sessions (the time"
+        f" grows with the events: {r['events'] / r['seconds'] / r['workers']:.0f} events/s a worker)."
     )
 
 
