@@ -104,7 +104,7 @@ def failing_on(name: str, attempts: Path, *, times: int | None, kill: bool):
     def replay(batch, config, format):
         if any(Path(path).name == name for path in batch.column("path").to_pylist()):
             tried = len(os.listdir(attempts))
-            tempfile.mkstemp(dir=attempts)
+            os.close(tempfile.mkstemp(dir=attempts)[0])
             if times is None or tried < times:
                 if kill:
                     os._exit(1)
@@ -151,3 +151,15 @@ def test_a_file_that_keeps_failing_is_reported_as_an_error_never_dropped(tmp_pat
     error = results[1][0].error
     assert error.startswith("lost on Ray: ") and len(os.listdir(attempts)) >= 2, error
     assert ("failing on purpose on b.jsonl" in error) if not kill else ("\x1b" not in error and "\n" not in error)
+
+
+def test_a_file_given_several_times_is_replayed_once_and_reported_each_time(tmp_path, monkeypatch):
+    a, b, _ = three_sessions(tmp_path)
+    items = [a, b, (a[0], "a again"), (a[0], "a once more")]
+    attempts = tmp_path / "attempts"
+    attempts.mkdir()
+    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("a.jsonl", attempts, times=0, kill=False))
+    results = list(replay_files_ray(items, Config.make()))
+    assert len(os.listdir(attempts)) == 1  # one batch held it, and nothing was tried again
+    assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
+    assert [r.path for file in results for r in file] == ["a.jsonl", "b.jsonl", "a again", "a once more"]

@@ -154,10 +154,11 @@ def _cause(exc: BaseException) -> str:
 
 
 def _take(by_path: dict[str, list[int]], path: str) -> list[int]:
-    """The indices waiting for `path` (Ray may give it without a leading `/` or with a scheme)."""
+    """The indices waiting for `path`, all of them: a file given twice is read once (Ray may
+    give its path without a leading `/` or with a scheme)."""
     for key in (path, "/" + path, path.removeprefix("local://"), path.removeprefix("file://")):
         if by_path.get(key):
-            return [by_path[key].pop(0)]
+            return by_path.pop(key)
     return []
 
 
