@@ -1,16 +1,26 @@
 """Benchmark of scanning many sessions: the local process pool and Ray, on 1 and 2 workers.
 
     PYTHONPATH=src python bench/scale.py                    # N = 1,000
+    PYTHONPATH=src python bench/scale.py -n 1000,10000      # and the scaling from one N to the next
     PYTHONPATH=src python bench/scale.py -n 100000 --engines local
 
 The N sessions are real corpus sessions (../shared/corpus and ../shared/corpus-tb2, or
 `--corpus`; every file a scan finds there in a known format), drawn with replacement by a
-seeded generator into a temporary list the scan is given (a file drawn twice is replayed
-twice), so N can be 100,000 without copying gigabytes. Each configuration runs in a
-fresh Python process (so one's workers and caches do not carry into the next) and prints: wall time (Ray's start-up apart, as "init"), sessions/s, events/s, stopped sessions (the same for every engine, or
-the run says so), and the peak resident memory of a worker (local: the largest child's
-`ru_maxrss`; Ray: the largest `ru_maxrss` among the workers that ran tasks, asked at the
-end) and of the driver.
+seeded generator into a temporary listing the scan reads as it goes (a file drawn twice is
+replayed twice), so N can be 100,000 without copying gigabytes; results are counted as they
+come, not kept, so the driver's memory is the engine's. Each configuration runs in a
+fresh Python process (so one's workers and caches do not carry into the next) and prints:
+wall time (Ray's start-up apart, as "init"), sessions/s, events/s, stopped sessions (the
+same for every engine, or the run says so), and the peak resident memory of a worker
+(local: the largest child's `ru_maxrss`, or the process's own on 1 worker, which scans in
+process; Ray: the largest `ru_maxrss` among the workers, asked at the end) and of the driver.
+
+With several N, it then prints each configuration's sessions/s at every N against the
+smallest (1.00 = flat throughput: time linear in N), and, when Ray ran, what 10 million
+rollouts would take on a 64-core Ray cluster, from the largest N's Ray run on the most
+workers: its seconds per session per worker (start-up excluded), times 10 million, over
+64; the assumptions are printed with it (each core of the cluster as fast as one here,
+scaling linear in cores, rollouts as long as these sessions on average).
 """
 
 from __future__ import annotations
@@ -60,23 +70,33 @@ def one(engine: str, workers: int, listing: str) -> dict:
     from loopwatch.analysis.replay import replay_files
     from loopwatch.core.config import Config
 
-    items = [(path, f"{i}:{path}") for i, path in enumerate(Path(listing).read_text().splitlines())]
     config = Config.make()
-    worker_peak = None
     init_seconds = 0.0
-    start = time.perf_counter()
-    if engine == "local":
-        results = [r for file in replay_files(items, config, jobs=workers) for r in file]
-    else:
-        import ray
+    counts = dict.fromkeys(("sessions", "events", "stopped", "errors"), 0)
+    with open(listing) as listed:  # read as the scan goes (both engines take the files lazily), not held
+        items = ((path, f"{i}:{path}") for i, path in enumerate(line.rstrip("\n") for line in listed))
+        start, cpu_start = time.perf_counter(), time.process_time()
+        if engine == "local":
+            files = replay_files(items, config, jobs=workers)
+        else:
+            import ray
 
-        from loopwatch.analysis.ray_engine import replay_files_ray
+            from loopwatch.analysis.ray_engine import replay_files_ray
 
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        init_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        results = [r for file in replay_files_ray(items, config) for r in file]
-    seconds = time.perf_counter() - start
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            init_seconds = time.perf_counter() - start
+            start, cpu_start = time.perf_counter(), time.process_time()
+            files = replay_files_ray(items, config)
+        for file in files:  # counted as they come: the driver holds no results, as a scan writing --out
+            for r in file:
+                counts["sessions"] += 1
+                counts["events"] += r.events
+                counts["stopped"] += r.stopped
+                counts["errors"] += r.error is not None
+        seconds = time.perf_counter() - start
+    # The driver's own CPU time over the run: on Ray, what taking the results in costs (one
+    # process, whatever the cluster's size); on the local pool with 1 worker, the whole scan.
+    driver_cpu = time.process_time() - cpu_start
     if engine == "local":  # one worker: the scan runs in this process
         who = resource.RUSAGE_CHILDREN if workers > 1 else resource.RUSAGE_SELF
         worker_peak = resource.getrusage(who).ru_maxrss
@@ -87,20 +107,18 @@ def one(engine: str, workers: int, listing: str) -> dict:
     return {
         "engine": engine,
         "workers": workers,
-        "sessions": len(results),
-        "events": sum(r.events for r in results),
-        "stopped": sum(r.stopped for r in results),
-        "errors": sum(r.error is not None for r in results),
+        **counts,
         "seconds": round(seconds, 2),
         "init_seconds": round(init_seconds, 2),
-        "worker_peak_mib": round((worker_peak or 0) / 1024, 1),
+        "worker_peak_mib": round(worker_peak / 1024, 1),
         "driver_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "driver_cpu_seconds": round(driver_cpu, 2),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=1000, help="sessions (default 1,000)")
+    parser.add_argument("-n", default="1000", help="sessions, or several: 1000,10000 (default 1,000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--corpus", action="append", type=Path, help="corpus folder (repeatable)")
     parser.add_argument("--engines", default="local,ray")
@@ -111,31 +129,79 @@ def main() -> None:
         print(json.dumps(one(args.one[0], int(args.one[1]), args.one[2])))
         return
     folders = args.corpus or [SHARED / "corpus", SHARED / "corpus-tb2"]
-    with tempfile.TemporaryDirectory(prefix="loopwatch-scale-") as folder:
-        tmp = os.path.join(folder, "sessions.txt")
-        build(args.n, args.seed, folders, Path(tmp))
-        print(f"N = {args.n} sessions drawn (seed {args.seed}) from {', '.join(map(str, folders))}")
-        print(
-            f"{'engine':<7}{'workers':>8}{'sessions':>10}{'events':>11}{'stopped':>9}{'errors':>8}"
-            f"{'seconds':>9}{'(init)':>8}{'sess/s':>9}{'events/s':>10}{'worker MiB':>12}{'driver MiB':>12}"
-        )
-        stopped = set()
-        for engine in args.engines.split(","):
-            for workers in map(int, args.workers.split(",")):
-                out = subprocess.run(
-                    [sys.executable, __file__, "--one", engine, str(workers), tmp],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                stopped.add((r["sessions"], r["stopped"], r["errors"]))
-                print(
-                    f"{engine:<7}{workers:>8}{r['sessions']:>10}{r['events']:>11}{r['stopped']:>9}{r['errors']:>8}"
-                    f"{r['seconds']:>9}{r['init_seconds']:>8}{r['sessions'] / r['seconds']:>9.1f}{r['events'] / r['seconds']:>10.0f}"
-                    f"{r['worker_peak_mib']:>12}{r['driver_peak_mib']:>12}"
-                )
-        print("same sessions, stops and errors on every engine:", "yes" if len(stopped) == 1 else f"NO {stopped}")
+    sizes = [int(n) for n in args.n.split(",")]
+    runs: list[dict] = []
+    print(f"sessions drawn (seed {args.seed}) from {', '.join(map(str, folders))}")
+    print(
+        f"{'N':>7} {'engine':<7}{'workers':>8}{'sessions':>10}{'events':>11}{'stopped':>9}{'errors':>8}"
+        f"{'seconds':>9}{'(init)':>8}{'sess/s':>9}{'events/s':>10}{'worker MiB':>12}{'driver MiB':>12}"
+        f"{'driver CPU ms/session':>23}"
+    )
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="loopwatch-scale-") as folder:
+            tmp = os.path.join(folder, "sessions.txt")
+            build(n, args.seed, folders, Path(tmp))
+            same = set()
+            for engine in args.engines.split(","):
+                for workers in map(int, args.workers.split(",")):
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--one", engine, str(workers), tmp],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    )
+                    r = {"n": n, **json.loads(out.stdout.strip().splitlines()[-1])}
+                    runs.append(r)
+                    same.add((r["sessions"], r["stopped"], r["errors"]))
+                    print(
+                        f"{n:>7} {engine:<7}{workers:>8}{r['sessions']:>10}{r['events']:>11}{r['stopped']:>9}"
+                        f"{r['errors']:>8}{r['seconds']:>9}{r['init_seconds']:>8}{r['sessions'] / r['seconds']:>9.1f}"
+                        f"{r['events'] / r['seconds']:>10.0f}{r['worker_peak_mib']:>12}{r['driver_peak_mib']:>12}"
+                        f"{1000 * r['driver_cpu_seconds'] / r['sessions']:>23.2f}",
+                        flush=True,
+                    )
+            print(
+                f"N = {n}: same sessions, stops and errors on every engine:", "yes" if len(same) == 1 else f"NO {same}"
+            )
+    if len(sizes) > 1:
+        scaling(runs, sizes)
+    estimate(runs)
+
+
+def scaling(runs: list[dict], sizes: list[int]) -> None:
+    """Each configuration's sessions/s at every N, against the smallest N's."""
+    print(f"\nsessions/s against N = {sizes[0]:,} (1.00: time linear in N)")
+    for engine, workers in dict.fromkeys((r["engine"], r["workers"]) for r in runs):
+        rate = {r["n"]: r["sessions"] / r["seconds"] for r in runs if (r["engine"], r["workers"]) == (engine, workers)}
+        if sizes[0] in rate:
+            cells = "  ".join(f"N={n:,}: {rate[n]:.1f} ({rate[n] / rate[sizes[0]]:.2f})" for n in sizes if n in rate)
+            print(f"  {engine} x{workers}: {cells}")
+
+
+ROLLOUTS, CORES = 10_000_000, 64
+
+
+def estimate(runs: list[dict]) -> None:
+    """10 million rollouts on a 64-core Ray cluster, from this run's Ray figures (see the module's doc)."""
+    ray_runs = [r for r in runs if r["engine"] == "ray"]
+    if not ray_runs:
+        return
+    r = max(ray_runs, key=lambda r: (r["n"], r["workers"]))
+    per_session = r["seconds"] * r["workers"] / r["sessions"]  # seconds of one worker
+    workers_hours = ROLLOUTS * per_session / CORES / 3600
+    # The driver takes every result in, one process whatever the cluster: its CPU per session
+    # bounds the cluster's rate however many cores replay.
+    driver_hours = ROLLOUTS * r["driver_cpu_seconds"] / r["sessions"] / 3600
+    events = r["events"] / r["sessions"]
+    print(
+        f"\n{ROLLOUTS:,} rollouts on a {CORES}-core Ray cluster: about {max(workers_hours, driver_hours):.1f} h."
+        f" Workers: {per_session * 1000:.1f} ms a session on one worker (N = {r['n']:,} on {r['workers']} worker(s),"
+        f" Ray's start-up of {r['init_seconds']} s apart), so {workers_hours:.1f} h over {CORES} cores."
+        f" Driver: {1000 * r['driver_cpu_seconds'] / r['sessions']:.2f} ms of CPU a session, so at least"
+        f" {driver_hours:.1f} h however many cores. Assumed: each of the {CORES} cores as fast as one here, the"
+        f" work spread evenly (no straggler), rollouts of about {events:.0f} events like these sessions (the time"
+        f" grows with the events: {r['events'] / r['seconds'] / r['workers']:.0f} events/s a worker)."
+    )
 
 
 if __name__ == "__main__":

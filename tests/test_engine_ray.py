@@ -5,6 +5,8 @@ Skipped when Ray Data is not installed (the `loopwatch[ray]` extra)."""
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,12 +14,15 @@ from click.testing import CliRunner
 
 pytest.importorskip("ray.data")
 
+from loopwatch.analysis import ray_engine
 from loopwatch.analysis.ray_engine import replay_files_ray
+from loopwatch.analysis.replay import replay_file
+from loopwatch.analysis.results import record_line
 from loopwatch.cli import cli
 from loopwatch.core.config import Config
 
 from _ray_local import local_ray
-from conftest import jsonl, looping_events
+from conftest import healthy_events, jsonl, looping_events
 
 pytestmark = pytest.mark.slow
 
@@ -85,3 +90,75 @@ def test_evaluate_on_ray_gives_the_local_figures(tmp_path):
     figures = json.loads(ray.stdout)
     assert figures == json.loads(local.stdout)
     assert figures["labelled"] == len(lines[1::25]) and figures["detectors"]["all"]["stop"]
+
+
+def failing_on(name: str, attempts: Path, *, times: int | None, kill: bool):
+    """`_replay_batch` as a worker runs it, except that a batch holding the file `name`
+    fails its first `times` attempts (all of them with None): it raises, or its worker
+    process dies. Each attempt leaves a file in `attempts` (the workers are other
+    processes). Defined here, so Ray ships it by value to the workers."""
+    real = ray_engine._replay_batch
+
+    def replay(batch, config, format):
+        if any(Path(path).name == name for path in batch.column("path").to_pylist()):
+            tried = len(os.listdir(attempts))
+            os.close(tempfile.mkstemp(dir=attempts)[0])
+            if times is None or tried < times:
+                if kill:
+                    os._exit(1)
+                raise RuntimeError(f"failing on purpose on {name}")
+        return real(batch, config, format)
+
+    return replay
+
+
+def three_sessions(folder: Path) -> list[tuple[str, str]]:
+    for name, events in (("a.jsonl", looping_events()), ("b.jsonl", looping_events(8)), ("c.jsonl", healthy_events())):
+        (folder / name).write_text(jsonl(events))
+    return [(str(folder / name), name) for name in ("a.jsonl", "b.jsonl", "c.jsonl")]
+
+
+def records(results) -> list[bytes]:
+    return [record_line(r) for file in results for r in file]
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["raises", "worker-dies"])
+def test_a_task_that_fails_once_has_its_files_retried(tmp_path, monkeypatch, kill):
+    items = three_sessions(tmp_path)
+    attempts = tmp_path / "attempts"
+    attempts.mkdir()
+    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("b.jsonl", attempts, times=1, kill=kill))
+    results = list(replay_files_ray(items, Config.make()))
+    assert len(os.listdir(attempts)) >= 2  # it failed, then ran again
+    local = [replay_file(path, Config.make(), label=label) for path, label in items]
+    assert records(results) == records(local)
+    assert [r.error for file in results for r in file] == [None, None, None]
+    assert results[1][0].verdict is not None
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["raises", "worker-dies"])
+def test_a_file_that_keeps_failing_is_reported_as_an_error_never_dropped(tmp_path, monkeypatch, kill):
+    items = three_sessions(tmp_path)
+    attempts = tmp_path / "attempts"
+    attempts.mkdir()
+    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("b.jsonl", attempts, times=None, kill=kill))
+    results = list(replay_files_ray(items, Config.make()))
+    assert [[r.path for r in file] for file in results] == [["a.jsonl"], ["b.jsonl"], ["c.jsonl"]]
+    local = [replay_file(path, Config.make(), label=label) for path, label in items]
+    assert records([results[0], results[2]]) == records([local[0], local[2]])
+    error = results[1][0].error
+    assert error.startswith("lost on Ray: ") and len(os.listdir(attempts)) >= 2, error
+    assert ("WorkerCrashedError: " if kill else "RuntimeError: failing on purpose on b.jsonl") in error
+    assert "\x1b" not in error and "\n" not in error  # one line, without Ray's terminal colours
+
+
+def test_a_file_given_several_times_is_replayed_once_and_reported_each_time(tmp_path, monkeypatch):
+    a, b, _ = three_sessions(tmp_path)
+    items = [a, b, (a[0], "a again"), (a[0], "a once more")]
+    attempts = tmp_path / "attempts"
+    attempts.mkdir()
+    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("a.jsonl", attempts, times=0, kill=False))
+    results = list(replay_files_ray(items, Config.make()))
+    assert len(os.listdir(attempts)) == 1  # one batch held it, and nothing was tried again
+    assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
+    assert [r.path for file in results for r in file] == ["a.jsonl", "b.jsonl", "a again", "a once more"]

@@ -11,10 +11,12 @@ sense of them, so mixed formats and schemas are no problem) and replayed in
 `map_batches`; the results come back as JSON text, one row per file.
 
 A window of `_WINDOW` files is one Ray dataset, so what the driver holds is bounded
-whatever the number of files. Nothing is dropped: when a window fails (a worker lost
-past Ray's own task retries, a file Ray cannot read), the files whose results did not
-come back are tried again, one dataset each, and those that fail again are reported
-as errors with Ray's message. Standard input (`-`) is replayed in this process.
+whatever the number of files. Nothing is dropped: a task whose worker died is retried
+by Ray (`_RETRIES` times, not Ray Data's default of for ever: a file that kills its
+worker every time would hang the scan); when a window fails all the same (a worker lost
+past those retries, a task that raised, a file Ray cannot read), the files whose results
+did not come back are tried again together, then in halves, and a file that fails alone
+is reported as an error with the cause. Standard input (`-`) is replayed in this process.
 
 Ray is imported when this runs (the `loopwatch[ray]` extra: `ray[data]` and pyarrow).
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from functools import partial
@@ -43,6 +46,7 @@ __all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
 # and the results that arrive before an earlier file's (a few KB each).
 _WINDOW = 8192
 _BATCH = 64  # files replayed in one `map_batches` call (a Ray task costs ~10 ms of scheduling; a session ~10 ms)
+_RETRIES = 3  # times Ray runs a task again after its worker died
 
 
 class RayUnavailable(RuntimeError):
@@ -78,14 +82,30 @@ def replay_files_ray(
         done: dict[int, list[SessionResult]] = {}
         local = [i for i, (path, _) in enumerate(window) if path == "-"]
         remote = [i for i in range(len(window)) if i not in local]
-        failure = _run(window, remote, config, format, done)
-        if failure is not None:  # again, one file at a time: one bad file must not take the others
-            for index in [i for i in remote if i not in done]:
-                again = _run(window, [index], config, format, done)
-                if again is not None:
-                    done[index] = [SessionResult(path=window[index][1], format=format, error=f"lost on Ray: {again}")]
+        if _run(window, remote, config, format, done) is not None:
+            _retry([i for i in remote if i not in done], window, config, format, done)
         for index, (path, label) in enumerate(window):
             yield done.pop(index) if index not in local else replay_file(path, config, format, label=label)
+
+
+def _retry(
+    indices: list[int], window: list[tuple[str, str]], config: Config, format: str | None, done: dict[int, Any]
+) -> None:
+    """Replay again the files of a failed dataset: together (a lost worker is mostly a
+    passing fault), then in halves, so that one bad file costs a few datasets, not one
+    per file; a file that fails alone is reported as an error."""
+    failure = _run(window, indices, config, format, done)
+    left = [i for i in indices if i not in done]
+    if failure is None or not left:
+        return
+    if len(indices) == 1:
+        (index,) = indices
+        done[index] = [SessionResult(path=window[index][1], format=format, error=f"lost on Ray: {failure}")]
+        return
+    half = (len(left) + 1) // 2
+    for part in (left[:half], left[half:]):
+        if part:
+            _retry(part, window, config, format, done)
 
 
 def _run(
@@ -106,22 +126,39 @@ def _run(
             paths, include_paths=True, ignore_missing_paths=False, override_num_blocks=max(1, len(paths) // _BATCH)
         )
         replay = partial(_replay_batch, config=config, format=format)
-        replayed = dataset.map_batches(replay, batch_size=_BATCH, batch_format="pyarrow")
+        # `max_retries` has no named parameter yet (Ray 2.60 warns that the catch-all goes in 2.64).
+        replayed = dataset.map_batches(replay, batch_size=_BATCH, batch_format="pyarrow", max_retries=_RETRIES)
         for row in replayed.iter_rows():
             for index in _take(by_path, str(row["path"])):
                 label = window[index][1]
                 done[index] = [_result(r, label) for r in json.loads(row["results"])]
     except Exception as exc:  # noqa: BLE001 - a lost worker or an unreadable file: retried, then reported
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return _cause(exc)
     missing = [i for i in indices if i not in done]
     return f"no result came back for {len(missing)} file(s)" if missing else None
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The line of a traceback that names the exception: `RuntimeError: ...`, `ray.exceptions.WorkerCrashedError: ...`.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b.*$", re.MULTILINE)
+
+
+def _cause(exc: BaseException) -> str:
+    """What went wrong, in one line. A task's error reaches the driver wrapped (a
+    `RayTaskError` whose first line names only the task, in colour); the first line
+    of its text that names an exception is the cause."""
+    text = _ANSI.sub("", str(exc)).strip()
+    if raised := _RAISED.search(text):
+        return raised.group(0).strip()[:300]
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:300]
+
+
 def _take(by_path: dict[str, list[int]], path: str) -> list[int]:
-    """The indices waiting for `path` (Ray may give it without a leading `/` or with a scheme)."""
+    """The indices waiting for `path`, all of them: a file given twice is read once (Ray may
+    give its path without a leading `/` or with a scheme)."""
     for key in (path, "/" + path, path.removeprefix("local://"), path.removeprefix("file://")):
         if by_path.get(key):
-            return [by_path[key].pop(0)]
+            return by_path.pop(key)
     return []
 
 
@@ -147,7 +184,6 @@ def _replay_batch(batch: Any, config: Config, format: str | None) -> dict[str, l
 # a CPU are out at once; Ray retries a task whose worker died (`_RETRIES`), and a case
 # lost past that is reported as an error.
 _IN_FLIGHT = 4
-_RETRIES = 3
 
 
 def replay_cases_ray(
@@ -178,9 +214,7 @@ def _get(ref: Any, case: Case, progress: Any) -> Replayed:
     try:
         result: Replayed = ray.get(ref)
     except Exception as exc:  # noqa: BLE001 - a worker lost past Ray's retries: the case is reported, not dropped
-        result = Replayed(
-            case, error=f"lost on Ray: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        )
+        result = Replayed(case, error=f"lost on Ray: {_cause(exc)}")
     if progress:
         progress(1)
     return result
