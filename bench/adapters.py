@@ -6,7 +6,7 @@
 
 1. `import loopwatch` in fresh interpreters, the fastest of --runs each: as it is now,
    against what it imported before the guards (the same core modules, without
-   `loopwatch.guard`), alternating in the same run so the ratio holds on a busy machine
+   `loopwatch._guard`), alternating in the same run so the ratio holds on a busy machine
    where absolute times do not; and the modules it now loads that it did not
    (expected: none: `Guard` is imported on first use). It also lists any framework module
    `import loopwatch` or `import loopwatch.adapters` loads (expected: none).

@@ -110,7 +110,7 @@ def main() -> None:
             without.append(timed(hook, payload(i, str(Path(tmp, "rollout-missing.jsonl"))), env))
             with_rollout.append(timed(hook, payload(i, str(path)), env))
         sys.path.insert(0, str(SRC))
-        from loopwatch.hosts.codex import rollout_exit_code
+        from loopwatch._hosts.codex import rollout_exit_code
 
         assert rollout_exit_code(str(path), "call_bench") == 2
         started = time.perf_counter()

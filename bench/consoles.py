@@ -70,7 +70,7 @@ def cast_events(path: Path) -> list:
     """The cast as monitor events: through the cast reader when there is one (the
     shared path), else each `o` event as an `Output` at its time."""
     try:
-        from loopwatch.readers import FORMATS, read
+        from loopwatch._readers import FORMATS, read
 
         if "asciicast" in FORMATS:
             return [e for session in read(str(path), "asciicast") for e in session.events]

@@ -229,7 +229,7 @@ def memory(events: list[Any], total: int) -> list[tuple[int, int, int]]:
 def breakdown(events: list[Any], timed: int, repeats: int, bare: float) -> None:
     """Where the time goes: the monitor with no signal (reading and digesting events,
     policy) and with one signal at a time, each as a multiple of the bare digest cost."""
-    from loopwatch.core.signals import SIGNALS
+    from loopwatch._core.signals import SIGNALS
 
     off = {name: cls.Params.off() for name, cls in SIGNALS.items()}
     runs = {"no signal": off} | {f"only {name}": {**off, name: {}} for name in SIGNALS}

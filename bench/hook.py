@@ -70,9 +70,9 @@ def payload(i: int, session: str, cwd: str) -> dict:
 def warm(state: Path, session: str, cwd: str, events: int) -> None:
     """Feed `events` earlier events through the hook's own code, in this process."""
     sys.path.insert(0, str(SRC))
-    from loopwatch.hook.guard import handle
-    from loopwatch.hook.payload import parse
-    from loopwatch.hook.state import Store
+    from loopwatch._hook.guard import handle
+    from loopwatch._hook.payload import parse
+    from loopwatch._hook.state import Store
 
     store = Store(state)
     try:
@@ -158,9 +158,9 @@ WARM_OTHER = """
 import json, sys
 sys.path.insert(0, BENCH_DIR)
 from hook import payload
-from loopwatch.hook.guard import handle
-from loopwatch.hook.payload import parse
-from loopwatch.hook.state import Store
+from loopwatch._hook.guard import handle
+from loopwatch._hook.payload import parse
+from loopwatch._hook.state import Store
 state, session, cwd, events = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 store = Store(state)
 for i in range(events):
@@ -173,9 +173,9 @@ WARM = """
 import json, sys
 sys.path.insert(0, BENCH_DIR)
 from hook import payload
-from loopwatch.hook.guard import handle
-from loopwatch.hook.payload import parse
-from loopwatch.hook.state import Store
+from loopwatch._hook.guard import handle
+from loopwatch._hook.payload import parse
+from loopwatch._hook.state import Store
 state, session, cwd, events = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 store = Store(state)
 for i in range(events):

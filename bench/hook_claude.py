@@ -4,7 +4,7 @@
 
 Claude Code starts one hook process per hooked event, and per tool call loopwatch is
 hooked on three: PreToolUse, PostToolUse or PostToolUseFailure, and PostToolBatch
-(the event whose `continue: false` ends a run; see `loopwatch.hosts.claude_code`).
+(the event whose `continue: false` ends a run; see `loopwatch._hosts.claude_code`).
 This runs that sequence `--calls` times, each call a different failing or
 succeeding Bash command in the shapes Claude Code 2.1.197 sends, through real
 `python -m loopwatch hook claude-code` subprocesses, and `python -c pass` as many

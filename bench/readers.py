@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 
 from loopwatch import Monitor
-from loopwatch.readers import read
+from loopwatch._readers import read
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 CASES = {

@@ -85,11 +85,11 @@ def main() -> int:
     if not have_browser():
         print("no chromium, chromedriver or selenium: nothing to measure")
         return 0
-    from loopwatch.analysis.evaluation import load_labels
-    from loopwatch.analysis.outcomes import load_outcomes
-    from loopwatch.cli.page_output import write_page
-    from loopwatch.cli.paths import expand
-    from loopwatch.core.config import Config
+    from loopwatch._analysis.evaluation import load_labels
+    from loopwatch._analysis.outcomes import load_outcomes
+    from loopwatch._cli.page_output import write_page
+    from loopwatch._cli.paths import expand
+    from loopwatch._core.config import Config
 
     folder = Path(tempfile.mkdtemp(prefix="loopwatch-bench-report-"))
     page = folder / "corpus.html"
@@ -111,7 +111,7 @@ def main() -> int:
     try:
         measure(driver, page, args.repeat, str(corpus))
         if args.scale > 1:
-            from loopwatch.html.page import render
+            from loopwatch._html.page import render
 
             import json
             import re

@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from loopwatch import Monitor, Output
-from loopwatch.supervise.group import ChildGroup
-from loopwatch.supervise.pty import Terminal
-from loopwatch.supervise.pump import Pump
+from loopwatch._supervise.group import ChildGroup
+from loopwatch._supervise.pty import Terminal
+from loopwatch._supervise.pump import Pump
 
 WORDS = (
     "build test parser module request token update import error value config cache "
@@ -130,7 +130,7 @@ def bench_run(path: Path, src: Path = ROOT / "src", pty: bool = False) -> None:
 
 
 def has_pty(src: Path) -> bool:
-    return (src / "loopwatch" / "supervise" / "pty.py").exists()
+    return (src / "loopwatch" / "_supervise" / "pty.py").exists()
 
 
 def main() -> None:

@@ -43,8 +43,8 @@ SUFFIXES = (".traj", ".json", ".jsonl", ".log", ".cast")
 
 def corpus_files(folders: list[Path]) -> list[Path]:
     """The transcripts of the corpus folders: the files a scan finds there in a known format."""
-    from loopwatch.cli.paths import expand
-    from loopwatch.readers import HEAD_SIZE, detect
+    from loopwatch._cli.paths import expand
+    from loopwatch._readers import HEAD_SIZE, detect
 
     found = []
     for folder in folders:
@@ -67,8 +67,8 @@ def build(n: int, seed: int, folders: list[Path], into: Path) -> None:
 
 def one(engine: str, workers: int, listing: str) -> dict:
     """Run in a fresh process: replay the sessions listed in `listing` with `engine` on `workers` workers."""
-    from loopwatch.analysis.replay import replay_files
-    from loopwatch.core.config import Config
+    from loopwatch._analysis.replay import replay_files
+    from loopwatch._core.config import Config
 
     config = Config.make()
     init_seconds = 0.0
@@ -81,7 +81,7 @@ def one(engine: str, workers: int, listing: str) -> dict:
         else:
             import ray
 
-            from loopwatch.analysis.ray_engine import replay_files_ray
+            from loopwatch._analysis.ray_engine import replay_files_ray
 
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
             init_seconds = time.perf_counter() - start

@@ -31,11 +31,11 @@ from pathlib import Path
 
 import orjson
 
-from loopwatch.cli.paths import expand
-from loopwatch.core.config import Config
-from loopwatch.readers import ReadError, read
-from loopwatch.analysis.pool import default_jobs
-from loopwatch.analysis.replay import replay_files
+from loopwatch._cli.paths import expand
+from loopwatch._core.config import Config
+from loopwatch._readers import ReadError, read
+from loopwatch._analysis.pool import default_jobs
+from loopwatch._analysis.replay import replay_files
 
 
 def find_corpus(given: str | None) -> Path | None:

@@ -49,7 +49,7 @@ _OPT = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 def event_line(event: Any) -> dict[str, Any]:
-    """One event as a line of the loopwatch events format (`readers/events.py`)."""
+    """One event as a line of the loopwatch events format (`_readers/events.py`)."""
     kind = type(event)
     if kind is ToolCall:
         return {

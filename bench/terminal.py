@@ -4,7 +4,7 @@
 
 Feeds the `o` events of the casts in DIR, in name order up to --mb of output (default ../shared/consoles/openhands-tb,
 `*.whole.cast` included: they hold the install phase's progress displays) to:
-  lines      `loopwatch.core.lines.LineCutter.lines`, what the monitor runs on Output;
+  lines      `loopwatch._core.lines.LineCutter.lines`, what the monitor runs on Output;
   pyte       `pyte.Screen` + `pyte.Stream` at the cast's size, the bare emulation only
              (no line extraction yet: the floor of any pyte-based cutter);
   pyte+hist  `pyte.HistoryScreen` (lines scrolled off the top kept), closer to what a
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from loopwatch.core.lines import LineCutter
+from loopwatch._core.lines import LineCutter
 
 SHARED = ROOT.parent / "shared"
 if not SHARED.exists():

@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from loopwatch import ToolCall
-from loopwatch.core.config import Config
-from loopwatch.core.signals.repeat import Params
-from loopwatch.core.step import make_step
-from loopwatch.readers import ReadError, read
+from loopwatch._core.config import Config
+from loopwatch._core.signals.repeat import Params
+from loopwatch._core.step import make_step
+from loopwatch._readers import ReadError, read
 
 TIMED = ("mini-swe-agent", "atif")
 

@@ -47,8 +47,8 @@ FIELDS = ("yes", "caught", "false", "harmful_stops", "tb2_resolved", "tb2_nudged
 
 
 def replay(jobs: int) -> list[dict]:
-    from loopwatch.analysis.evaluation import Case, load_labels, replay_cases
-    from loopwatch.core.config import Config
+    from loopwatch._analysis.evaluation import Case, load_labels, replay_cases
+    from loopwatch._core.config import Config
 
     rows = []
     configs = [Config.make(signals={"text_only": {"threshold": t}, "reverify": {"rounds": r}}) for t, r in SETTINGS]
@@ -75,7 +75,7 @@ def replay(jobs: int) -> list[dict]:
 
 
 def relabel(rows: list[dict]) -> None:
-    from loopwatch.analysis.evaluation import load_labels
+    from loopwatch._analysis.evaluation import load_labels
 
     for name, _, labels_path, _ in CORPORA:
         labels = {os.path.normpath(label.path): label for label in load_labels(labels_path)}
@@ -87,7 +87,7 @@ def relabel(rows: list[dict]) -> None:
 
 def figures(rows: list[dict], k: int | dict[int, int]) -> dict[str, int]:
     """The figures of `rows` under setting `k` (or, per row index, `k[i]`)."""
-    from loopwatch.analysis.evaluation import Label, judge
+    from loopwatch._analysis.evaluation import Label, judge
 
     f = dict.fromkeys(FIELDS, 0)
     for i, row in enumerate(rows):

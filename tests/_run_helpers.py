@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopwatch.supervise.group import live_members
+from loopwatch._supervise.group import live_members
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = Path(__file__).resolve().parent / "agents"

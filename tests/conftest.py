@@ -14,7 +14,7 @@ needs_corpus = pytest.mark.skipif(not (Path(CORPUS) / "labels.tsv").is_file(), r
 
 def corpus_label(path: str):
     """The hand label of one corpus session (`path` relative to the corpus)."""
-    from loopwatch.analysis.evaluation import load_labels
+    from loopwatch._analysis.evaluation import load_labels
 
     (label,) = [lab for lab in load_labels(str(Path(CORPUS) / "labels.tsv")) if lab.path == path]
     return label
@@ -23,8 +23,8 @@ def corpus_label(path: str):
 def replay_corpus(path: str):
     """The first interventions on one corpus session (`path` relative to the corpus), as
     `evaluate` replays it: the unattended profile, calibrated for the session's source."""
-    from loopwatch.analysis.evaluation import _load, first_interventions
-    from loopwatch.core.config import Config
+    from loopwatch._analysis.evaluation import _load, first_interventions
+    from loopwatch._core.config import Config
 
     events, step_of, source = _load(path, CORPUS)
     return first_interventions(events, Config.make(profile="unattended").for_source(source), step_of)

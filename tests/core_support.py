@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from loopwatch import Action, Monitor, ToolCall, Verdict
-from loopwatch.core.signals import SIGNALS
+from loopwatch._core.signals import SIGNALS
 
 #: Parameters that turn each signal off (each signal's own `Params.off()`).
 OFF: dict[str, dict[str, Any]] = {name: cls.Params.off() for name, cls in SIGNALS.items()}

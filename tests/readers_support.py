@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from loopwatch import Monitor
-from loopwatch.core.events import ToolCall
-from loopwatch.readers import HEAD_SIZE, read, reader
+from loopwatch._core.events import ToolCall
+from loopwatch._readers import HEAD_SIZE, read, reader
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: the shared corpus: $LOOPWATCH_CORPUS, else ../shared/corpus beside the repository

@@ -302,7 +302,7 @@ def test_a_failing_codex_command_reads_as_a_failure_in_the_hook(user):
 
 
 def _doctor(home: CodexHome) -> list[tuple[bool, str]]:
-    from loopwatch.cli.doctor_codex import check_codex
+    from loopwatch._cli.doctor_codex import check_codex
 
     return check_codex(home.env(), codex=home.codex, cwd=str(home.work))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Config, ConfigError, Monitor, ToolRule, load_config
-from loopwatch.configfile import apply_env
-from loopwatch.core.signals import SIGNALS
+from loopwatch._configfile import apply_env
+from loopwatch._core.signals import SIGNALS
 
 from core_support import OFF, bash, feed, only, strongest
 from loopwatch import Action
@@ -140,7 +140,7 @@ def test_a_bad_loopwatch_mode_is_refused():
 
 
 def test_the_core_reads_no_environment(monkeypatch):
-    # the pure core: only loopwatch.configfile (the CLI, the hook, Guard) applies it
+    # the pure core: only loopwatch._configfile (the CLI, the hook, Guard) applies it
     monkeypatch.setenv("LOOPWATCH_MODE", "off")
     assert Config.make(mode="enforce").mode == "enforce"
     assert Monitor(mode="warn").config.mode == "warn"
@@ -371,7 +371,7 @@ def test_every_command_answers_a_broken_config_with_one_line_and_2(tmp_path, con
 
 
 def test_common_editing_tools_are_writers_by_default():
-    from loopwatch.core.config import WRITERS
+    from loopwatch._core.config import WRITERS
 
     config = Config.make()
     for name in ("Edit", "Write", "MultiEdit", "str_replace_editor", "apply_patch", "write_file", "replace"):

@@ -6,9 +6,9 @@ import pytest
 from core_support import OFF, actions, bash, call, feed, looping, only
 
 from loopwatch import Action, Config, Monitor
-from loopwatch.core.finding import PROOF, SUSPICION
-from loopwatch.core.signals import SIGNALS
-from loopwatch.core.signals.base import Signal
+from loopwatch._core.finding import PROOF, SUSPICION
+from loopwatch._core.signals import SIGNALS
+from loopwatch._core.signals.base import Signal
 from conftest import corpus_label, needs_corpus
 from conftest import replay_corpus as replay
 
@@ -129,7 +129,7 @@ def test_an_unknown_source_keeps_the_careful_defaults():
     ],
 )
 def test_bad_evidence_settings_are_refused_clearly(bad, message):
-    from loopwatch.core.config import ConfigError
+    from loopwatch._core.config import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         Config.make(bad)
@@ -159,7 +159,7 @@ def test_varied_searches_answered_no_match_with_no_error_flag_are_a_same_result_
 def test_a_counted_answer_is_nothing_found_only_when_its_count_is_zero(answer, nothing):
     # SWE-agent's search_dir/search_file/find_file answer "Found N matches"; normalized,
     # every N is `#`, and searches that found 34 matches were failures with nothing found
-    from loopwatch.core.step import make_step
+    from loopwatch._core.step import make_step
 
     step = make_step(1, "search_dir", {"command": 'search_dir "makeChild"'}, answer, False, (), 0.0)
     assert step.empty is nothing and (step.failure is not None) is nothing

@@ -84,7 +84,7 @@ def test_a_reader_of_your_own_is_used_by_scan(tmp_path) -> None:
         sys.path.insert(0, {str(tmp_path)!r})
         from loopwatch.extend import register_reader
         register_reader("doing", "myreaders.doing")
-        from loopwatch.cli import cli
+        from loopwatch._cli import cli
         sys.argv = ["loopwatch", "scan", "--json", {str(log)!r}]
         cli()
     """)

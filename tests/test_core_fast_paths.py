@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from rapidfuzz.distance import Indel
 
 from loopwatch import Correction, Monitor, ModelText, Output, Retry, ToolCall, Turn, UserMessage
-from loopwatch.core import fingerprint, lines, periodic, step, text
-from loopwatch.core.signals import common, cycle, echo
+from loopwatch._core import fingerprint, lines, periodic, step, text
+from loopwatch._core.signals import common, cycle, echo
 
 # -- the plain forms --------------------------------------------------------------------
 

@@ -9,10 +9,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Action, Config, Monitor, ToolCall
-from loopwatch.core.fingerprint import arguments_of, canonical, digest_call, digest_value, normalize
-from loopwatch.core.step import Step, make_step
+from loopwatch._core.fingerprint import arguments_of, canonical, digest_call, digest_value, normalize
+from loopwatch._core.step import Step, make_step
 
-from loopwatch.core.signals.same_error import Params as SameErrorParams
+from loopwatch._core.signals.same_error import Params as SameErrorParams
 
 from core_support import bash, feed, only, severity, strongest
 
@@ -291,7 +291,7 @@ def test_many_different_searches_that_find_nothing_meet_same_error_past_its_thre
 def test_skipping_the_progress_pattern_changes_no_line(line):
     """`normalize_line` skips the progress pattern unless the line holds `%`, `B`, `/` or
     `of` (a speed-up): it must give what applying the pattern always gives."""
-    from loopwatch.core.fingerprint import _LINE_NUMBERS, _LINE_PROGRESS, normalize_line
+    from loopwatch._core.fingerprint import _LINE_NUMBERS, _LINE_PROGRESS, normalize_line
 
     progress = _LINE_PROGRESS.findall(line)
     expected = " ".join(_LINE_NUMBERS.sub("#", line).split())
@@ -307,7 +307,7 @@ def test_skipping_the_progress_pattern_changes_no_line(line):
 def test_skipping_the_progress_pattern_changes_no_result(text):
     """`normalize` skips the progress pattern unless the result holds `%`, `B`, `/` or
     `of` (a speed-up): it must give what applying the pattern always gives."""
-    from loopwatch.core.fingerprint import _PROGRESS, mask_numbers
+    from loopwatch._core.fingerprint import _PROGRESS, mask_numbers
 
     progress = _PROGRESS.findall(text)
     expected = " ".join(mask_numbers(text).split())
@@ -321,13 +321,13 @@ def test_skipping_the_progress_pattern_changes_no_result(text):
 def test_results_mask_hex_ids_and_numbers_in_one_pass_as_in_two(text: str) -> None:
     # normalize skips the hex-id pass where it could change nothing; both passes (hex
     # ids, then numbers from their first digit) are the specification.
-    from loopwatch.core.fingerprint import _NUMBERS, mask_hex_ids, mask_numbers
+    from loopwatch._core.fingerprint import _NUMBERS, mask_hex_ids, mask_numbers
 
     assert mask_numbers(text) == _NUMBERS.sub("#", mask_hex_ids(text))
 
 
 def test_hex_ids_that_start_with_letters_are_masked_whole() -> None:
-    from loopwatch.core.fingerprint import _NUMBERS, mask_hex_ids, mask_numbers
+    from loopwatch._core.fingerprint import _NUMBERS, mask_hex_ids, mask_numbers
 
     for text in ("id " + "a" * 63 + "1 end", "id " + "a" * 64 + "1 end", "Chunk ID: e1eabb", "e2e b4 cafe 9b2e"):
         assert mask_numbers(text) == _NUMBERS.sub("#", mask_hex_ids(text))

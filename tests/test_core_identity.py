@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Action, Attempt, Config, ConfigError, Monitor, ToolCall
-from loopwatch.core.identity import HOSTS, IGNORED, identifying
+from loopwatch._core.identity import HOSTS, IGNORED, identifying
 
 from core_support import feed, only
 

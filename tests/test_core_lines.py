@@ -6,9 +6,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from loopwatch.core.fingerprint import digest, normalize
-from loopwatch.core.lines import LineCutter
-from loopwatch.core.text import PassageCutter, is_apology
+from loopwatch._core.fingerprint import digest, normalize
+from loopwatch._core.lines import LineCutter
+from loopwatch._core.text import PassageCutter, is_apology
 
 
 def cut(*reads: str, stream: str = "stdout") -> list[bytes]:

@@ -9,8 +9,8 @@ import pytest
 from core_support import bash, call, feed, only
 
 from loopwatch import Action, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
-from loopwatch.core.finding import Finding
-from loopwatch.core.messages import (
+from loopwatch._core.finding import Finding
+from loopwatch._core.messages import (
     MESSAGES,
     ActionCycle,
     Message,
@@ -21,8 +21,8 @@ from loopwatch.core.messages import (
     SameResult,
     duration,
 )
-from loopwatch.core.signals import SIGNALS
-from loopwatch.core.verdict import for_model
+from loopwatch._core.signals import SIGNALS
+from loopwatch._core.verdict import for_model
 
 SECRET = "s3cr3t-VALUE-9f2"
 
@@ -183,7 +183,7 @@ def test_messages_are_plain_data():
 
 def test_the_signals_word_nothing_themselves():
     """No signal module writes a sentence for a person or the model: every `Finding`
-    gets a message class, and the wording is in `loopwatch.core.messages`."""
+    gets a message class, and the wording is in `loopwatch._core.messages`."""
     import inspect
 
     for cls in SIGNALS.values():

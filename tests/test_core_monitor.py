@@ -23,9 +23,9 @@ from loopwatch import (
     Turn,
     UserMessage,
 )
-import loopwatch.core.monitor as monitor_module
+import loopwatch._core.monitor as monitor_module
 from loopwatch import load_config
-from loopwatch.configfile import apply_env
+from loopwatch._configfile import apply_env
 
 from core_support import _at, actions, bash, feed, looping, only, strongest
 

@@ -8,8 +8,8 @@ from typing import Annotated
 import pytest
 
 from loopwatch import ConfigError, Monitor
-from loopwatch.core.signals import SIGNALS, Signal
-from loopwatch.core.signals.params import Between, Count, Seconds, SignalParams, Size
+from loopwatch._core.signals import SIGNALS, Signal
+from loopwatch._core.signals.params import Between, Count, Seconds, SignalParams, Size
 
 #: (signal, setting, value, the message config gave before the shared type).
 REFUSED = [
@@ -159,7 +159,7 @@ def test_a_field_without_a_default_is_refused_when_declared():
 
 
 def test_the_signal_base_is_generic_over_its_params():
-    from loopwatch.core.signals.repeat import Params, Repeat
+    from loopwatch._core.signals.repeat import Params, Repeat
 
     assert Repeat.Params is Params
     assert Repeat(Params(threshold=4)).params.threshold == 4

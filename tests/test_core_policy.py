@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Action, Config, Finding, Monitor
-from loopwatch.core.config import LADDERS
-from loopwatch.core.messages import FewDistinct
-from loopwatch.core.policy import ESCALATE_WITHIN, Policy
+from loopwatch._core.config import LADDERS
+from loopwatch._core.messages import FewDistinct
+from loopwatch._core.policy import ESCALATE_WITHIN, Policy
 
 from core_support import actions, bash, feed, looping, only, strongest
 

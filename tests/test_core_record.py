@@ -8,7 +8,7 @@ import pickle
 import orjson
 import pytest
 
-import loopwatch.core.monitor as monitor_module
+import loopwatch._core.monitor as monitor_module
 from loopwatch import Action, Attempt, Correction, ModelText, Monitor, Output, Retry, ToolCall, Turn
 
 from core_support import bash, call, feed, only

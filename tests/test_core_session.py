@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Guard
-from loopwatch.core.events import Attempt, ModelText, ToolCall, Turn, UserMessage
-from loopwatch.core.messages import (
+from loopwatch._core.events import Attempt, ModelText, ToolCall, Turn, UserMessage
+from loopwatch._core.messages import (
     Blocked,
     Nudged,
     SameResult,
@@ -21,11 +21,11 @@ from loopwatch.core.messages import (
     Warned,
     loopwatch_said,
 )
-from loopwatch.core.monitor import Monitor
-from loopwatch.core.session import GuardSession
-from loopwatch.hook.guard import handle
-from loopwatch.hook.payload import parse
-from loopwatch.hook.state import SessionState, Store, dumps, loads
+from loopwatch._core.monitor import Monitor
+from loopwatch._core.session import GuardSession
+from loopwatch._hook.guard import handle
+from loopwatch._hook.payload import parse
+from loopwatch._hook.state import SessionState, Store, dumps, loads
 
 CURL = {"command": "curl -sf localhost:8080/health"}
 REFUSED = "curl: (7) Failed to connect to localhost port 8080"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Action
-from loopwatch.core.signals.churn import Params
+from loopwatch._core.signals.churn import Params
 
 from core_support import actions, bash, call, feed, only, severity, strongest
 

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Action, Config
-from loopwatch.core.finding import PROOF, SUSPICION
-from loopwatch.core.periodic import TailCycles
-from loopwatch.core.signals.cycle import Params
+from loopwatch._core.finding import PROOF, SUSPICION
+from loopwatch._core.periodic import TailCycles
+from loopwatch._core.signals.cycle import Params
 
 from core_support import bash, call, feed, only, severity, strongest
 from conftest import corpus_label, needs_corpus

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loopwatch import Action, ModelText, Output, Retry, Turn
-from loopwatch.core.signals.repeated_lines import Params as LinesParams
+from loopwatch._core.signals.repeated_lines import Params as LinesParams
 
 from core_support import bash, feed, only, severity, strongest
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Action, Attempt, Monitor, ToolCall
-from loopwatch.core.finding import PROOF, SUSPICION
-from loopwatch.core.signals.repeat import Params as RepeatParams
+from loopwatch._core.finding import PROOF, SUSPICION
+from loopwatch._core.signals.repeat import Params as RepeatParams
 
 from core_support import actions, bash, call, feed, looping, only, severity, strongest
 from conftest import corpus_label, needs_corpus
@@ -199,7 +199,7 @@ def test_an_identical_streak_stays_proof_and_stops_on_its_own():
 
 def shifted_alike(a: ToolCall, b: ToolCall) -> bool:
     """Do two calls differ and mask to the same `Step.shifted` (the premise of a test)?"""
-    from loopwatch.core.step import make_step
+    from loopwatch._core.step import make_step
 
     x, y = (make_step(1, c.name, c.input, c.result, c.error, (), 0.0) for c in (a, b))
     return x.call != y.call and x.shifted == y.shifted

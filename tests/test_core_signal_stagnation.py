@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loopwatch import Action
-from loopwatch.core.signals.stagnation import Params
+from loopwatch._core.signals.stagnation import Params
 
 from core_support import bash, call, feed, only, severity, strongest
 
@@ -70,7 +70,7 @@ def test_writing_a_file_counts_as_something_new():
 
 def test_the_floor_default_is_cycle_evidence():
     """Documented default: replays = longest cycle (5) x cycle repeats (3)."""
-    from loopwatch.core.signals.cycle import Params as CycleParams
+    from loopwatch._core.signals.cycle import Params as CycleParams
 
     assert Params().replays == CycleParams().max_period * CycleParams().repeats
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from core_support import actions, call, feed, only
 
 from loopwatch import Action
-from loopwatch.core.step import make_step
+from loopwatch._core.step import make_step
 
 SCREEN = "Previous response had warnings:\nWARNINGS: extra text\n\nNew Terminal Output:\n\n"
 

@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch.core import fingerprint, step
-from loopwatch.core.fingerprint import arguments_of, digest, normalize
+from loopwatch._core import fingerprint, step
+from loopwatch._core.fingerprint import arguments_of, digest, normalize
 
 # -- the plain forms --------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwatch.core.signals import SIGNALS
+from loopwatch._core.signals import SIGNALS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(

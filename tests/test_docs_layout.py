@@ -41,7 +41,7 @@ def test_the_readme_links_to_the_one_layout():
     readme = (ROOT / "README.md").read_text()
     assert "CONTRIBUTING.md#the-layout" in readme
     # the layout described a second way, as a list of the core's modules, would drift
-    assert "`src/loopwatch/core/` is" not in readme
+    assert "`src/loopwatch/_core/` is" not in readme
 
 
 def test_the_table_is_read_as_written():

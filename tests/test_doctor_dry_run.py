@@ -6,8 +6,8 @@ from __future__ import annotations
 import shlex
 import sys
 
-from loopwatch.cli import doctor
-from loopwatch.cli.dry_run import dry_run
+from loopwatch._cli import doctor
+from loopwatch._cli.dry_run import dry_run
 
 _PY = shlex.quote(sys.executable)
 

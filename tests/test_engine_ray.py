@@ -14,12 +14,12 @@ from click.testing import CliRunner
 
 pytest.importorskip("ray.data")
 
-from loopwatch.analysis import ray_engine
-from loopwatch.analysis.ray_engine import replay_files_ray
-from loopwatch.analysis.replay import replay_file
-from loopwatch.analysis.results import record_line
-from loopwatch.cli import cli
-from loopwatch.core.config import Config
+from loopwatch._analysis import ray_engine
+from loopwatch._analysis.ray_engine import replay_files_ray
+from loopwatch._analysis.replay import replay_file
+from loopwatch._analysis.results import record_line
+from loopwatch._cli import cli
+from loopwatch._core.config import Config
 
 from _ray_local import local_ray
 from conftest import healthy_events, jsonl, looping_events

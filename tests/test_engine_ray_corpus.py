@@ -18,7 +18,7 @@ from click.testing import CliRunner
 pytest.importorskip("ray.data")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from loopwatch.cli import cli
+from loopwatch._cli import cli
 
 from _ray_local import local_ray
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopwatch import load_config
-from loopwatch.core.config import Config
-from loopwatch.analysis.crossval import (
+from loopwatch._core.config import Config
+from loopwatch._analysis.crossval import (
     Candidate,
     _Row,
     assign_folds,
@@ -22,8 +22,8 @@ from loopwatch.analysis.crossval import (
     choose,
     cross_validate,
 )
-from loopwatch.analysis.evaluation import EARLY_STEPS, Case, Interventions, Label, Replayed, Scored, harm, judge, score
-from loopwatch.analysis.outcomes import OutcomeError, load_groups, load_outcomes, parse_resolved
+from loopwatch._analysis.evaluation import EARLY_STEPS, Case, Interventions, Label, Replayed, Scored, harm, judge, score
+from loopwatch._analysis.outcomes import OutcomeError, load_groups, load_outcomes, parse_resolved
 
 HERE = os.path.dirname(__file__)
 SRC = os.path.join(HERE, "..", "src")
@@ -313,7 +313,7 @@ def test_a_calibration_file_keeps_any_value_as_given():
     # newline reads back as it was, next to the numbers and booleans of the grid
     import tomllib
 
-    from loopwatch.analysis.crossval import calibration_toml
+    from loopwatch._analysis.crossval import calibration_toml
 
     odd = 'say "hi" \\ C:\\dir\nnext'
     values = [{"signals.x.pattern": odd, "signals.x.threshold": 3, "evidence.second_signal": True}] * 2
@@ -562,7 +562,7 @@ def test_evaluate_folds_is_deterministic_and_reports_out_of_fold(tmp_path):
 
 
 def test_a_calibrated_config_is_applied_by_source():
-    from loopwatch.core.calibrations import CALIBRATIONS
+    from loopwatch._core.calibrations import CALIBRATIONS
 
     for source, profile in CALIBRATIONS.items():
         config = Config.make().for_source(source)
@@ -577,8 +577,8 @@ def test_mini_swe_agent_actions_are_read_as_the_harness_reads_them():
     # An assistant message quoting an unlabelled code block in its thought before its one
     # ```bash block: the harness ran the bash block (the next message has its
     # returncode), so it is a tool call; before, 12% of this run's steps were lost.
-    from loopwatch.core.events import ToolCall
-    from loopwatch.readers import read
+    from loopwatch._core.events import ToolCall
+    from loopwatch._readers import read
 
     path = os.path.join(CORPUS, "mini-swe-agent-traj-json/swebv-gemini-3-pro/sphinx-doc__sphinx-9320.traj.json")
     session = next(iter(read(path)))
@@ -603,7 +603,7 @@ def test_mini_swe_agent_actions_are_read_as_the_harness_reads_them():
 def test_sessions_that_recover_from_format_corrections_are_not_stopped():
     # the gemini-3-pro sessions that drew 3 or more format corrections in a row and then
     # solved their task: the shipped configuration (with its calibration) lets them be
-    from loopwatch.analysis.evaluation import _load, first_interventions
+    from loopwatch._analysis.evaluation import _load, first_interventions
 
     outcomes = load_outcomes([os.path.join(CORPUS, "MANIFEST.tsv")])
     folder = os.path.join(CORPUS, "mini-swe-agent-traj-json", "swebv-gemini-3-pro")
@@ -630,7 +630,7 @@ def test_sessions_that_recover_from_format_corrections_are_not_stopped():
 
 
 def test_one_signal_alone_stays_alone_under_a_calibration():
-    from loopwatch.analysis.evaluation import only
+    from loopwatch._analysis.evaluation import only
 
     alone = only(Config.make(), "repeat").for_source("swe-agent")
     assert alone.signals["same_error"].threshold == 0 and alone.signals["repeat"].threshold == 4
@@ -653,7 +653,7 @@ def test_a_false_stop_must_buy_five_loops():
 
 
 def _calls(agent: str | None, n: int, start: int, command: str = "javac Test.java") -> list:
-    from loopwatch.core.events import ToolCall
+    from loopwatch._core.events import ToolCall
 
     return [
         ToolCall(
@@ -673,7 +673,7 @@ def _steps(events: list) -> dict[str, int]:
 
 
 def test_a_streak_never_runs_across_two_sub_agents():
-    from loopwatch.analysis.evaluation import first_interventions
+    from loopwatch._analysis.evaluation import first_interventions
 
     config = Config.make().for_source("swe-agent")  # repeat: stop on the 5th identical round
     split = _calls("Manager", 1, 0, "plan") + _calls("Reproducer", 4, 1) + _calls("Programmer", 4, 5)
@@ -684,7 +684,7 @@ def test_a_streak_never_runs_across_two_sub_agents():
 
 
 def test_a_stopped_sub_agent_ends_and_its_session_goes_on():
-    from loopwatch.analysis.evaluation import first_interventions
+    from loopwatch._analysis.evaluation import first_interventions
 
     config = Config.make().for_source("swe-agent")
     events = (
@@ -736,7 +736,7 @@ def test_harm_says_which_stops_were_a_sub_agent_s_and_which_came_after_the_last_
     ],
 )
 def test_the_stops_on_successful_sessions_of_the_corpus_as_they_are(name, sub_agent, after_last_write):
-    from loopwatch.analysis.evaluation import _load, first_interventions, last_write
+    from loopwatch._analysis.evaluation import _load, first_interventions, last_write
 
     events, step_of, source = _load(name, CORPUS)
     found = first_interventions(events, Config.make().for_source(source), step_of)

@@ -8,7 +8,7 @@ import pytest
 
 from loopwatch import extend
 from loopwatch import Action, Config, ConfigError, Monitor, ToolCall, load_config
-from loopwatch.core.signals import SIGNALS
+from loopwatch._core.signals import SIGNALS
 from loopwatch.extend import register
 
 from core_support import OFF

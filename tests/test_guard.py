@@ -219,8 +219,8 @@ FRAMEWORKS = (
 
 def test_import_loopwatch_leaves_the_guard_until_it_is_used():
     code = (
-        "import sys, loopwatch; before = 'loopwatch.guard' in sys.modules; "
-        "from loopwatch import Guard; print(before, 'loopwatch.guard' in sys.modules, 'Guard' in dir(loopwatch))"
+        "import sys, loopwatch; before = 'loopwatch._guard' in sys.modules; "
+        "from loopwatch import Guard; print(before, 'loopwatch._guard' in sys.modules, 'Guard' in dir(loopwatch))"
     )
     assert python(code).split() == ["False", "True", "True"]
 

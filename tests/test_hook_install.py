@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from loopwatch.cli.install import install, uninstall
+from loopwatch._cli.install import install, uninstall
 
 CLAUDE_SETTINGS = {
     "permissions": {"allow": ["Bash(npm run lint)"], "deny": ["Read(./.env)"]},

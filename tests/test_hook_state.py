@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Attempt, Monitor, ToolCall, UserMessage
-from loopwatch.hook.codec import StateError
-from loopwatch.hook.payload import trim
-from loopwatch.hook.settings import _headless_argv, detect_profile
-from loopwatch.hook.state import SessionState, Store, dumps, loads
+from loopwatch._hook.codec import StateError
+from loopwatch._hook.payload import trim
+from loopwatch._hook.settings import _headless_argv, detect_profile
+from loopwatch._hook.state import SessionState, Store, dumps, loads
 
 SECRET = "hunter2-SECRET-TOKEN-9f3a"
 
@@ -146,7 +146,7 @@ def test_a_database_moved_aside_while_a_call_opens_it_loses_nothing(tmp_path, mo
     # it and its next look at the path (a race seen once in 64 parallel calls under
     # load: the call failed open and its count was lost). The call must go on, and
     # commit to the database then at the path.
-    import loopwatch.hook.state as state_module
+    import loopwatch._hook.state as state_module
 
     folder = tmp_path / "state"
     folder.mkdir(mode=0o700)
@@ -175,8 +175,8 @@ def test_a_database_moved_aside_while_a_call_opens_it_loses_nothing(tmp_path, mo
 
 def _decision_feed(state: SessionState) -> list:
     from loopwatch import Action, Verdict
-    from loopwatch.core.finding import Finding
-    from loopwatch.core.messages import SameResult
+    from loopwatch._core.finding import Finding
+    from loopwatch._core.messages import SameResult
 
     finding = Finding(
         signal="repeat", severity=1.0, key=1, message=SameResult(tool="Bash", count=3, span=12.0), repeats=3

@@ -28,9 +28,9 @@ from loopwatch import (
     Turn,
     UserMessage,
 )
-from loopwatch.hook import codec
-from loopwatch.hook.codec import StateError
-from loopwatch.hook.state import SessionState, dumps, loads
+from loopwatch._hook import codec
+from loopwatch._hook.codec import StateError
+from loopwatch._hook.state import SessionState, dumps, loads
 
 pytestmark = pytest.mark.slow
 
@@ -132,7 +132,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 from test_hook_state_data import verdicts
-from loopwatch.hook.state import loads
+from loopwatch._hook.state import loads
 jobs = json.load(sys.stdin)
 out = [verdicts([tuple(s) for s in job["rest"]], loads(bytes.fromhex(job["state"])), every=True, clock=job["clock"])
        for job in jobs]
@@ -287,7 +287,7 @@ def crafted_rows(marker: str) -> list[bytes]:
     ]
     for tag in (
         "config:os.system",
-        "loopwatch.core.config:os.system",
+        "loopwatch._core.config:os.system",
         "os:system",
         "posix:system",
         "builtins:eval",
@@ -449,7 +449,7 @@ def test_a_row_from_another_layout_is_not_loaded(tmp_path):
 
 def test_the_layout_changes_when_a_signal_changes_its_state(monkeypatch):
     before = codec.layout()
-    from loopwatch.core.signals.repeat import Repeat
+    from loopwatch._core.signals.repeat import Repeat
 
     monkeypatch.setattr(codec, "_REGISTRY", None)
 

@@ -188,9 +188,9 @@ def test_a_stopped_lock_holder_is_given_up_on_and_a_live_one_waited_for(tmp_path
 _SLOW_WRITER = r"""
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
-from loopwatch.core.events import ToolCall
-from loopwatch.hook.state import SessionState, Store
-from loopwatch.core.monitor import Monitor
+from loopwatch._core.events import ToolCall
+from loopwatch._hook.state import SessionState, Store
+from loopwatch._core.monitor import Monitor
 
 folder, index, hold, trace = sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 store = Store(folder, busy_timeout=1.0)

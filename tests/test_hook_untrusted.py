@@ -200,7 +200,7 @@ def _release(holder) -> None:
 
 
 def test_a_held_lock_is_answered_within_the_host_timeout_and_fail_closed_honoured(agent):
-    from loopwatch.hook.settings import HOST_TIMEOUT
+    from loopwatch._hook.settings import HOST_TIMEOUT
 
     user_config(agent, '[hook]\nfail = "closed"\n')  # the default answer_within
     agent.run("Bash", bash("ls"), response={"stdout": "a"})
@@ -328,7 +328,7 @@ def test_run_follows_a_project_file_the_user_trusts(tmp_path):
 
 
 def test_mcp_proxy_reads_config_by_the_same_rule(tmp_path, monkeypatch):
-    from loopwatch import trust
+    from loopwatch import _trust as trust
 
     (tmp_path / "loopwatch.toml").write_text('mode = "off"\nprofile = "unattended"\n')
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -337,5 +337,5 @@ def test_mcp_proxy_reads_config_by_the_same_rule(tmp_path, monkeypatch):
     monkeypatch.delenv("LOOPWATCH_MODE", raising=False)
     config = trust.load_config(start=tmp_path)
     assert config.mode == "enforce" and config.profile == "unattended"  # loosening ignored, tightening kept
-    source = Path(__file__).resolve().parent.parent / "src" / "loopwatch" / "cli" / "mcp_proxy.py"
+    source = Path(__file__).resolve().parent.parent / "src" / "loopwatch" / "_cli" / "mcp_proxy.py"
     assert "from ..trust import load_config" in source.read_text()

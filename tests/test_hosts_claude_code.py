@@ -1,4 +1,4 @@
-"""`loopwatch.hosts.claude_code` on what the real Claude Code 2.1.197 sent and wrote
+"""`loopwatch._hosts.claude_code` on what the real Claude Code 2.1.197 sent and wrote
 (the captures in ../shared/clients/claude-code; skipped when they are absent), and
 its wording pinned against loopwatch's own messages."""
 
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from loopwatch.core.finding import Finding
-from loopwatch.hook.payload import parse
-from loopwatch.hook.respond import reply
-from loopwatch.hosts import claude_code as host
-from loopwatch.core.messages import SameResult
-from loopwatch.core.monitor import Monitor
-from loopwatch.core.session import GuardSession
-from loopwatch.core.events import Attempt
-from loopwatch.readers.claude_code import StreamParser, read
-from loopwatch.core.verdict import Action, for_model
+from loopwatch._core.finding import Finding
+from loopwatch._hook.payload import parse
+from loopwatch._hook.respond import reply
+from loopwatch._hosts import claude_code as host
+from loopwatch._core.messages import SameResult
+from loopwatch._core.monitor import Monitor
+from loopwatch._core.session import GuardSession
+from loopwatch._core.events import Attempt
+from loopwatch._readers.claude_code import StreamParser, read
+from loopwatch._core.verdict import Action, for_model
 
 CLIENTS = Path(os.environ.get("LOOPWATCH_CLIENTS") or Path(__file__).resolve().parents[1].parent / "shared" / "clients")
 PAYLOADS = CLIENTS / "claude-code" / "payloads"
@@ -155,7 +155,7 @@ def test_the_hook_path_does_not_import_click_rich_or_orjson():
     import sys
 
     code = (
-        "import sys, loopwatch.hosts.claude_code, loopwatch.hook.payload, loopwatch.hook.guard;"
+        "import sys, loopwatch._hosts.claude_code, loopwatch._hook.payload, loopwatch._hook.guard;"
         "print(sorted(m for m in ('click', 'rich', 'orjson') if m in sys.modules))"
     )
     src = str(Path(__file__).resolve().parents[1] / "src")

@@ -1,6 +1,6 @@
 """Codex's shapes, on the real captures of Codex 0.171.0 in ../shared/clients/codex
 (skipped when absent): hook payloads, rollouts, `codex exec --json` streams. And the
-pieces of `loopwatch.hosts.codex` they rely on."""
+pieces of `loopwatch._hosts.codex` they rely on."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from readers_support import calls, events_of, one_session, stop_of
 
-from loopwatch.core.config import Config
-from loopwatch.core.fingerprint import normalize
-from loopwatch.hook.payload import parse
-from loopwatch.hosts import codex
-from loopwatch.readers import detect
-from loopwatch.analysis.replay import replay
+from loopwatch._core.config import Config
+from loopwatch._core.fingerprint import normalize
+from loopwatch._hook.payload import parse
+from loopwatch._hosts import codex
+from loopwatch._readers import detect
+from loopwatch._analysis.replay import replay
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "clients" / "codex"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/clients/codex (the real captures) is absent")
@@ -266,8 +266,8 @@ _OUTPUTS = st.recursive(
 def test_the_hook_and_the_reader_judge_an_output_alike(output):
     """The hook (`payload._failed`) and the rollout reader (`readers.codex._output`)
     once judged an output by two rules; now by one."""
-    from loopwatch.hook.payload import _failed
-    from loopwatch.readers.codex import _output
+    from loopwatch._hook.payload import _failed
+    from loopwatch._readers.codex import _output
 
     assert _failed(output) == _output(output, None)[1]
     _, error, known = _output(output, None)
@@ -276,8 +276,8 @@ def test_the_hook_and_the_reader_judge_an_output_alike(output):
 
 @needs_shared
 def test_every_real_output_is_judged_alike_by_the_hook_and_the_reader():
-    from loopwatch.hook.payload import _failed
-    from loopwatch.readers.codex import _output
+    from loopwatch._hook.payload import _failed
+    from loopwatch._readers.codex import _output
 
     outputs = []
     for path in sorted(ROLLOUTS.glob("*.jsonl")):

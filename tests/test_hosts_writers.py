@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from loopwatch.core.config import Config
-from loopwatch.hosts import WRITERS
-from loopwatch.hosts.monitors import HOST_TOOLS
-from loopwatch.readers import read
+from loopwatch._core.config import Config
+from loopwatch._hosts import WRITERS
+from loopwatch._hosts.monitors import HOST_TOOLS
+from loopwatch._readers import read
 
 
 def test_every_writer_the_readers_know_has_the_writer_role_everywhere():

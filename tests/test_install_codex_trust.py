@@ -8,8 +8,8 @@ import tomllib
 
 import pytest
 
-from loopwatch.cli import codex_trust
-from loopwatch.cli.codex_trust import Entry, TrustError
+from loopwatch._cli import codex_trust
+from loopwatch._cli.codex_trust import Entry, TrustError
 
 pytestmark = pytest.mark.slow
 
@@ -108,7 +108,7 @@ other = true
 def test_install_and_uninstall_keep_the_users_config_byte_for_byte(tmp_path, monkeypatch, user_text):
     from click.testing import CliRunner
 
-    from loopwatch.cli.install import install, uninstall
+    from loopwatch._cli.install import install, uninstall
 
     home = tmp_path / "codex"
     home.mkdir()

@@ -1,9 +1,9 @@
 """The layering is physical: what each package may import, checked on the source.
 
-- `loopwatch.core` (events, fingerprints, steps, signals, policy, monitor, config) is the
+- `loopwatch._core` (events, fingerprints, steps, signals, policy, monitor, config) is the
   pure detector: it imports nothing of loopwatch outside itself, nothing but the standard
   library and rapidfuzz, and reads no environment and no clock.
-- `loopwatch.analysis` (replay, evaluation, cross-validation, outcomes) reads sessions:
+- `loopwatch._analysis` (replay, evaluation, cross-validation, outcomes) reads sessions:
   it may use the core, the readers and the hosts' shapes, never the CLI, the hook, the
   supervisor or the adapters.
 - One layer order for the whole package (`LAYERS`, CONTRIBUTING.md): a module imports only
@@ -96,12 +96,12 @@ def test_the_core_imports_nothing_of_loopwatch_outside_itself() -> None:
     mods = modules()
     problems = []
     for name, path in mods.items():
-        if not name.startswith("loopwatch.core"):
+        if not name.startswith("loopwatch._core"):
             continue
         for target, line in imports(name, path, set(mods)):
             top = target.split(".")[0]
             if top == "loopwatch":
-                if not (target == "loopwatch.core" or target.startswith("loopwatch.core.")):
+                if not (target == "loopwatch._core" or target.startswith("loopwatch._core.")):
                     problems.append(f"{path.relative_to(SRC)}:{line} imports {target}")
             elif top not in STDLIB and top not in CORE_MAY_USE:
                 problems.append(f"{path.relative_to(SRC)}:{line} imports {target} (not the standard library)")
@@ -111,7 +111,7 @@ def test_the_core_imports_nothing_of_loopwatch_outside_itself() -> None:
 def test_the_core_reads_no_environment_and_no_clock() -> None:
     problems = []
     for name, path in modules().items():
-        if not name.startswith("loopwatch.core"):
+        if not name.startswith("loopwatch._core"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
@@ -133,10 +133,10 @@ def test_the_core_reads_no_environment_and_no_clock() -> None:
 
 def test_analysis_uses_the_core_and_the_readers_but_no_front_end() -> None:
     mods = modules()
-    front_ends = ("loopwatch.cli", "loopwatch.hook", "loopwatch.supervise", "loopwatch.adapters", "loopwatch.guard")
+    front_ends = ("loopwatch._cli", "loopwatch._hook", "loopwatch._supervise", "loopwatch.adapters", "loopwatch._guard")
     problems = []
     for name, path in mods.items():
-        if not name.startswith("loopwatch.analysis"):
+        if not name.startswith("loopwatch._analysis"):
             continue
         for target, line in imports(name, path, set(mods)):
             if any(target == f or target.startswith(f + ".") for f in front_ends):
@@ -179,7 +179,7 @@ def test_no_import_cycle_counting_lazy_imports() -> None:
 def test_the_core_has_no_import_cycle_counting_type_only_imports() -> None:
     # A concept of the core that needs another only for its types still depends on it:
     # the core's modules form a one-way order, type-only imports included.
-    assert find_cycle(internal_graph("loopwatch.core", types=True)) is None
+    assert find_cycle(internal_graph("loopwatch._core", types=True)) is None
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -188,7 +188,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"p": set(), "p.x": {"p"}, "q": {"p.x"}}) is None
 
 
-@pytest.mark.parametrize("name", ["loopwatch.core", "loopwatch.analysis"])
+@pytest.mark.parametrize("name", ["loopwatch._core", "loopwatch._analysis"])
 def test_each_layer_is_a_package(name: str) -> None:
     assert name in modules()
 
@@ -198,22 +198,22 @@ def test_each_layer_is_a_package(name: str) -> None:
 #: `Guard` lazily and so sits with the front ends). A unit imports from the layers below
 #: its own; units of one layer are independent of each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("loopwatch.core", "loopwatch.files", "loopwatch.safefile"),  # the pure detector; plain file machinery
-    ("loopwatch.hosts", "loopwatch.configfile"),  # host shapes; config files
-    ("loopwatch.trust",),  # which settings are trusted (reads config files)
-    ("loopwatch.readers",),
+    ("loopwatch._core", "loopwatch._files", "loopwatch._safefile"),  # the pure detector; plain file machinery
+    ("loopwatch._hosts", "loopwatch._configfile"),  # host shapes; config files
+    ("loopwatch._trust",),  # which settings are trusted (reads config files)
+    ("loopwatch._readers",),
     ("loopwatch.extend",),  # what extending needs: the core's pieces, registering signals and readers
-    ("loopwatch.analysis",),
+    ("loopwatch._analysis",),
     (  # the front ends over the analysis and the core
-        "loopwatch.hook",
-        "loopwatch.supervise",
-        "loopwatch.guard",
-        "loopwatch.html",
+        "loopwatch._hook",
+        "loopwatch._supervise",
+        "loopwatch._guard",
+        "loopwatch._html",
         "loopwatch.rollouts",
         "loopwatch",
     ),
     ("loopwatch.adapters",),
-    ("loopwatch.cli",),
+    ("loopwatch._cli",),
     ("loopwatch.__main__",),
 )
 
@@ -255,22 +255,22 @@ def test_the_layer_check_finds_an_import_upwards_or_sideways() -> None:
     # import would), a reader reaching analysis, a hook module reaching the supervisor,
     # and a module placed nowhere
     graph = {
-        "loopwatch.core.monitor": {"loopwatch.cli.scan"},
-        "loopwatch.readers.codex": {"loopwatch.analysis.replay", "loopwatch.core.events"},
-        "loopwatch.hook.guard": {"loopwatch.supervise.pump"},
+        "loopwatch._core.monitor": {"loopwatch._cli.scan"},
+        "loopwatch._readers.codex": {"loopwatch._analysis.replay", "loopwatch._core.events"},
+        "loopwatch._hook.guard": {"loopwatch._supervise.pump"},
         "loopwatch.newthing": set(),
-        "loopwatch.cli.scan": {"loopwatch.core.monitor", "loopwatch"},
+        "loopwatch._cli.scan": {"loopwatch._core.monitor", "loopwatch"},
     }
     assert sorted(layer_violations(graph)) == sorted(
         [
-            "loopwatch.core.monitor (loopwatch.core) imports loopwatch.cli.scan (loopwatch.cli): a layer above",
+            "loopwatch._core.monitor (loopwatch._core) imports loopwatch._cli.scan (loopwatch._cli): a layer above",
             (
-                "loopwatch.hook.guard (loopwatch.hook) imports loopwatch.supervise.pump (loopwatch.supervise): "
+                "loopwatch._hook.guard (loopwatch._hook) imports loopwatch._supervise.pump (loopwatch._supervise): "
                 "a sibling in its layer"
             ),
             "loopwatch.newthing is in no layer: place it in LAYERS (and CONTRIBUTING.md)",
             (
-                "loopwatch.readers.codex (loopwatch.readers) imports loopwatch.analysis.replay (loopwatch.analysis): "
+                "loopwatch._readers.codex (loopwatch._readers) imports loopwatch._analysis.replay (loopwatch._analysis): "
                 "a layer above"
             ),
         ]

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Monitor
-from loopwatch.cli.paths import is_transcript_name
-from loopwatch.core.console import Console
-from loopwatch.core.events import Output, UserMessage
-from loopwatch.readers import ReadError, detect, read
+from loopwatch._cli.paths import is_transcript_name
+from loopwatch._core.console import Console
+from loopwatch._core.events import Output, UserMessage
+from loopwatch._readers import ReadError, detect, read
 
 CASTS = (
     Path(os.environ.get("LOOPWATCH_CONSOLES") or Path(__file__).resolve().parents[1].parent / "shared" / "consoles")

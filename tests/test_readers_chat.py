@@ -20,10 +20,10 @@ from readers_support import (
     stop_of,
 )
 
-from loopwatch.core.events import ModelText, ToolCall, Turn, UserMessage
-from loopwatch.readers import ReadError, chat, detect
-from loopwatch.readers.jsonio import keys_at
-from loopwatch.core.verdict import Action
+from loopwatch._core.events import ModelText, ToolCall, Turn, UserMessage
+from loopwatch._readers import ReadError, chat, detect
+from loopwatch._readers.jsonio import keys_at
+from loopwatch._core.verdict import Action
 
 OPENAI = fixture("chat", "openai.json")
 ANTHROPIC = fixture("chat", "anthropic.json")

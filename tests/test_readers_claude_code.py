@@ -17,10 +17,10 @@ from readers_support import (
     stop_of,
 )
 
-from loopwatch.core.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
-from loopwatch.readers import ReadError, claude_code, detect, read
-from loopwatch.readers._common import iso_seconds
-from loopwatch.core.verdict import Action
+from loopwatch._core.events import Attempt, ModelText, Retry, ToolCall, Turn, UserMessage
+from loopwatch._readers import ReadError, claude_code, detect, read
+from loopwatch._readers._common import iso_seconds
+from loopwatch._core.verdict import Action
 
 SESSION = fixture("claude-code", "session.jsonl")
 STREAM = fixture("claude-code", "stream.jsonl")

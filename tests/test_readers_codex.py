@@ -17,10 +17,10 @@ from readers_support import (
     stop_of,
 )
 
-from loopwatch.core.events import Attempt, Retry, ToolCall, Turn
-from loopwatch.readers import ReadError, codex, detect
-from loopwatch.readers._common import iso_seconds
-from loopwatch.core.verdict import Action
+from loopwatch._core.events import Attempt, Retry, ToolCall, Turn
+from loopwatch._readers import ReadError, codex, detect
+from loopwatch._readers._common import iso_seconds
+from loopwatch._core.verdict import Action
 
 ROLLOUT = fixture("codex", "rollout.jsonl")
 EXEC = fixture("codex", "exec.jsonl")

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from readers_support import CORPUS, calls, claims, corpus_samples, events_of, fixture, head
 
-from loopwatch.readers import FORMATS, HEAD_SIZE, detect, read
+from loopwatch._readers import FORMATS, HEAD_SIZE, detect, read
 
 #: words of other formats, as values a session's texts and names may hold
 MARKERS = [

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch.core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
-from loopwatch.readers import detect, read
-from loopwatch.readers import events as reader
+from loopwatch._core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
+from loopwatch._readers import detect, read
+from loopwatch._readers import events as reader
 
 
 def write(tmp_path, lines, name="s.jsonl"):

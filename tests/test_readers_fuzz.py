@@ -25,8 +25,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwatch.cli import cli
-from loopwatch.readers import FORMATS
+from loopwatch._cli import cli
+from loopwatch._readers import FORMATS
 
 from conftest import jsonl, looping_events
 

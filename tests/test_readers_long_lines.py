@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch.readers import events as events_reader
-from loopwatch.readers.jsonio import lines
-from loopwatch.core.step import make_step
+from loopwatch._readers import events as events_reader
+from loopwatch._readers.jsonio import lines
+from loopwatch._core.step import make_step
 
 # characters whose JSON forms are one byte, an escape, a \uXXXX escape, a surrogate
 # pair or several UTF-8 bytes: every kind of boundary a cut can fall on
@@ -112,7 +112,7 @@ def test_a_200_mib_line_is_scanned_without_holding_it(tmp_path):
         fh.write(b'"}\n{"type": "tool", "name": "Bash", "input": {"command": "ls"}, "result": "a.py"}\n')
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking process
     code = (
-        "import re, sys; from loopwatch.readers import read\n"
+        "import re, sys; from loopwatch._readers import read\n"
         "(s,) = read(sys.argv[1]); n = sum(1 for _ in s.events)\n"
         "peak = re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1)\n"
         "print(n, int(peak) // 1024, s.skipped)"
@@ -136,7 +136,7 @@ def test_a_line_over_the_cap_even_once_cut_is_skipped_and_said_so():
 
 def test_json_lines_readers_report_a_line_read_in_part(tmp_path):
     # JsonLines (Claude Code, Codex, OpenHands) reads through the same `lines`
-    from loopwatch.readers.jsonio import JsonLines
+    from loopwatch._readers.jsonio import JsonLines
 
     big = b'{"type": "x", "text": "' + b"ab" * (9 * 2**20) + b'"}\n'
     objects = JsonLines("t.jsonl", io.BytesIO(b'{"a": 1}\n' + big + b'{"b": 2}\n'))
@@ -157,7 +157,7 @@ def test_a_200_mib_cast_line_is_read_without_holding_it(tmp_path):
             fh.write(chunk)
         fh.write(b'"]\n[2.0, "o", "done\\r\\n"]\n')
     code = (
-        "import re, sys; from loopwatch.readers import read\n"
+        "import re, sys; from loopwatch._readers import read\n"
         "(s,) = read(sys.argv[1]); texts = [len(e.data) for e in s.events]\n"
         "peak = re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1)\n"
         "print(len(texts), max(texts), int(peak) // 1024, s.skipped)"

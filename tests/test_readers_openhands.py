@@ -19,9 +19,9 @@ from readers_support import (
     stop_of,
 )
 
-from loopwatch.readers import ReadError, detect, openhands, read
-from loopwatch.readers._common import iso_seconds
-from loopwatch.core.verdict import Action
+from loopwatch._readers import ReadError, detect, openhands, read
+from loopwatch._readers._common import iso_seconds
+from loopwatch._core.verdict import Action
 
 TRAJECTORY = fixture("openhands", "trajectory.json")
 PAIRS = fixture("openhands", "history-pairs.json")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from loopwatch.core.events import ModelText, ToolCall, Turn, UserMessage
-from loopwatch.readers import HEAD_SIZE, FORMATS, detect, read
-from loopwatch.readers._rollout_text import events, messages
+from loopwatch._core.events import ModelText, ToolCall, Turn, UserMessage
+from loopwatch._readers import HEAD_SIZE, FORMATS, detect, read
+from loopwatch._readers._rollout_text import events, messages
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -30,7 +30,7 @@ def test_each_dump_is_detected_as_its_format_and_no_other(path, fmt):
     head = (FIXTURES / path).read_bytes()[:HEAD_SIZE]
     assert detect(path, head) == fmt
     others = [name for name in FORMATS if name != fmt and name in ("verl", "skyrl", "rllm")]
-    from loopwatch.readers import reader
+    from loopwatch._readers import reader
 
     assert not any(reader(name).sniff(path, head) for name in others)
 

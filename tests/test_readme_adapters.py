@@ -141,6 +141,6 @@ def test_mcp_client_configuration_is_valid_and_uses_the_command():
     (config,) = [json.loads(body) for lang, body in blocks if lang == "json"]
     (server,) = config["mcpServers"].values()
     assert server["command"] == "loopwatch" and server["args"][:2] == ["mcp-proxy", "--"]
-    from loopwatch.cli import COMMANDS
+    from loopwatch._cli import COMMANDS
 
     assert "mcp-proxy" in COMMANDS

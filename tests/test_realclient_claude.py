@@ -135,7 +135,7 @@ def test_a_reworded_description_and_timeout_are_the_same_call(tmp_path, version)
     at every call of the same failing command: it is still the same call, stopped
     right after the 4th as with a fixed description, by the live hook and by a
     replay of the session file Claude Code wrote."""
-    from loopwatch.core.identity import HOSTS
+    from loopwatch._core.identity import HOSTS
 
     claude = claude_binary(version)
     with ScriptedAnthropic({"loop": reworded_script(12)}) as server:

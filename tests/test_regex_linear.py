@@ -129,10 +129,10 @@ def _time(pattern: re.Pattern, text: str | bytes) -> float:
 def test_the_walk_finds_the_patterns_that_read_results():
     names = {name for name, _ in PATTERNS}
     for expected in (
-        "loopwatch.core.fingerprint._PROGRESS",
-        "loopwatch.core.fingerprint._LINE_PROGRESS",
-        "loopwatch.readers._common._WRITES",
-        "loopwatch.core.lines._PROGRESS",
+        "loopwatch._core.fingerprint._PROGRESS",
+        "loopwatch._core.fingerprint._LINE_PROGRESS",
+        "loopwatch._readers._common._WRITES",
+        "loopwatch._core.lines._PROGRESS",
     ):
         assert expected in names
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from loopwatch.analysis.evaluation import Case, _load, replay_case, replay_cases
-from loopwatch.analysis.replay import replay_file
-from loopwatch.core.config import Config
-from loopwatch.hosts.monitors import config_for, monitor_for
+from loopwatch._analysis.evaluation import Case, _load, replay_case, replay_cases
+from loopwatch._analysis.replay import replay_file
+from loopwatch._core.config import Config
+from loopwatch._hosts.monitors import config_for, monitor_for
 
 from conftest import jsonl, looping_events
 
@@ -146,7 +146,7 @@ SESSIONS = {
 @pytest.mark.parametrize("name", sorted(SESSIONS))
 def test_scan_evaluate_and_the_ray_worker_replay_alike(tmp_path, name):
     pa = pytest.importorskip("pyarrow")
-    from loopwatch.analysis.ray_engine import _replay_batch
+    from loopwatch._analysis.ray_engine import _replay_batch
 
     path = SESSIONS[name](tmp_path)
     configs = [Config.make(tools=BASH_RULE), Config.make(profile="attended", stop=True)]
@@ -176,8 +176,8 @@ class _Child:
 
 
 def test_run_judges_each_agent_of_a_transcript_with_its_own_monitor(tmp_path):
-    from loopwatch.core.events import ToolCall
-    from loopwatch.supervise.supervisor import Supervisor
+    from loopwatch._core.events import ToolCall
+    from loopwatch._supervise.supervisor import Supervisor
 
     def judged(agents: list[str | None]) -> list[float]:
         with open(tmp_path / "stderr", "wb") as err:
@@ -195,7 +195,7 @@ def test_run_judges_each_agent_of_a_transcript_with_its_own_monitor(tmp_path):
 
 
 def test_run_and_the_hook_give_codex_its_one_shell_tool():
-    from loopwatch.supervise.supervisor import Supervisor
+    from loopwatch._supervise.supervisor import Supervisor
 
     supervisor = Supervisor(["codex", "exec", "fix it"], Config.make(tools=BASH_RULE))
     assert supervisor.monitor.config.rule("exec_command").ignore == frozenset({"workdir"})

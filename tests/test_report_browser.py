@@ -180,7 +180,7 @@ def test_the_corpus_page(browser, tmp_path):
 
 
 def test_thousands_of_rows_are_built_as_the_table_is_scrolled(browser, tmp_path):
-    from loopwatch.html.page import render
+    from loopwatch._html.page import render
 
     out = tmp_path / "examples.html"
     assert run("report", "--no-progress", EXAMPLES, "-o", out).exit_code == 0

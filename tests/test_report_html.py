@@ -14,8 +14,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from loopwatch.cli import cli
-from loopwatch.html.page import script_json
+from loopwatch._cli import cli
+from loopwatch._html.page import script_json
 
 from conftest import EXAMPLES, jsonl
 
@@ -209,6 +209,6 @@ def test_an_unreadable_file_is_listed_and_exits_2(tmp_path):
 
 
 def test_import_loopwatch_loads_no_jinja2():
-    code = "import sys, loopwatch, loopwatch.html; print('jinja2' in sys.modules, 'markupsafe' in sys.modules)"
+    code = "import sys, loopwatch, loopwatch._html; print('jinja2' in sys.modules, 'markupsafe' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -69,7 +69,7 @@ def test_nan_infinite_and_negative_limits_are_refused(tmp_path, option, value):
 
 
 def test_the_library_refuses_a_nan_limit_too():
-    from loopwatch.supervise import Limits
+    from loopwatch._supervise import Limits
 
     for field in ("idle", "max_runtime", "grace"):
         with pytest.raises(ValueError, match=field):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from _run_helpers import alive, env_for
 
-from loopwatch.supervise.group import live_members
+from loopwatch._supervise.group import live_members
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
 

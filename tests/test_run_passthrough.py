@@ -76,7 +76,7 @@ def test_a_bad_limit_is_refused(tmp_path):
 
 def test_the_supervisor_as_a_library(tmp_path):
     from loopwatch import Config
-    from loopwatch.supervise import Limits, Supervisor
+    from loopwatch._supervise import Limits, Supervisor
 
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
         supervisor = Supervisor(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopwatch import ModelText, Output, ToolCall, Turn
-from loopwatch.supervise.streams import EventSource, detect
+from loopwatch._supervise.streams import EventSource, detect
 
 from _run_helpers import agent, assert_nothing_left, loopwatch
 

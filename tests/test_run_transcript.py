@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from _run_helpers import AGENTS, assert_nothing_left, env_for, loopwatch
 
 from loopwatch import ToolCall
-from loopwatch.readers import read
-from loopwatch.supervise.transcript import Follower, Tail, agent_of, claude_project_dir
+from loopwatch._readers import read
+from loopwatch._supervise.transcript import Follower, Tail, agent_of, claude_project_dir
 
 pytestmark = pytest.mark.slow
 

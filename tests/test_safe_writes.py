@@ -1,5 +1,5 @@
 """Running loopwatch in an untrusted checkout: every file it writes is written by
-`loopwatch.safefile` (no planted link followed, unique temporary names, modes kept or
+`loopwatch._safefile` (no planted link followed, unique temporary names, modes kept or
 tightened, a linked settings file edited where it points), `install --project` writes
 no path of this machine, and `doctor` runs nothing a repository holds."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loopwatch import safefile
-from loopwatch.cli.install import install
+from loopwatch import _safefile as safefile
+from loopwatch._cli.install import install
 
 pytestmark = pytest.mark.slow
 

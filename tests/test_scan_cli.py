@@ -8,7 +8,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from loopwatch.cli import cli
+from loopwatch._cli import cli
 
 from conftest import healthy_events, jsonl, looping_events
 

@@ -57,7 +57,7 @@ def test_a_fifo_in_a_folder_or_named_is_skipped_with_a_message(tmp_path):
 
 
 def test_the_reading_layer_never_opens_a_fifo_blocking(tmp_path):
-    from loopwatch.readers import ReadError, read
+    from loopwatch._readers import ReadError, read
 
     os.mkfifo(tmp_path / "f.jsonl")
     with pytest.raises(ReadError, match="not a regular file"):
@@ -173,7 +173,7 @@ def test_stdin_is_streamed_not_copied_to_a_temporary_file(monkeypatch):
 
     from click.testing import CliRunner
 
-    from loopwatch.cli import cli
+    from loopwatch._cli import cli
 
     def refuse(*args, **kwargs):
         raise AssertionError("scan - made a temporary file")

@@ -49,13 +49,13 @@ WINDOW = 64
 _CHILD = """
 import sys, tracemalloc
 tracemalloc.start()
-from loopwatch.cli import scan
+from loopwatch._cli import scan
 report = scan.print_problems
 def print_problems(*args):
     sys.stderr.write("PEAK %d\\n" % tracemalloc.get_traced_memory()[1])
     report(*args)
 scan.print_problems = print_problems
-from loopwatch.analysis import pool
+from loopwatch._analysis import pool
 pool._WINDOW = int(sys.argv[3])
 from loopwatch.__main__ import main
 sys.argv = ["loopwatch", "scan", "--json", "--no-progress", "--jobs", sys.argv[2], sys.argv[1]]

@@ -9,9 +9,9 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from loopwatch.analysis.replay import SessionResult
-from loopwatch.analysis.results import COLUMNS, open_results
-from loopwatch.cli import cli
+from loopwatch._analysis.replay import SessionResult
+from loopwatch._analysis.results import COLUMNS, open_results
+from loopwatch._cli import cli
 
 from conftest import CORPUS, healthy_events, jsonl, looping_events, needs_corpus
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from loopwatch.cli.paths import expand, is_transcript_name
-from loopwatch.core.config import Config
-from loopwatch.readers import Session
-from loopwatch.analysis.replay import replay, replay_file, replay_files
-from loopwatch.core.events import ToolCall, Turn
+from loopwatch._cli.paths import expand, is_transcript_name
+from loopwatch._core.config import Config
+from loopwatch._readers import Session
+from loopwatch._analysis.replay import replay, replay_file, replay_files
+from loopwatch._core.events import ToolCall, Turn
 
 from conftest import ROOT, healthy_events, jsonl, looping_events
 
@@ -180,7 +180,7 @@ def test_a_parallel_replay_reads_its_files_as_it_goes_and_holds_a_window(tmp_pat
     # Issue 9: a scan of 10,000 files must not hold 10,000 paths. The files are taken in
     # order as the replay goes, never more than the window ahead of the last one given
     # back, and the results are the single-process ones, in order, sizes mixed.
-    from loopwatch.analysis import pool
+    from loopwatch._analysis import pool
 
     monkeypatch.setattr(pool, "_WINDOW", 5)
     paths = []
@@ -209,7 +209,7 @@ def test_a_parallel_replay_reads_its_files_as_it_goes_and_holds_a_window(tmp_pat
 def test_results_do_not_depend_on_the_hash_seed():
     # Masked arguments were picked from a set: another process, another result.
     code = (
-        "from loopwatch.core.fingerprint import arguments_of;"
+        "from loopwatch._core.fingerprint import arguments_of;"
         "print(arguments_of({'command': ' '.join(f'tok{i:02d}' for i in range(40))}))"
     )
     outputs = set()
@@ -334,7 +334,7 @@ def test_jobs_are_capped_at_the_files_and_the_cores(tmp_path, monkeypatch):
     from concurrent.futures import ProcessPoolExecutor
 
     from loopwatch import Config
-    from loopwatch.analysis import pool, replay
+    from loopwatch._analysis import pool, replay
     from conftest import jsonl, looping_events
 
     asked: list[int] = []

@@ -1,4 +1,4 @@
-"""Every file a user or a payload names is opened by `loopwatch.files`: a FIFO, a device
+"""Every file a user or a payload names is opened by `loopwatch._files`: a FIFO, a device
 or a folder is refused at once with a one-line reason, never waited on.
 
 Each check runs with a rescuer: a thread that, after a while, opens the FIFO for writing
@@ -19,8 +19,8 @@ import pytest
 from _run_helpers import loopwatch
 from click.testing import CliRunner
 
-from loopwatch.cli import cli
-from loopwatch.files import NOT_REGULAR, NotRegularFile, open_file, read_file
+from loopwatch._cli import cli
+from loopwatch._files import NOT_REGULAR, NotRegularFile, open_file, read_file
 
 RESCUE_AFTER = 5.0  # seconds; only a reader that blocks ever waits for it
 
@@ -76,8 +76,8 @@ def test_the_one_opener_refuses_a_fifo_a_folder_and_a_device(fifo, tmp_path):
 
 
 def test_labels_and_outcomes_readers_refuse_a_fifo(fifo):
-    from loopwatch.analysis.evaluation import load_labels
-    from loopwatch.analysis.outcomes import OutcomeError, load_groups, load_outcomes
+    from loopwatch._analysis.evaluation import load_labels
+    from loopwatch._analysis.outcomes import OutcomeError, load_groups, load_outcomes
 
     with pytest.raises(ValueError, match="not a regular file"):
         load_labels(str(fifo))
@@ -88,7 +88,7 @@ def test_labels_and_outcomes_readers_refuse_a_fifo(fifo):
 
 
 def test_a_fifo_found_as_results_json_is_passed_over(tmp_path):
-    from loopwatch.analysis.outcomes import load_outcomes
+    from loopwatch._analysis.outcomes import load_outcomes
 
     good = tmp_path / "a"
     good.mkdir()
@@ -125,7 +125,7 @@ def test_evaluate_and_calibrate_refuse_a_fifo_in_one_line(fifo, tmp_path, args):
 def test_the_hosts_never_open_a_fifo_named_by_a_payload(tmp_path):
     """A Codex hook payload's `transcript_path`; a Claude Code session file looked up
     by id."""
-    from loopwatch.hosts import claude_code, codex
+    from loopwatch._hosts import claude_code, codex
 
     rollout = tmp_path / "rollout-2025-01-01T00-00-00-0199b0c1-0000-7000-8000-000000000001.jsonl"
     session = tmp_path / "projects" / "-work" / "0199b0c1-0000-7000-8000-000000000002.jsonl"

@@ -6,12 +6,12 @@ them, and it answers each with a `Verdict` (allow, warn, nudge, block, stop).
 
 from typing import TYPE_CHECKING, Any
 
-from .configfile import apply_env, find_config, load_config, read_config_file
-from .core.config import Config, ConfigError, ToolRule
-from .core.events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
-from .core.finding import Finding
-from .core.monitor import Monitor
-from .core.verdict import Action, Verdict
+from ._configfile import apply_env, find_config, load_config, read_config_file
+from ._core.config import Config, ConfigError, ToolRule
+from ._core.events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
+from ._core.finding import Finding
+from ._core.monitor import Monitor
+from ._core.verdict import Action, Verdict
 
 __all__ = [
     "Action",
@@ -42,11 +42,11 @@ __all__ = [
 __version__ = "0.2.0"
 
 if TYPE_CHECKING:
-    from .guard import Decision, Guard, drop
+    from ._guard import Decision, Guard, drop
 
 # Imported on first use, so `import loopwatch` (and the hook, which never needs them)
 # pays nothing for them.
-_LAZY = {"Decision": "guard", "Guard": "guard", "drop": "guard"}
+_LAZY = {"Decision": "_guard", "Guard": "_guard", "drop": "_guard"}
 
 
 def __getattr__(name: str) -> Any:

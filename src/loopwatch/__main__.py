@@ -9,10 +9,10 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "hook":
-        from .hook import main as hook_main  # fast path: no click, no rich
+        from ._hook import main as hook_main  # fast path: no click, no rich
 
         return hook_main(args[1:])
-    from .cli import cli
+    from ._cli import cli
 
     return cli.main(args=args, prog_name="loopwatch", standalone_mode=True) or 0
 

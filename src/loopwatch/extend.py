@@ -44,14 +44,14 @@ process and never imports your code: a registered signal serves in-process monit
 
 from __future__ import annotations
 
-from .core.finding import GRADES, PROOF, SUSPICION, Finding
-from .core.lines import Line
-from .core.messages import Message
-from .core.signals import Signal, register
-from .core.signals.params import AtLeast, Below, Between, Count, Fraction, Rule, Seconds, SignalParams, Size
-from .core.step import Step
-from .readers import register as register_reader
-from .readers.base import Session
+from ._core.finding import GRADES, PROOF, SUSPICION, Finding
+from ._core.lines import Line
+from ._core.messages import Message
+from ._core.signals import Signal, register
+from ._core.signals.params import AtLeast, Below, Between, Count, Fraction, Rule, Seconds, SignalParams, Size
+from ._core.step import Step
+from ._readers import register as register_reader
+from ._readers.base import Session
 
 __all__ = [
     "GRADES",

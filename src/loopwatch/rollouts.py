@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .analysis.replay import SessionResult, replay
-from .core.config import Config
-from .readers import _rollout_text
-from .readers.base import Session
+from ._analysis.replay import SessionResult, replay
+from ._core.config import Config
+from ._readers import _rollout_text
+from ._readers.base import Session
 
 __all__ = ["compute_score", "loop_fields", "score", "score_one", "with_loop_fields"]
 

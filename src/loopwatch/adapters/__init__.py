@@ -23,7 +23,7 @@ class LoopStopped(RuntimeError):
     row over 1m12s"); `decision` is the guard's `Decision`."""
 
     def __init__(self, reason: str, decision: object = None) -> None:
-        from ..core.messages import Stopped
+        from .._core.messages import Stopped
 
         super().__init__(Stopped(reason).for_person())
         self.reason = reason

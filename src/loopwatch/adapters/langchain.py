@@ -44,9 +44,9 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.langchain needs LangChain v1: pip install 'loopwatch[langchain]'") from exc
 
-from ..core.messages import Stopped
-from ..core.verdict import Action
-from ..guard import Decision, Guard
+from .._core.messages import Stopped
+from .._core.verdict import Action
+from .._guard import Decision, Guard
 
 __all__ = ["LoopwatchCallbackHandler", "LoopwatchMiddleware"]
 

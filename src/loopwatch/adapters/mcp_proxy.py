@@ -40,8 +40,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.mcp_proxy needs the MCP SDK: pip install 'loopwatch[mcp]'") from exc
 
-from ..core.verdict import Action
-from ..guard import Decision, Guard
+from .._core.verdict import Action
+from .._guard import Decision, Guard
 
 __all__ = ["make_server", "serve"]
 

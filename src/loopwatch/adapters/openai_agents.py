@@ -61,8 +61,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "loopwatch.adapters.openai_agents needs the OpenAI Agents SDK: pip install 'loopwatch[openai-agents]'"
     ) from exc
 
-from ..core.verdict import Action
-from ..guard import Decision, Guard
+from .._core.verdict import Action
+from .._guard import Decision, Guard
 
 __all__ = ["TRIPWIRES", "LoopwatchHooks", "guard_tools", "stop_reason"]
 

@@ -45,8 +45,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.otel needs the OpenTelemetry SDK: pip install 'loopwatch[otel]'") from exc
 
-from ..core.verdict import Action
-from ..guard import Decision, Guard
+from .._core.verdict import Action
+from .._guard import Decision, Guard
 
 __all__ = ["LoopwatchSpanProcessor", "SpanFinding"]
 

@@ -37,9 +37,9 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("loopwatch.adapters.pydantic_ai needs pydantic-ai: pip install 'loopwatch[pydantic-ai]'") from exc
 
-from ..core.messages import Blocked
-from ..core.verdict import Action
-from ..guard import Decision, Guard
+from .._core.messages import Blocked
+from .._core.verdict import Action
+from .._guard import Decision, Guard
 from . import LoopStopped
 
 __all__ = ["LoopStopped", "Loopwatch"]

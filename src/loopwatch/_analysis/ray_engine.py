@@ -1,0 +1,220 @@
+"""Replaying files on a Ray cluster: `loopwatch scan --engine ray [--address ADDR]`.
+
+    for results in replay_files_ray(items, config, address="auto"):
+        ...
+
+The same contract as `replay.replay_files`: each file's results, in the order given, as
+soon as they are ready, and the same verdicts (each file goes through the same
+`replay_file`, on a worker, from its bytes). Files are read by Ray Data as binary files
+with their paths (`read_binary_files(include_paths=True)`: the readers, not Arrow, make
+sense of them, so mixed formats and schemas are no problem) and replayed in
+`map_batches`; the results come back as JSON text, one row per file.
+
+A window of `_WINDOW` files is one Ray dataset, so what the driver holds is bounded
+whatever the number of files. Nothing is dropped: a task whose worker died is retried
+by Ray (`_RETRIES` times, not Ray Data's default of for ever: a file that kills its
+worker every time would hang the scan); when a window fails all the same (a worker lost
+past those retries, a task that raised, a file Ray cannot read), the files whose results
+did not come back are tried again together, then in halves, and a file that fails alone
+is reported as an error with the cause. Standard input (`-`) is replayed in this process.
+
+Ray is imported when this runs (the `loopwatch[ray]` extra: `ray[data]` and pyarrow).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from functools import partial
+from itertools import islice
+from typing import Any
+
+from .._core.config import Config
+from .._readers import HEAD_SIZE
+from .evaluation import Case, Replayed, replay_case
+from .replay import SessionResult, replay_file
+from .results import json_bytes
+
+__all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
+
+# Files in one Ray dataset. A dataset costs seconds to plan and start (about 10 s on a busy
+# 2-core machine, BENCHMARKS.md "Scan, scale and Ray"), so windows are wide; the driver holds their paths
+# and the results that arrive before an earlier file's (a few KB each).
+_WINDOW = 8192
+_BATCH = 64  # files replayed in one `map_batches` call (a Ray task costs ~10 ms of scheduling; a session ~10 ms)
+_RETRIES = 3  # times Ray runs a task again after its worker died
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed, or the cluster cannot be reached; the message says which."""
+
+
+def connect(address: str | None = None) -> None:
+    """Start (or join, with `address`) Ray in this process, once."""
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise RayUnavailable("--engine ray needs Ray Data: pip install 'loopwatch[ray]'") from None
+    import logging
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its progress lines would bury the scan's output
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is one message
+        raise RayUnavailable(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") from None
+
+
+def replay_files_ray(
+    items: Iterable[tuple[str, str]], config: Config, format: str | None = None, address: str | None = None
+) -> Iterator[list[SessionResult]]:
+    """Replay many files, each `(path, label)`, on Ray; see the module's doc."""
+    connect(address)
+    items = iter(items)
+    while window := list(islice(items, _WINDOW)):
+        done: dict[int, list[SessionResult]] = {}
+        local = [i for i, (path, _) in enumerate(window) if path == "-"]
+        remote = [i for i in range(len(window)) if i not in local]
+        if _run(window, remote, config, format, done) is not None:
+            _retry([i for i in remote if i not in done], window, config, format, done)
+        for index, (path, label) in enumerate(window):
+            yield done.pop(index) if index not in local else replay_file(path, config, format, label=label)
+
+
+def _retry(
+    indices: list[int], window: list[tuple[str, str]], config: Config, format: str | None, done: dict[int, Any]
+) -> None:
+    """Replay again the files of a failed dataset: together (a lost worker is mostly a
+    passing fault), then in halves, so that one bad file costs a few datasets, not one
+    per file; a file that fails alone is reported as an error."""
+    failure = _run(window, indices, config, format, done)
+    left = [i for i in indices if i not in done]
+    if failure is None or not left:
+        return
+    if len(indices) == 1:
+        (index,) = indices
+        done[index] = [SessionResult(path=window[index][1], format=format, error=f"lost on Ray: {failure}")]
+        return
+    half = (len(left) + 1) // 2
+    for part in (left[:half], left[half:]):
+        if part:
+            _retry(part, window, config, format, done)
+
+
+def _run(
+    window: list[tuple[str, str]], indices: list[int], config: Config, format: str | None, done: dict[int, Any]
+) -> str | None:
+    """Replay `window[i]` for `i` in `indices` as one dataset, filling `done`; the
+    failure, as text, if the dataset failed (what arrived before it is kept)."""
+    if not indices:
+        return None
+    import ray.data
+
+    by_path: dict[str, list[int]] = {}
+    for index in indices:
+        by_path.setdefault(os.path.abspath(window[index][0]), []).append(index)  # workers have their own cwd
+    paths = list(by_path)
+    try:
+        dataset = ray.data.read_binary_files(
+            paths, include_paths=True, ignore_missing_paths=False, override_num_blocks=max(1, len(paths) // _BATCH)
+        )
+        replay = partial(_replay_batch, config=config, format=format)
+        # `max_retries` has no named parameter yet (Ray 2.60 warns that the catch-all goes in 2.64).
+        replayed = dataset.map_batches(replay, batch_size=_BATCH, batch_format="pyarrow", max_retries=_RETRIES)
+        for row in replayed.iter_rows():
+            for index in _take(by_path, str(row["path"])):
+                label = window[index][1]
+                done[index] = [_result(r, label) for r in json.loads(row["results"])]
+    except Exception as exc:  # noqa: BLE001 - a lost worker or an unreadable file: retried, then reported
+        return _cause(exc)
+    missing = [i for i in indices if i not in done]
+    return f"no result came back for {len(missing)} file(s)" if missing else None
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The line of a traceback that names the exception: `RuntimeError: ...`, `ray.exceptions.WorkerCrashedError: ...`.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b.*$", re.MULTILINE)
+
+
+def _cause(exc: BaseException) -> str:
+    """What went wrong, in one line. A task's error reaches the driver wrapped (a
+    `RayTaskError` whose first line names only the task, in colour); the first line
+    of its text that names an exception is the cause."""
+    text = _ANSI.sub("", str(exc)).strip()
+    if raised := _RAISED.search(text):
+        return raised.group(0).strip()[:300]
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:300]
+
+
+def _take(by_path: dict[str, list[int]], path: str) -> list[int]:
+    """The indices waiting for `path`, all of them: a file given twice is read once (Ray may
+    give its path without a leading `/` or with a scheme)."""
+    for key in (path, "/" + path, path.removeprefix("local://"), path.removeprefix("file://")):
+        if by_path.get(key):
+            return by_path.pop(key)
+    return []
+
+
+def _result(record: dict[str, Any], label: str) -> SessionResult:
+    return SessionResult(**{**record, "path": label})
+
+
+def _replay_batch(batch: Any, config: Config, format: str | None) -> dict[str, list[Any]]:
+    """On a worker: a batch of `{bytes, path}` rows to `{path, results}`, results as JSON text."""
+    paths = batch.column("path").to_pylist()
+    contents = batch.column("bytes").to_pylist()
+    out: list[str] = []
+    for path, data in zip(paths, contents, strict=True):
+        stream = io.BufferedReader(io.BytesIO(data), buffer_size=HEAD_SIZE)
+        results = replay_file(path, config, format, stream=stream)
+        out.append(json_bytes([asdict(r) for r in results]).decode())
+    return {"path": paths, "results": out}
+
+
+# `loopwatch evaluate --engine ray`: each case under every configuration is one Ray task
+# (the grid's settings are many, the files few and read where they are: the corpus must be
+# at the same path on every node, a shared or copied folder). At most `_IN_FLIGHT` tasks
+# a CPU are out at once; Ray retries a task whose worker died (`_RETRIES`), and a case
+# lost past that is reported as an error.
+_IN_FLIGHT = 4
+
+
+def replay_cases_ray(
+    cases: list[Case], corpus: str, configs: list[Config], progress: Any = None, address: str | None = None
+) -> list[Replayed]:
+    """`evaluation.replay_cases` on Ray: the same `Replayed` per case, in order."""
+    connect(address)
+    import ray
+
+    remote = ray.remote(max_retries=_RETRIES)(replay_case)
+    configs_ref = ray.put(configs)  # sent once, not once a case
+    cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
+    limit = max(1, int(cpus) * _IN_FLIGHT)
+    results: list[Replayed] = []
+    refs: list[Any] = []
+    for case in cases:
+        refs.append(remote.remote(case, corpus, configs_ref))
+        if len(refs) - len(results) >= limit:
+            results.append(_get(refs[len(results)], cases[len(results)], progress))
+    while len(results) < len(refs):
+        results.append(_get(refs[len(results)], cases[len(results)], progress))
+    return results
+
+
+def _get(ref: Any, case: Case, progress: Any) -> Replayed:
+    import ray
+
+    try:
+        result: Replayed = ray.get(ref)
+    except Exception as exc:  # noqa: BLE001 - a worker lost past Ray's retries: the case is reported, not dropped
+        result = Replayed(case, error=f"lost on Ray: {_cause(exc)}")
+    if progress:
+        progress(1)
+    return result

@@ -1,0 +1,364 @@
+"""`loopwatch install` and `loopwatch uninstall`: put the hook into an agent's settings.
+
+Claude Code reads hooks from `settings.json` (user: `~/.claude/settings.json`, or
+`$CLAUDE_CONFIG_DIR/settings.json`; project: `.claude/settings.json`; local:
+`.claude/settings.local.json`). Codex reads `hooks.json` next to its config (user:
+`$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`; project:
+`.codex/hooks.json`), and runs them only once trusted: `install` records that trust
+for exactly loopwatch's entries in the user's config.toml (see `codex_trust`). Both
+use the same shape::
+
+    {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+
+Installing merges with the hooks already there, is idempotent (installing twice
+leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
+whenever it changes anything. Uninstalling removes only entries whose command runs
+`loopwatch hook`; everything else is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import _safefile as safefile
+from .._hook.settings import HOST_TIMEOUT
+from .._hosts import claude_code, codex
+
+__all__ = ["OURS", "install", "merge", "remove", "uninstall"]
+
+#: Events hooked per agent. Claude Code's tool events take a matcher ("*": every
+#: tool); Codex matches every tool when the matcher is left out. Claude Code's list
+#: (with PostToolBatch, the only event whose stop it honours) is its host module's.
+EVENTS = {
+    "claude-code": claude_code.HOOK_EVENTS,
+    "codex": codex.HOOK_EVENTS,
+}
+_TOOL_EVENTS = claude_code.TOOL_EVENTS
+_TIMEOUT = HOST_TIMEOUT  # the hook answers well within it (`[hook] answer_within`)
+
+#: How an entry is recognised as loopwatch's own: its command runs `loopwatch hook`.
+OURS = re.compile(r"(?:^|[\s/\\])loopwatch(?:\.exe)?\s+hook\b")
+
+
+def default_command(agent: str, scope: str = "user") -> str:
+    """For the user's own settings (and `--local`, never shared), the interpreter that
+    runs this command, so the hook finds this loopwatch whatever the agent's PATH is.
+    For a project's shared settings, `loopwatch hook AGENT`: no path of this machine,
+    so the same file works on a teammate's (whose `loopwatch` is on PATH)."""
+    if scope == "project":
+        return f"loopwatch hook {agent}"
+    return f"{shlex.quote(sys.executable)} -m loopwatch hook {agent}"
+
+
+def settings_path(agent: str, scope: str) -> Path:
+    if agent == "claude-code":
+        if scope == "user":
+            base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+            return Path(base) / "settings.json"
+        return Path(".claude") / ("settings.local.json" if scope == "local" else "settings.json")
+    if scope == "user":
+        base = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+        return Path(base) / "hooks.json"
+    return Path(".codex") / "hooks.json"
+
+
+def is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(OURS.search(hook["command"]))
+
+
+def remove(settings: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `settings` without loopwatch's hook entries. Groups and events left
+    empty by the removal are dropped; nothing else changes."""
+    out = dict(settings)
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    new_hooks: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            new_hooks[event] = groups
+            continue
+        kept = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept.append(group)
+                continue
+            inner = [h for h in group["hooks"] if not is_ours(h)]
+            if len(inner) == len(group["hooks"]):
+                kept.append(group)
+            elif inner:
+                kept.append({**group, "hooks": inner})
+        if kept or not groups:
+            new_hooks[event] = kept
+    out["hooks"] = new_hooks
+    return out
+
+
+def merge(settings: dict[str, Any], agent: str, command: str) -> dict[str, Any]:
+    """A copy of `settings` with exactly one loopwatch entry per hooked event."""
+    out = remove(settings)
+    hooks = out.get("hooks")
+    if hooks is None:
+        hooks = {}
+    elif not isinstance(hooks, dict):
+        raise click.ClickException('the settings file\'s "hooks" is not an object; fix it by hand first')
+    hooks = dict(hooks)
+    for event in EVENTS[agent]:
+        groups = hooks.get(event, [])
+        if not isinstance(groups, list):
+            raise click.ClickException(f"the settings file's hooks.{event} is not a list; fix it by hand first")
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": _TIMEOUT}]}
+        if agent == "claude-code" and event in _TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        hooks[event] = [*groups, group]
+    out["hooks"] = hooks
+    return out
+
+
+def _read(path: Path, inside: Path | None = None) -> dict[str, Any]:
+    try:
+        target = safefile.check(path, links="edit", inside=inside)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; nothing was changed") from None
+    if not target.exists():
+        return {}
+    try:
+        text = target.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"{path}: not valid JSON ({exc}); nothing was changed") from None
+    if not isinstance(data, dict):
+        raise click.ClickException(f"{path}: expected a JSON object; nothing was changed")
+    return data
+
+
+def _write(
+    path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None = None
+) -> bool:
+    """Write the settings by `loopwatch._safefile`: no link planted beside the file is
+    followed, its mode is kept (a new one is 0600), a symlinked settings file is
+    edited where it points (within `inside`, a project's folder, for its settings)."""
+    if after == before and path.exists():
+        return False
+    text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+    if dry_run:
+        click.echo(text, nl=False)
+        return True
+    try:
+        kept = safefile.write(path, text, links="edit", backup=True, inside=inside)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; nothing was changed") from None
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot write: {exc.strerror or exc}; nothing was changed") from None
+    if kept is not None:
+        click.echo(f"backup: {kept}")
+    return True
+
+
+def _write_trust(config: Path, text: str) -> None:
+    from . import codex_trust
+
+    try:
+        codex_trust.write(config, text)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; Codex's trust was not recorded") from None
+    except OSError as exc:
+        raise click.ClickException(f"{config}: cannot write: {exc.strerror or exc}") from None
+
+
+class BadInput(click.ClickException):
+    """One line, exit status 2."""
+
+    exit_code = 2
+
+
+_AGENT = click.argument("agent", type=click.Choice(["claude-code", "codex"]))
+_SCOPE = click.option(
+    "--user",
+    "scope",
+    flag_value="user",
+    default=True,
+    help="The user's settings: every session on this machine (default).",
+)
+_PROJECT = click.option(
+    "--project", "scope", flag_value="project", help="This project's shared settings (.claude/ or .codex/)."
+)
+_LOCAL = click.option(
+    "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
+)
+_FILE = click.option(
+    "--settings",
+    "settings_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write this settings file instead.",
+)
+_DRY = click.option("--dry-run", is_flag=True, help="Print the new settings instead of writing them.")
+
+
+def _project(scope: str, settings_file: Path | None) -> Path | None:
+    """The folder a project's settings file (or a link there) must stay within."""
+    return Path.cwd() if scope in ("project", "local") and settings_file is None else None
+
+
+def _target(agent: str, scope: str, settings_file: Path | None) -> Path:
+    if settings_file is not None:
+        return settings_file
+    if scope == "local" and agent != "claude-code":
+        raise click.UsageError("--local is for claude-code; use --project for codex")
+    return settings_path(agent, scope)
+
+
+@click.command()
+@_AGENT
+@_SCOPE
+@_PROJECT
+@_LOCAL
+@_FILE
+@click.option(
+    "--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`)."
+)
+@_DRY
+def install(agent: str, scope: str, settings_file: Path | None, command: str | None, dry_run: bool) -> None:
+    """Install loopwatch's live guard into Claude Code or Codex.
+
+    \b
+    loopwatch install claude-code            # ~/.claude/settings.json
+    loopwatch install claude-code --project  # .claude/settings.json
+    loopwatch install codex                  # ~/.codex/hooks.json
+
+    The hook then watches every tool call: it nudges the model when it goes in
+    circles, blocks a call repeated with nothing changed, and (for `claude -p`)
+    ends a run that will not stop. Codex: the hook's entries are also trusted in
+    ~/.codex/config.toml (Codex skips untrusted hooks silently); a Codex hook cannot
+    end `codex exec`, so guard unattended runs with `loopwatch run -- codex exec --json`.
+    Existing hooks are kept; running this twice changes nothing; the previous file
+    is kept as *.loopwatch.bak. Disable at any time with LOOPWATCH_MODE=off, or
+    `loopwatch uninstall AGENT`.
+    """
+    path = _target(agent, scope, settings_file)
+    shared = scope == "project" and settings_file is None
+    command = command or default_command(agent, "project" if shared else "user")
+    if shared and not command.startswith("loopwatch "):
+        click.echo(f"note: {path} is shared, and this command may not run on another machine: {command}", err=True)
+    if shared and shutil.which("loopwatch") is None:
+        click.echo(
+            "note: `loopwatch` is not on PATH here; the project's hook runs `loopwatch hook ...` from PATH", err=True
+        )
+    if not OURS.search(command):
+        raise click.UsageError("--command must run `loopwatch hook` (that is how uninstall finds it)")
+    inside = _project(scope, settings_file)
+    before = _read(path, inside)
+    after = merge(before, agent, command)
+    changed = _write(path, before, after, dry_run, inside)
+    if agent == "codex":
+        _trust_codex(path, scope, settings_file, after, changed, dry_run)
+        return
+    if dry_run:
+        return
+    click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {', '.join(EVENTS[agent])}")
+
+
+def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path | None:
+    """hooks.json as Codex names it in trust keys, or None for a file Codex never reads."""
+    from .._hosts import codex
+
+    if settings_file is not None:
+        return None
+    if scope == "user":
+        return Path(codex.codex_home()) / "hooks.json"
+    return Path(os.path.realpath(path))
+
+
+def _trust_codex(
+    path: Path, scope: str, settings_file: Path | None, after: dict[str, Any], changed: bool, dry_run: bool
+) -> None:
+    """Record Codex's trust for exactly loopwatch's entries: Codex silently skips
+    untrusted hooks, so an install without it would do nothing."""
+    from . import codex_trust
+
+    events = ", ".join(EVENTS["codex"])
+    key_path = _codex_key_path(path, scope, settings_file)
+    if key_path is None:
+        if not dry_run:
+            click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
+        click.echo(
+            "Codex reads hooks only from $CODEX_HOME/hooks.json and a project's .codex/hooks.json, "
+            "so no trust was recorded for this file.",
+            err=True,
+        )
+        return
+    config = codex_trust.config_path()
+    wanted = codex_trust.entries(key_path, after, is_ours)
+    try:
+        text = codex_trust.trust(config, wanted)
+    except codex_trust.TrustError as exc:
+        if not dry_run:
+            click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
+        raise click.ClickException(f"NOT active yet: {exc}") from None
+    if dry_run:
+        if text is not None:
+            click.echo(f"# and in {config}:")
+            click.echo(codex_trust.tables_toml(wanted), nl=False)
+        return
+    if text is not None:
+        _write_trust(config, text)
+    click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
+    click.echo(
+        f"{'trusted' if text is not None else 'already trusted'} in {config} (Codex runs only hooks it trusts; "
+        "these entries, nothing else):"
+    )
+    for entry in wanted:
+        click.echo(f"  {entry.key}  {entry.hash}")
+    click.echo(
+        "A change to these entries makes Codex skip them until trusted again: run this command again. "
+        "`loopwatch doctor` checks it."
+    )
+    if scope == "project":
+        click.echo("Codex reads a project's .codex/ only when the project itself is trusted in Codex.")
+    click.echo(
+        "Note: in `codex exec` a hook can warn and block repeats but cannot end the run; for unattended "
+        "runs use `loopwatch run -- codex exec --json ...`, which does."
+    )
+
+
+@click.command()
+@_AGENT
+@_SCOPE
+@_PROJECT
+@_LOCAL
+@_FILE
+@_DRY
+def uninstall(agent: str, scope: str, settings_file: Path | None, dry_run: bool) -> None:
+    """Remove loopwatch's hook entries (only those) from Claude Code or Codex settings."""
+    path = _target(agent, scope, settings_file)
+    if not path.exists():
+        click.echo(f"nothing to do: {path} does not exist")
+        return
+    inside = _project(scope, settings_file)
+    before = _read(path, inside)
+    changed = _write(path, before, remove(before), dry_run, inside)
+    if not dry_run:
+        click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
+    if agent == "codex" and not dry_run:
+        from . import codex_trust
+
+        key_path = _codex_key_path(path, scope, settings_file)
+        config = codex_trust.config_path()
+        text = codex_trust.untrust(config, codex_trust.entries(key_path, before, is_ours)) if key_path else None
+        if text is not None:
+            _write_trust(config, text)
+            click.echo(f"removed loopwatch's hook trust from {config}")

@@ -1,0 +1,81 @@
+"""Writing the report page (`loopwatch report`, `scan --report`, `evaluate --report`):
+the checks made before any work, and the page written, private to the user."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import click
+
+from .._core.config import Config
+from ._common import progress_bar
+
+if TYPE_CHECKING:
+    from .._analysis.evaluation import Label
+    from .._analysis.outcomes import Outcomes
+
+__all__ = ["check_page_output", "write_page"]
+
+
+def check_page_output(path: str) -> None:
+    """A one-line usage error, before any work, when the page cannot be written there
+    or Jinja2 is missing."""
+    if importlib.util.find_spec("jinja2") is None:
+        raise click.UsageError("the HTML report needs Jinja2: pip install 'loopwatch[report]'")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise click.UsageError(f"{path}: no such folder: {folder}")
+
+
+def write_page(
+    output: str,
+    items: Iterable[tuple[str, str]],
+    config: Config,
+    *,
+    labels: list[Label] | None = None,
+    outcomes: Outcomes | None = None,
+    tables: Iterable[str] = (),
+    corpus: str | None = None,
+    problems: Iterable[tuple[str, str]] = (),
+    format: str | None = None,
+    excerpts: bool = False,
+    jobs: int | None = None,
+    progress: bool = True,
+    title: str | None = None,
+) -> int:
+    """Replay the files `(path, label)` and write the page to `output`, with their hand
+    `labels` (paths relative to `corpus`) and `outcomes` where given, and the agent and
+    model columns of the TSV files among `tables`; `problems` are
+    `(label, why)` for files that cannot be read at all, listed as such. Returns the
+    number of files that could not be read."""
+    from .. import _safefile as safefile
+    from .._analysis.outcomes import load_groups
+    from .._html import Sources, report_data
+    from .._html.page import render
+    from .._html.sessions import error_row
+
+    tables = list(tables)
+    columns: dict[str, dict[str, str]] = {}
+    for column in ("agent", "model"):
+        try:
+            columns[column] = load_groups(tables, column) if tables else {}
+        except (OSError, ValueError):
+            columns[column] = {}  # no TSV given has this column: the page leaves it empty
+    sources = Sources(labels, corpus or ".", outcomes, columns)
+    items = list(items)
+    with progress_bar(len(items), "report", progress, 10) as bar:
+        data = report_data(
+            items, config, sources, title=title, format=format, excerpts=excerpts, jobs=jobs, progress=bar.advance
+        )
+    data["sessions"] = [error_row(label, why) for label, why in problems] + data["sessions"]
+    try:
+        safefile.write(output, render(data))
+    except safefile.UnsafeWrite as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output}", err=True)
+    return sum(1 for s in data["sessions"] if s["error"])

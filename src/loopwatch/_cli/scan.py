@@ -1,0 +1,204 @@
+"""`loopwatch scan`: which recorded sessions looped, from where, and what it cost."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from functools import partial
+from typing import BinaryIO
+
+import click
+
+from .._analysis.pool import default_jobs
+from .._analysis.replay import SessionResult, replay_files
+from .._analysis.results import OutputError, ResultWriter, open_results, record_line
+from .._core.config import Config
+from .._readers import FORMATS
+from ._common import config_options, engine_options, make_config, progress_bar, use_ray
+from .paths import Target, expand
+from .report import Totals, first_block, print_problems, print_table
+
+_PROGRESS_MIN_FILES = 10  # below this a bar only flickers
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per session per line, instead of the table.")
+@click.option(
+    "--out",
+    "out_path",
+    metavar="FILE",
+    help="Also write one row per session to FILE, as the scan goes: .jsonl, or .parquet (needs loopwatch[parquet]).",
+)
+@config_options
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(list(FORMATS)),
+    help="Read every file as this format instead of detecting it.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Processes to use (default: one per core; never more than the cores or the files; 1 scans in this process).",
+)
+@engine_options
+@click.option(
+    "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the sessions as one HTML page (as `loopwatch report` does; they are replayed again for it).",
+)
+def scan(
+    paths: tuple[str, ...],
+    as_json: bool,
+    out_path: str | None,
+    config_path: str | None,
+    profile: str | None,
+    mode: str | None,
+    format_name: str | None,
+    jobs: int | None,
+    engine: str,
+    address: str | None,
+    no_progress: bool,
+    report_path: str | None,
+) -> None:
+    """Replay recorded agent sessions and report the ones that went in circles.
+
+    FILE may be a file, a folder (searched recursively for transcripts), a glob
+    (quoted or not: 'runs/**/*.traj') or - for standard input. The format of each
+    file is detected (--format to force one).
+
+    Each session is replayed, as recorded, through fresh monitors (one per agent,
+    as the live hook watches each sub-agent) with the unattended profile; the table shows every session loopwatch would have stopped:
+    the signal, the action where the loop began, the action where the run would have
+    ended, and the actions (and tokens and cost, where the file records them) wasted
+    after it. Then the totals.
+
+    \b
+    Examples:
+      loopwatch scan examples/runaway.jsonl
+      loopwatch scan runs/ --json > results.jsonl
+      loopwatch scan runs/ --out results.parquet
+      loopwatch scan 'trajs/**/*.traj' --jobs 4
+      loopwatch scan s3-mounted/rollouts/ --engine ray --address auto --out results.parquet
+      my-agent --events | loopwatch scan -
+
+    Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
+    be read (or bad usage).
+    """
+    config = make_config(config_path, profile, mode)
+    if format_name is not None:
+        _check_format(format_name)
+    if report_path is not None:
+        from .page_output import check_page_output
+
+        check_page_output(report_path)
+        if "-" in paths:
+            raise click.UsageError("--report replays the files again: it cannot read standard input twice")
+    out = sys.stdout.buffer
+    replay = partial(replay_files, jobs=jobs or default_jobs())
+    if use_ray(engine, address):
+        from .._analysis.ray_engine import replay_files_ray
+
+        replay = partial(replay_files_ray, address=address)
+    with ExitStack() as files:
+        if out_path is not None:
+            try:
+                rows_out = files.enter_context(open_results(out_path))
+            except OutputError as exc:
+                raise click.BadParameter(str(exc), param_hint="--out") from None
+        else:
+            rows_out = None
+        status = _scan(paths, as_json, config, format_name, replay, no_progress, out, rows_out)
+    if report_path is not None:
+        from .page_output import write_page
+
+        targets = list(_targets(paths, None))
+        items = [(t.path, t.label) for t in targets if not t.problem]
+        unread = [(t.label, t.problem) for t in targets if t.problem]
+        write_page(report_path, items, config, problems=unread, format=format_name, jobs=jobs, progress=not no_progress)
+    sys.exit(status)
+
+
+def _scan(
+    paths: tuple[str, ...],
+    as_json: bool,
+    config: Config,
+    format_name: str | None,
+    replay: Callable[..., Iterator[list[SessionResult]]],
+    no_progress: bool,
+    out: BinaryIO,
+    rows_out: ResultWriter | None,
+) -> int:
+    totals = Totals()
+    rows: list[SessionResult] = []
+    # Two passes over the arguments, so nothing per file is held: the first finds the
+    # files that cannot be read (JSON writes them first) and counts the others (the
+    # progress bar's total); the second streams the files to read into the replay.
+    problems: set[str] = set()
+    readable = 0
+    for target in _targets(paths, rows_out):
+        if target.problem:
+            problems.add(target.label)
+            totals.add_file([SessionResult(path=target.label, error=target.problem)])
+            if rows_out is not None:
+                rows_out.write(totals.failed[-1:])
+        else:
+            readable += 1
+    if as_json:  # problems found before reading come first, in the same stream
+        out.writelines(record_line(result) for result in totals.failed)
+    with ExitStack() as stack:
+        progress = stack.enter_context(progress_bar(readable, "scanning", not no_progress, _PROGRESS_MIN_FILES))
+
+        def to_read() -> Iterator[tuple[str, str]]:
+            for target in _targets(paths, rows_out):
+                if not target.problem:
+                    yield target.path, target.label
+                elif target.label not in problems:  # appeared since the first pass
+                    problems.add(target.label)
+                    totals.add_file([SessionResult(path=target.label, error=target.problem)])
+                    if rows_out is not None:
+                        rows_out.write(totals.failed[-1:])
+                    if as_json:
+                        out.write(record_line(totals.failed[-1]))
+
+        for results in replay(to_read(), config, format_name):
+            kept = totals.add_file(results)
+            if rows_out is not None:
+                rows_out.write(kept)
+            if as_json:
+                out.writelines(record_line(result) for result in kept)
+                out.flush()
+            if not as_json:  # the table's rows; JSON lines are written as they come
+                rows.extend(r for r in kept if r.verdict is not None or first_block(r))
+            progress.advance()
+    if not as_json:
+        print_table(rows, totals)
+    print_problems(totals, as_json)
+    return totals.exit_status
+
+
+def _targets(paths: tuple[str, ...], rows_out: ResultWriter | None) -> Iterator[Target]:
+    """The files to scan, less the results file being written (a folder may hold it)."""
+    own = os.path.realpath(rows_out.path) if rows_out is not None else None
+    for target in expand(paths):
+        if own is None or target.problem or os.path.realpath(target.path) != own:
+            yield target
+
+
+def _check_format(name: str) -> None:
+    from .._readers import reader
+
+    try:
+        reader(name)
+    except ImportError:
+        raise click.BadParameter(
+            f"the {name!r} reader is not available in this version", param_hint="--format"
+        ) from None

@@ -1,0 +1,341 @@
+"""`loopwatch hook`: the live guard Claude Code and Codex run around every tool call.
+
+    loopwatch hook [claude-code|codex|auto] < payload.json
+
+Reads one hook event on stdin, feeds it to the session's monitor (state kept in
+SQLite between calls, see `loopwatch._hook.state`) and answers in the host's own
+terms: a nudge as additional context for the model, a block as the denial reason,
+a stop as `continue: false`. Installed by `loopwatch install`.
+
+It never gets in the way: any internal error, a locked or damaged database, a
+malformed payload or an unknown event means "allow", with one line in
+`hook.log` in the state folder. With `fail = "closed"` in `[hook]`, a PreToolUse
+call loopwatch could not check is denied instead, also when it cannot answer within
+`[hook] answer_within` seconds (a watchdog answers for it). `LOOPWATCH_MODE=off`
+returns at once, unless a project's Claude Code settings set it (`loopwatch._trust`).
+
+This module is on the hot path: it imports only the standard library and
+the loopwatch core, never click or rich.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .respond import Reply
+
+__all__ = ["main"]
+
+HOSTS = ("claude-code", "codex", "auto")
+_LOG_LIMIT = 1 << 20  # hook.log is rotated past 1 MiB
+_MAX_PAYLOAD = 8 * 1024 * 1024  # stdin read; a larger payload is drained and only identified
+
+USAGE = """\
+usage: loopwatch hook [claude-code|codex|auto]
+
+Read one Claude Code or Codex hook event (JSON) on stdin and answer it: allow,
+nudge the model, deny a call that repeats with nothing changed, or end a run that
+will not stop. Installed for you by `loopwatch install claude-code` or
+`loopwatch install codex`; see `loopwatch status` for what it has seen.
+
+The host is told apart by the payload (Codex sends `turn_id`) unless given.
+State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
+Disable:  LOOPWATCH_MODE=off
+Profile:  attended (nudge, then block); unattended (nudge, then stop) for
+          `claude -p` and `codex exec`; force with LOOPWATCH_PROFILE.
+Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
+          $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout, keep_days,
+          keep_sessions, trust_project, answer_within (25 s: it answers by then,
+          whatever holds its state). A project's loopwatch.toml, and the "env" of a
+          project's .claude/settings.json, may only tighten the guard.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if any(a in ("-h", "--help") for a in args):
+        sys.stdout.write(USAGE)
+        return 0
+    host = args[0] if args else "auto"
+    if host not in HOSTS or len(args) > 1:
+        sys.stderr.write(f"loopwatch hook: expected one of {', '.join(HOSTS)}, got {' '.join(args)!r}\n")
+        return 0  # a typo in a settings file must not block the agent: allow, loudly
+    # Claude Code hands a project's `.claude/settings.json` "env" to hooks: what the
+    # project set is taken out before anything reads the environment.
+    from .._trust import trusted_environ
+
+    notes: list[str] = []
+    try:
+        tightened = trusted_environ(os.environ, _project_folders(), notes.append)
+    except Exception as exc:  # noqa: BLE001 - cannot tell who set it: nothing that loosens is believed
+        tightened = {}
+        for name in ("LOOPWATCH_MODE", "LOOPWATCH_PROFILE"):
+            os.environ.pop(name, None)
+        notes.append(f"project settings not read ({type(exc).__name__}); LOOPWATCH_MODE/PROFILE ignored")
+    if os.environ.get("LOOPWATCH_MODE", "").strip().lower() == "off":
+        _drain()
+        return 0
+    return _run(host, tightened, notes)
+
+
+def _project_folders() -> list[str]:
+    """Where the project's Claude Code settings are: the folder the host runs us in
+    and the project folder it names."""
+    folders = []
+    try:
+        folders.append(os.getcwd())
+    except OSError:
+        pass
+    if os.environ.get("CLAUDE_PROJECT_DIR"):
+        folders.append(os.environ["CLAUDE_PROJECT_DIR"])
+    return folders
+
+
+class _Watchdog:
+    """Answers for the hook when it cannot answer in time (a lock held, a disk that
+    hangs): the host would kill it at its timeout, and the call would then run
+    unchecked with nothing logged. At `within` seconds it logs the call, answers
+    allow, or deny under `fail = "closed"`, and ends the process. Whoever answers
+    first (the hook or the watchdog) takes `answering`; the other never writes."""
+
+    def __init__(self, host: str, folder: str, within: float) -> None:
+        import threading
+
+        self.host, self.folder = host, folder
+        self.event = self.session = "?"
+        self.data = b""
+        self.fail_closed: bool | None = None
+        self.answering = threading.Lock()
+        self.began = _started()
+        self._timer: threading.Timer | None = None
+        self.arm(within)
+
+    def arm(self, within: float) -> None:
+        import threading
+
+        if self._timer is not None:
+            self._timer.cancel()
+        self.within = within
+        self._timer = threading.Timer(max(within - (time.monotonic() - self.began), 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    @property
+    def deadline(self) -> float:
+        """When the hook's own waits should give up: a second before the watchdog."""
+        return self.began + max(self.within - 1.0, self.within / 2)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _fire(self) -> None:
+        if not self.answering.acquire(blocking=False):
+            return
+        try:
+            code = _fail(
+                self.host,
+                self.folder,
+                self.event,
+                self.session,
+                self.data,
+                self.fail_closed,
+                f"no answer within {self.within:g}s (answer_within)",
+            )
+        except BaseException:  # noqa: BLE001 - the process ends here whatever happens
+            code = 0
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _started() -> float:
+    """When this process was started, on `time.monotonic()`'s clock: the host's timeout
+    runs from then, and starting Python on a busy machine can take seconds. Linux
+    says (/proc); elsewhere, now."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - min(max(age, 0.0), 60.0)
+
+
+def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | None = None) -> int:
+    from .settings import ANSWER_WITHIN, state_dir
+
+    folder = state_dir()
+    watchdog = _Watchdog(host, folder, ANSWER_WITHIN)
+    try:
+        code = _check(host, folder, watchdog, tightened, notes)
+    except BaseException:
+        watchdog.cancel()
+        raise
+    watchdog.cancel()
+    return code
+
+
+def _check(
+    host: str, folder: str, watchdog: _Watchdog, tightened: dict[str, str] | None, notes: list[str] | None
+) -> int:
+    event = session = "?"
+    data = b""
+    fail_closed: bool | None = None
+    try:
+        from .payload import EVENTS, parse, read_stdin
+
+        data, oversize = read_stdin(_MAX_PAYLOAD)
+        watchdog.data = data
+        payload = parse(data, host, oversize)
+        event, session = payload.event, payload.session
+        watchdog.event, watchdog.session = event, session
+        if oversize:
+            _log(folder, event, session, f"payload over {_MAX_PAYLOAD} bytes: identified, not read")
+        for note in notes or ():
+            _log(folder, event, session, note)
+        if event not in EVENTS:
+            _log(folder, event, session, "unknown event: allowed")
+            return 0
+        from . import settings as hook_settings
+
+        config_settings, config, _ = hook_settings.load(
+            payload.cwd, log=lambda line: _log(folder, event, session, line), tightened_by_env=tightened
+        )
+        fail_closed = watchdog.fail_closed = config_settings.fail == "closed"
+        if config_settings.answer_within != watchdog.within:
+            watchdog.arm(config_settings.answer_within)
+        from .guard import handle
+        from .state import Store
+
+        def log(line: str) -> None:
+            _log(folder, event, session, line)
+
+        store = Store(
+            folder,
+            config_settings.busy_timeout,
+            config_settings.keep_days,
+            config_settings.keep_sessions,
+            log=log,
+            origin=config_settings.origin,
+            deadline=watchdog.deadline,
+        )
+        try:
+            answer = handle(payload, config, store, log=log)
+        finally:
+            store.close()
+        if not watchdog.answering.acquire(blocking=False):
+            _hang()  # the watchdog is answering; it ends the process
+        return _write(answer)
+    except Exception as exc:  # noqa: BLE001 - any failure: fail open (or closed, for a call we could not check)
+        if not watchdog.answering.acquire(blocking=False):
+            _hang()
+        return _fail(host, folder, event, session, data, fail_closed, f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+def _hang() -> None:
+    while True:
+        time.sleep(60)
+
+
+def _fail(host: str, folder: str, event: str, session: str, data: bytes, fail_closed: bool | None, why: str) -> int:
+    """A call loopwatch could not check: one line in hook.log, then allow, or deny a
+    PreToolUse call under `fail = "closed"`."""
+    if event == "?":
+        event = _probe_event(data)
+    if fail_closed is None:
+        fail_closed = _user_fails_closed()
+    refused = fail_closed and event == "PreToolUse"
+    _log(folder, event, session, f"{why}; " + ("denied (fail = closed)" if refused else "allowed"))
+    if refused:
+        from .._core.messages import Unchecked
+        from .respond import refuse
+
+        return _write(
+            refuse(
+                "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
+                Unchecked(why.split(":")[0]).for_model(),
+            )
+        )
+    return 0
+
+
+def _probe_event(data: bytes) -> str:
+    """The event name of a payload that could not be parsed, if it can be seen."""
+    import re
+
+    match = re.search(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"', data[: 1 << 16])
+    return match.group(1).decode() if match else "?"
+
+
+def _user_fails_closed() -> bool:
+    """`fail` from the user's own configuration, for a call that failed before the
+    configuration was read (an unreadable payload)."""
+    try:
+        from .settings import load
+
+        return load(None)[0].fail == "closed"
+    except (OSError, ValueError):  # a broken user file: its `fail` cannot be known
+        return False
+
+
+def _write(answer: Reply) -> int:
+    if answer.stdout is not None:
+        import json
+
+        sys.stdout.write(json.dumps(answer.stdout))
+        sys.stdout.flush()
+    if answer.stderr:
+        sys.stderr.write(answer.stderr)
+    return answer.code
+
+
+def _drain() -> None:
+    try:
+        while sys.stdin.buffer.read(1 << 20):
+            pass
+    except (OSError, ValueError):
+        pass
+
+
+def _log(folder: str, event: str, session: str, text: str) -> None:
+    """One line in hook.log: when, which event and session, what happened. Never
+    the payload. hook.log is 0600 and never opened through a symlink; when it
+    cannot be written (a read-only folder, a full disk, a folder not private to
+    the user), the line goes to stderr, which the host shows or logs."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+    line = f"{stamp} pid={os.getpid()} {event[:40]} session={session[:12]} {text}\n"
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")
+    try:
+        from .state import private_file, secure_folder
+
+        repaired = secure_folder(folder)
+        if repaired:
+            line = (
+                "".join(f"{stamp} pid={os.getpid()} {event[:40]} session={session[:12]} {n}\n" for n in repaired) + line
+            )
+        path = os.path.join(folder, "hook.log")
+        try:
+            if os.lstat(path).st_size > _LOG_LIMIT:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        fd = private_file(path)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        try:
+            sys.stderr.write(f"loopwatch hook: {line.rstrip()} (hook.log not written: {exc.strerror or exc})\n")
+        except (OSError, ValueError):
+            pass

@@ -1,0 +1,131 @@
+"""One hook event through a session's monitor.
+
+    PreToolUse          -> Monitor.check(Attempt)        (block: deny the call)
+    PostToolUse         -> Monitor.observe(ToolCall)     (nudge: additional context)
+    PostToolUseFailure  -> Monitor.observe(ToolCall(error=True))
+    PostToolBatch       -> one ToolCall per call not already counted
+    UserPromptSubmit    -> Monitor.observe(UserMessage)  (every streak starts again)
+    Stop, SubagentStop  -> Monitor.observe(Turn)
+
+Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
+its parent's, in a `GuardSession` (the one `loopwatch.Guard` uses): a call is counted
+once, by `tool_use_id`, whether it arrives by PostToolUse or PostToolBatch; a call
+loopwatch denied never ran, so the PostToolBatch that reports it (with the denial text
+as its "result") does not count it, and the denial is logged as a block. Once a run is
+stopped, every later call of that agent is refused until the user writes again; when a
+sub-agent was stopped, its parent is stopped at the PostToolUse of the call that ran it
+(`Call.spawned`), so that the parent's PostToolBatch ends the whole run (Claude Code
+ends only the sub-agent otherwise).
+
+Event times are wall-clock seconds (`time.time()`), the same clock in every hook
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .._configfile import apply_env
+from .._core.config import Config
+from .._core.events import Attempt, ToolCall, Turn, UserMessage
+from .._core.session import ALLOWED, Decision
+from .._core.verdict import Action, Verdict
+from .._hosts.monitors import monitor_for
+from .payload import Payload
+from .respond import ALLOW_REPLY, Reply, reply
+from .settings import detect_profile
+from .state import SessionState, Store
+
+__all__ = ["handle"]
+
+#: Set by `loopwatch run` for the command it supervises (`supervise.supervisor.SUPERVISED`;
+#: not imported from there: the hook path stays small).
+SUPERVISED = "LOOPWATCH_SUPERVISED"
+
+
+def handle(
+    payload: Payload,
+    config: dict[str, Any],
+    store: Store,
+    log: Callable[[str], object] | None = None,
+    now: float | None = None,
+) -> Reply:
+    """Feed one event to its session's monitor and say what to answer."""
+    at = time.time() if now is None else now
+    outcome: dict[str, Any] = {}
+    child_stop = _stopped_child(payload, store)
+
+    def make() -> SessionState:
+        profile, why = detect_profile(payload.host, config)
+        data = {k: v for k, v in config.items() if k != "hook"}
+        monitor = monitor_for(payload.host, apply_env(Config.make({**data, "profile": profile})))
+        return SessionState(monitor, payload.host, profile, why)
+
+    def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
+        decision, tool = _feed(payload, state, at)
+        outcome["decision"] = decision
+        decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
+        if decision.refused:
+            decisions.append((payload.event, Verdict(Action.BLOCK, description=state.stopped), tool))
+        if child_stop is not None and state.stopped is None:
+            state.stop(f"a sub-agent was stopped: {child_stop}")
+            decisions.append((payload.event, Verdict(Action.STOP, description=state.stopped), None))
+        outcome["stopped"] = state.stopped
+        return decisions
+
+    def bad_state(exc: Exception) -> None:
+        if log is not None:
+            log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
+
+    store.update(payload.session, payload.agent, make, feed, bad_state)
+    if (
+        payload.event == "PreToolUse"
+        and payload.host == "codex"
+        and os.environ.get(SUPERVISED)
+        and outcome["stopped"] is not None
+    ):
+        # Under `loopwatch run`, which ends `codex exec` at this very call. A Codex hook
+        # can only block it, and a blocked call never reaches `codex exec --json`: `run`
+        # would not see the loop go on (observed with 0.171.0: 9 more model turns).
+        return ALLOW_REPLY
+    return reply(payload.host, payload.event, outcome["decision"], outcome["stopped"])
+
+
+def _stopped_child(payload: Payload, store: Store) -> str | None:
+    """Why the sub-agent a main-agent call ran was stopped, if it was."""
+    if payload.agent or payload.event != "PostToolUse":
+        return None
+    for call in payload.calls:
+        if call.spawned:
+            try:
+                child = store.state(payload.session, call.spawned)
+            except Exception:  # noqa: BLE001 (a damaged or foreign state tells us nothing; never fail the call)
+                return None
+            if child is not None and child.stopped:
+                return child.stopped
+    return None
+
+
+def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Decision, str | None]:
+    event, agent = payload.event, payload.agent or None
+    if event == "PreToolUse":
+        call = payload.calls[0]
+        return state.before_call(Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=agent)), call.name
+    if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
+        strongest, tool = ALLOWED, None
+        for call in payload.calls:
+            decision = state.after_call(
+                ToolCall(
+                    call.name, call.input, call.result, error=call.error, at=at, call_id=call.call_id, agent=agent
+                ),
+                interrupted=call.interrupted,
+            )
+            if decision.verdict.action.rank > strongest.verdict.action.rank:
+                strongest, tool = decision, call.name
+        return strongest, tool
+    if event == "UserPromptSubmit":
+        return state.user(UserMessage(at=at)), None
+    return state.observe(Turn(at=at)), None  # Stop, SubagentStop
