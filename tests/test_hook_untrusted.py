@@ -338,4 +338,4 @@ def test_mcp_proxy_reads_config_by_the_same_rule(tmp_path, monkeypatch):
     config = trust.load_config(start=tmp_path)
     assert config.mode == "enforce" and config.profile == "unattended"  # loosening ignored, tightening kept
     source = Path(__file__).resolve().parent.parent / "src" / "loopwatch" / "_cli" / "mcp_proxy.py"
-    assert "from ..trust import load_config" in source.read_text()
+    assert "from .._trust import load_config" in source.read_text()
