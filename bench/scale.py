@@ -10,8 +10,9 @@ seeded generator into a temporary listing the scan reads as it goes (a file draw
 replayed twice), so N can be 100,000 without copying gigabytes; results are counted as they
 come, not kept, so the driver's memory is the engine's. Each configuration runs in a
 fresh Python process (so one's workers and caches do not carry into the next) and prints:
-wall time (Ray's start-up apart, as "init"), sessions/s, events/s, stopped sessions (the
-same for every engine, or the run says so), and the peak resident memory of a worker
+wall time (Ray's start-up and Ray Data's import apart, as "init"), sessions/s, events/s,
+stopped sessions (the same for every engine, or the run says so), the driver's CPU per
+session (on 1 local worker, the whole scan), and the peak resident memory of a worker
 (local: the largest child's `ru_maxrss`, which counts the driver's memory when the pool
 forked it, or the process's own on 1 worker, which scans in process; Ray: the largest
 among the workers, asked at the end) and of the driver; a process's own peak is its
@@ -99,9 +100,10 @@ def one(engine: str, workers: int, listing: str) -> dict:
         else:
             import ray
 
-            from loopwatch._analysis.ray_engine import replay_files_ray
+            from loopwatch._analysis.ray_engine import connect, replay_files_ray
 
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            connect()  # imports Ray Data: once a scan, counted with Ray's start-up
             init_seconds = time.perf_counter() - start
             start, cpu_start, thread_start = time.perf_counter(), time.process_time(), time.thread_time()
             files = replay_files_ray(items, config)
