@@ -10,17 +10,23 @@ seeded generator into a temporary listing the scan reads as it goes (a file draw
 replayed twice), so N can be 100,000 without copying gigabytes; results are counted as they
 come, not kept, so the driver's memory is the engine's. Each configuration runs in a
 fresh Python process (so one's workers and caches do not carry into the next) and prints:
-wall time (Ray's start-up apart, as "init"), sessions/s, events/s, stopped sessions (the
-same for every engine, or the run says so), and the peak resident memory of a worker
-(local: the largest child's `ru_maxrss`, or the process's own on 1 worker, which scans in
-process; Ray: the largest `ru_maxrss` among the workers, asked at the end) and of the driver.
+wall time (Ray's start-up and Ray Data's import apart, as "init"), sessions/s, events/s,
+stopped sessions (the same for every engine, or the run says so), the driver's CPU per
+session (on 1 local worker, the whole scan), and the peak resident memory of a worker
+(local: the largest child's `ru_maxrss`, which counts the driver's memory when the pool
+forked it, or the process's own on 1 worker, which scans in process; Ray: the largest
+among the workers, asked at the end) and of the driver; a process's own peak is its
+`VmHWM`, not its `ru_maxrss` (see `own_peak_kib`).
 
 With several N, it then prints each configuration's sessions/s at every N against the
 smallest (1.00 = flat throughput: time linear in N), and, when Ray ran, what 10 million
 rollouts would take on a 64-core Ray cluster, from the largest N's Ray run on the most
 workers: its seconds per session per worker (start-up excluded), times 10 million, over
-64; the assumptions are printed with it (each core of the cluster as fast as one here,
-scaling linear in cores, rollouts as long as these sessions on average).
+64; or, if longer, the time the driver needs to take 10 million results in: its CPU a
+session beyond what it spends polling in any case (that rate is measured after the run,
+on tasks that only sleep), the driver's one core being the limit. The assumptions are
+printed with it (each core of the cluster as fast as one here, scaling linear in cores,
+rollouts as long as these sessions on average).
 """
 
 from __future__ import annotations
@@ -62,7 +68,20 @@ def build(n: int, seed: int, folders: list[Path], into: Path) -> None:
     if not files:
         sys.exit("no corpus sessions found (--corpus)")
     rng = random.Random(seed)
-    into.write_text("".join(f"{rng.choice(files)}\n" for _ in range(n)))
+    with into.open("w") as out:  # line by line: this process's memory would otherwise grow with N
+        for _ in range(n):
+            out.write(f"{rng.choice(files)}\n")
+
+
+def own_peak_kib() -> int:
+    """This process's peak resident memory, its own: `ru_maxrss` also counts the memory
+    of the process it was started from, as it was when it started (Linux carries the
+    high-water mark across `exec`), so it would report this benchmark's parent."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def one(engine: str, workers: int, listing: str) -> dict:
@@ -75,17 +94,18 @@ def one(engine: str, workers: int, listing: str) -> dict:
     counts = dict.fromkeys(("sessions", "events", "stopped", "errors"), 0)
     with open(listing) as listed:  # read as the scan goes (both engines take the files lazily), not held
         items = ((path, f"{i}:{path}") for i, path in enumerate(line.rstrip("\n") for line in listed))
-        start, cpu_start = time.perf_counter(), time.process_time()
+        start, cpu_start, thread_start = time.perf_counter(), time.process_time(), time.thread_time()
         if engine == "local":
             files = replay_files(items, config, jobs=workers)
         else:
             import ray
 
-            from loopwatch._analysis.ray_engine import replay_files_ray
+            from loopwatch._analysis.ray_engine import connect, replay_files_ray
 
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            connect()  # imports Ray Data: once a scan, counted with Ray's start-up
             init_seconds = time.perf_counter() - start
-            start, cpu_start = time.perf_counter(), time.process_time()
+            start, cpu_start, thread_start = time.perf_counter(), time.process_time(), time.thread_time()
             files = replay_files_ray(items, config)
         for file in files:  # counted as they come: the driver holds no results, as a scan writing --out
             for r in file:
@@ -96,13 +116,14 @@ def one(engine: str, workers: int, listing: str) -> dict:
         seconds = time.perf_counter() - start
     # The driver's own CPU time over the run: on Ray, what taking the results in costs (one
     # process, whatever the cluster's size); on the local pool with 1 worker, the whole scan.
-    driver_cpu = time.process_time() - cpu_start
+    driver_cpu, driver_thread_cpu = time.process_time() - cpu_start, time.thread_time() - thread_start
+    at_rest = 0.0
     if engine == "local":  # one worker: the scan runs in this process
-        who = resource.RUSAGE_CHILDREN if workers > 1 else resource.RUSAGE_SELF
-        worker_peak = resource.getrusage(who).ru_maxrss
+        worker_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if workers > 1 else own_peak_kib()
     else:
-        peak = ray.remote(lambda: (os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        peak = ray.remote(lambda: (os.getpid(), own_peak_kib()))
         worker_peak = max(rss for _, rss in ray.get([peak.remote() for _ in range(workers * 8)]))
+        at_rest = driver_at_rest(workers)
         ray.shutdown()
     return {
         "engine": engine,
@@ -111,9 +132,41 @@ def one(engine: str, workers: int, listing: str) -> dict:
         "seconds": round(seconds, 2),
         "init_seconds": round(init_seconds, 2),
         "worker_peak_mib": round(worker_peak / 1024, 1),
-        "driver_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "driver_peak_mib": round(own_peak_kib() / 1024, 1),
         "driver_cpu_seconds": round(driver_cpu, 2),
+        "driver_thread_cpu_seconds": round(driver_thread_cpu, 2),
+        "driver_at_rest": round(at_rest, 4),
     }
+
+
+def driver_at_rest(workers: int) -> float:
+    """The Ray driver's CPU seconds per second while its tasks run and none finishes: Ray
+    Data's scheduling loop and Ray's client threads poll (about every 0.1 s), a cost in
+    time, not in sessions. Measured on a dataset whose tasks only sleep, over 2 s in the
+    middle of their 5 (its start-up left out)."""
+    import threading
+
+    import ray.data
+
+    def sleep(batch: dict) -> dict:
+        time.sleep(5)
+        return batch
+
+    marks: list[tuple[float, float]] = []
+
+    def mark() -> None:
+        for wait in (1.5, 2.0):
+            time.sleep(wait)
+            marks.append((time.perf_counter(), time.process_time()))
+
+    dataset = ray.data.range(workers, override_num_blocks=workers).map_batches(sleep, batch_size=None)
+    clock = threading.Thread(target=mark)
+    clock.start()
+    for _ in dataset.iter_batches(batch_size=None):
+        pass
+    clock.join()
+    (wall0, cpu0), (wall1, cpu1) = marks
+    return (cpu1 - cpu0) / (wall1 - wall0)
 
 
 def main() -> None:
@@ -189,18 +242,28 @@ def estimate(runs: list[dict]) -> None:
     r = max(ray_runs, key=lambda r: (r["n"], r["workers"]))
     per_session = r["seconds"] * r["workers"] / r["sessions"]  # seconds of one worker
     workers_hours = ROLLOUTS * per_session / CORES / 3600
-    # The driver takes every result in, one process whatever the cluster: its CPU per session
-    # bounds the cluster's rate however many cores replay.
-    driver_hours = ROLLOUTS * r["driver_cpu_seconds"] / r["sessions"] / 3600
+    # The driver takes every result in, one process whatever the cluster: it bounds the
+    # cluster's rate however many cores replay. Part of its CPU is polling, a cost in time
+    # (`driver_at_rest`); the rest is a cost in sessions, and the driver saturates when the
+    # two fill its core: at (1 - at_rest) / per-session CPU sessions a second.
+    at_rest = r["driver_at_rest"]
+    driver_session = max(1e-9, (r["driver_cpu_seconds"] - at_rest * r["seconds"]) / r["sessions"])
+    driver_rate = (1 - at_rest) / driver_session
+    driver_hours = ROLLOUTS / driver_rate / 3600
     events = r["events"] / r["sessions"]
     print(
-        f"\n{ROLLOUTS:,} rollouts on a {CORES}-core Ray cluster: about {max(workers_hours, driver_hours):.1f} h."
+        f"\n{ROLLOUTS:,} rollouts on a {CORES}-core Ray cluster: about {max(workers_hours, driver_hours):.2f} h."
         f" Workers: {per_session * 1000:.1f} ms a session on one worker (N = {r['n']:,} on {r['workers']} worker(s),"
-        f" Ray's start-up of {r['init_seconds']} s apart), so {workers_hours:.1f} h over {CORES} cores."
-        f" Driver: {1000 * r['driver_cpu_seconds'] / r['sessions']:.2f} ms of CPU a session, so at least"
-        f" {driver_hours:.1f} h however many cores. Assumed: each of the {CORES} cores as fast as one here, the"
-        f" work spread evenly (no straggler), rollouts of about {events:.0f} events like these sessions (the time"
-        f" grows with the events: {r['events'] / r['seconds'] / r['workers']:.0f} events/s a worker)."
+        f" Ray's start-up of {r['init_seconds']} s apart), so {workers_hours:.2f} h over {CORES} cores"
+        f" ({CORES / per_session:,.0f} sessions/s)."
+        f" Driver: {1000 * r['driver_cpu_seconds'] / r['sessions']:.2f} ms of CPU a session over the run"
+        f" ({1000 * r['driver_thread_cpu_seconds'] / r['sessions']:.2f} in the thread taking the results in),"
+        f" of which {1000 * at_rest:.0f} ms a second is polling, at rest: {1000 * driver_session:.2f} ms a session"
+        f" beyond it, so it takes in at most {driver_rate:,.0f} sessions/s: at least {driver_hours:.2f} h however"
+        f" many cores. Assumed: each of the {CORES} cores as fast as one here, the work spread evenly (no"
+        f" straggler, no gap between windows), the driver's costs per session the same with {CORES} workers, rollouts"
+        f" of about {events:.0f} events like these sessions (the time grows with the events:"
+        f" {r['events'] / r['seconds'] / r['workers']:.0f} events/s a worker)."
     )
 
 

@@ -4,8 +4,11 @@ Skipped when Ray Data is not installed (the `loopwatch[ray]` extra)."""
 
 from __future__ import annotations
 
+import collections
+import importlib.abc
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -71,6 +74,42 @@ def test_a_file_ray_cannot_read_is_reported_and_the_others_kept(tmp_path):
     assert [[r.path for r in file] for file in results] == [["first"], ["gone"], ["again"]]
     assert results[0][0].verdict is not None and results[2][0].verdict == results[0][0].verdict
     assert results[1][0].error.startswith("lost on Ray:")
+
+
+def test_token_totals_past_64_bits_come_back_exact(tmp_path):
+    """Such a record is written by the standard library on the worker (orjson refuses
+    it) and must be read back by it: orjson would read the total as a float."""
+    paths = [tmp_path / "huge.jsonl", tmp_path / "plain.jsonl"]
+    paths[0].write_text(jsonl([dict(e, tokens=2**70) for e in looping_events()]))
+    paths[1].write_text(jsonl(looping_events()))
+    items = [(str(p), p.name) for p in paths]
+    results = list(replay_files_ray(items, Config.make()))
+    assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
+    saved = results[0][0].saved["tokens"]
+    assert saved == 2 * 2**70 and isinstance(saved, int)
+
+
+def test_the_driver_imports_nothing_again_for_each_file(tmp_path):
+    """Ray Data resolves each path with an import (fsspec's HTTP filesystem); where that
+    import fails it must not be attempted again file after file (a fraction of a
+    millisecond each, most of the driver's CPU a file)."""
+    looked_up: collections.Counter[str] = collections.Counter()
+
+    class Count(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            looked_up[name] += 1
+
+    items = []
+    for i in range(40):
+        (tmp_path / f"s{i}.jsonl").write_text(jsonl(healthy_events()))
+        items.append((str(tmp_path / f"s{i}.jsonl"), f"s{i}"))
+    sys.meta_path.insert(0, Count())
+    try:
+        results = list(replay_files_ray(items, Config.make()))
+    finally:
+        del sys.meta_path[0]
+    assert [r.path for file in results for r in file] == [label for _, label in items]
+    assert [name for name, times in looked_up.items() if times >= 10] == []
 
 
 def test_address_without_ray_engine_is_a_usage_error(tmp_path):

@@ -8,7 +8,8 @@ soon as they are ready, and the same verdicts (each file goes through the same
 `replay_file`, on a worker, from its bytes). Files are read by Ray Data as binary files
 with their paths (`read_binary_files(include_paths=True)`: the readers, not Arrow, make
 sense of them, so mixed formats and schemas are no problem) and replayed in
-`map_batches`; the results come back as JSON text, one row per file.
+`map_batches`; the results come back as JSON, one row per file, and the driver takes
+them in a block at a time (Arrow columns, no dict a row).
 
 A window of `_WINDOW` files is one Ray dataset, so what the driver holds is bounded
 whatever the number of files. Nothing is dropped: a task whose worker died is retried
@@ -23,10 +24,11 @@ Ray is imported when this runs (the `loopwatch[ray]` extra: `ray[data]` and pyar
 
 from __future__ import annotations
 
+import importlib
 import io
-import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from functools import partial
@@ -37,7 +39,7 @@ from .._core.config import Config
 from .._readers import HEAD_SIZE
 from .evaluation import Case, Replayed, replay_case
 from .replay import SessionResult, replay_file
-from .results import json_bytes
+from .results import decode_json, encode_json
 
 __all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
 
@@ -64,12 +66,26 @@ def connect(address: str | None = None) -> None:
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # its progress lines would bury the scan's output
     ray.data.DataContext.get_current().enable_progress_bars = False
+    _fail_fsspec_http_fast()
     if ray.is_initialized():
         return
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is one message
         raise RayUnavailable(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") from None
+
+
+def _fail_fsspec_http_fast() -> None:
+    """Ray Data asks of every path it resolves whether its filesystem is fsspec's HTTP one,
+    by importing `fsspec.implementations.http`. Without aiohttp that import fails, and a
+    failed import runs the module again each time: 0.1-0.3 ms a path, most of the driver's
+    CPU a file. Marking the module missing makes each later import fail at once, with the
+    same `ModuleNotFoundError` Ray expects."""
+    name = "fsspec.implementations.http"
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "known missing", as the import system reads it
 
 
 def replay_files_ray(
@@ -128,10 +144,13 @@ def _run(
         replay = partial(_replay_batch, config=config, format=format)
         # `max_retries` has no named parameter yet (Ray 2.60 warns that the catch-all goes in 2.64).
         replayed = dataset.map_batches(replay, batch_size=_BATCH, batch_format="pyarrow", max_retries=_RETRIES)
-        for row in replayed.iter_rows():
-            for index in _take(by_path, str(row["path"])):
-                label = window[index][1]
-                done[index] = [_result(r, label) for r in json.loads(row["results"])]
+        blocks: Iterable[Any] = replayed.iter_batches(batch_size=None, batch_format="pyarrow")  # no dict a row
+        for batch in blocks:
+            columns = (batch.column(name).to_pylist() for name in ("path", "results", "by_orjson"))
+            for path, data, by_orjson in zip(*columns, strict=True):
+                records = decode_json(data, by_orjson)
+                for index in _take(by_path, path):
+                    done[index] = [_result(r, window[index][1]) for r in records]
     except Exception as exc:  # noqa: BLE001 - a lost worker or an unreadable file: retried, then reported
         return _cause(exc)
     missing = [i for i in indices if i not in done]
@@ -167,15 +186,19 @@ def _result(record: dict[str, Any], label: str) -> SessionResult:
 
 
 def _replay_batch(batch: Any, config: Config, format: str | None) -> dict[str, list[Any]]:
-    """On a worker: a batch of `{bytes, path}` rows to `{path, results}`, results as JSON text."""
+    """On a worker: a batch of `{bytes, path}` rows to `{path, results, by_orjson}`, the
+    results as JSON (`encode_json`)."""
     paths = batch.column("path").to_pylist()
     contents = batch.column("bytes").to_pylist()
-    out: list[str] = []
+    out: list[bytes] = []
+    by_orjson: list[bool] = []
     for path, data in zip(paths, contents, strict=True):
         stream = io.BufferedReader(io.BytesIO(data), buffer_size=HEAD_SIZE)
         results = replay_file(path, config, format, stream=stream)
-        out.append(json_bytes([asdict(r) for r in results]).decode())
-    return {"path": paths, "results": out}
+        text, fast = encode_json([asdict(r) for r in results])
+        out.append(text)
+        by_orjson.append(fast)
+    return {"path": paths, "results": out, "by_orjson": by_orjson}
 
 
 # `loopwatch evaluate --engine ray`: each case under every configuration is one Ray task

@@ -26,7 +26,16 @@ from typing import Any, BinaryIO, Self
 
 from .replay import SessionResult
 
-__all__ = ["COLUMNS", "OutputError", "ResultWriter", "json_bytes", "open_results", "record_line"]
+__all__ = [
+    "COLUMNS",
+    "OutputError",
+    "ResultWriter",
+    "decode_json",
+    "encode_json",
+    "json_bytes",
+    "open_results",
+    "record_line",
+]
 
 #: Parquet columns, in order, with their Arrow types.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -64,12 +73,28 @@ def record_line(result: SessionResult) -> bytes:
 
 def json_bytes(value: Any) -> bytes:
     """`value` as compact JSON, whatever its integers (see `record_line`)."""
+    return encode_json(value)[0]
+
+
+def encode_json(value: Any) -> tuple[bytes, bool]:
+    """`json_bytes(value)`, and whether orjson wrote it: then `decode_json` may read it
+    back with orjson, else only the standard library reads it exactly (orjson reads an
+    integer past 64 bits as a float, and refuses an escaped lone surrogate)."""
     import orjson
 
     try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS), True
     except TypeError:
-        return json.dumps(value, separators=(",", ":"), default=str).encode()  # ASCII: lone surrogates escaped
+        return json.dumps(value, separators=(",", ":"), default=str).encode(), False  # ASCII: lone surrogates escaped
+
+
+def decode_json(data: bytes, by_orjson: bool) -> Any:
+    """What `encode_json` wrote, read back exactly (orjson is the faster reader)."""
+    if by_orjson:
+        import orjson
+
+        return orjson.loads(data)
+    return json.loads(data)
 
 
 class ResultWriter:
