@@ -13,7 +13,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture
 def chooser(monkeypatch):
-    spec = importlib.util.spec_from_file_location("choose_nudges", os.path.join(HERE, "..", "labels", "choose_nudges.py"))
+    spec = importlib.util.spec_from_file_location(
+        "choose_nudges", os.path.join(HERE, "..", "labels", "choose_nudges.py")
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -62,7 +64,10 @@ CAUGHT_AT_3 = {0: None, 1: None, 2: 6, 3: 6}
 
 
 def test_the_harm_bound_comes_before_recall(chooser):
-    # 2 catches the loop too, but nudges 10 of 100 resolved sessions: over the 3% bound.
+    # Only 2 catches the loop, but it nudges 10 of 100 resolved sessions: over the 3% bound.
+    caught = {0: None, 1: None, 2: None, 3: 6}
+    assert chooser.SETTINGS[chooser.choose(rows(NUDGED, caught), "recall", margin=0)] == (0,)
+    # Within the bound, the setting that catches it is chosen.
     assert chooser.SETTINGS[chooser.choose(rows(NUDGED, CAUGHT_AT_3), "recall", margin=0)] == (3,)
 
 
