@@ -43,10 +43,10 @@ import sys
 
 #: (signal, field, values), each axis most careful first (0: off).
 AXES = (
-    ("text_only", "threshold", (7, 6, 5, 4)),
-    ("reverify", "rounds", (0, 5, 4, 3, 2)),
+    ("text_only", "threshold", (7, 6, 5)),
+    ("reverify", "rounds", (4, 3, 2)),
     ("unchanged", "rounds", (5, 4, 3, 2)),
-    ("wedged", "turns", (4, 3, 2)),
+    ("wedged", "turns", (3, 2)),
 )
 POSITIONS = list(itertools.product(*(range(len(values)) for *_, values in AXES)))
 SETTINGS = [tuple(values[i] for (*_, values), i in zip(AXES, position)) for position in POSITIONS]
