@@ -1,20 +1,26 @@
 """Choose the nudge-only thresholds out of fold, on both corpora together.
 
-The thresholds of signals that only ever nudge (`text_only`, `reverify`) decide no stop,
-so `loopwatch evaluate --folds` (which trades stops) does not choose them. Here every
-session of the TB2 half and of the 2024 corpus is replayed once per setting (the whole
-detector, with each source's shipped calibration), the sessions are dealt into 5 folds
-(stratified by corpus, label and outcome, seeded), and for each fold a setting is chosen
-on the other four, harm first:
+The thresholds that only decide nudges (`text_only`'s threshold, `reverify`'s rounds,
+`unchanged`'s rounds, `wedged`'s turns) decide no stop on their own, so `loopwatch
+evaluate --folds` (which trades stops) does not choose them. (`cycle`'s repeats also
+earn its stop and are at their floor, 2; the stop-governing thresholds are chosen by
+`evaluate`.) Here every session of the TB2 half and of the 2024 corpus is replayed once
+per setting of the grid `AXES` (the whole detector, with each source's shipped
+calibration), the sessions are dealt into 5 folds (stratified by corpus, label and
+outcome, seeded), and for each fold a setting is chosen on the other four, harm first:
 
 1. admissible: at most 3% of the resolved TB2 sessions nudged (the bound for today's agents); the 2024
-   corpus's successful sessions nudged no more than 1% of them above the baseline setting's;
+   corpus's successful sessions nudged no more than 1% of them above the shipped setting's;
    no more harmful stops (on a successful session, a `no` or `brief` label, or well before
-   an onset) than the baseline;
-2. the most labelled loops whose first nudge is at or after the onset (`--objective
+   an onset) than the shipped setting;
+2. with a margin (`--margin`, 1 by default, as `evaluate`'s): on every axis where it is not
+   the grid's most careful value, the setting `margin` steps more aggressive is admissible
+   too (a step past the grid's end is not known to be; when no admissible setting keeps
+   the margin, the admissible ones are the pool);
+3. the most labelled loops whose first nudge is at or after the onset (`--objective
    recall`, the default: the issue's targets are recall within harm budgets), or that
    less the false first nudges (`--objective net`);
-3. then the fewest false first nudges and nudged successful sessions, then the more
+4. then the fewest false first nudges and nudged successful sessions, then the more
    conservative setting.
 
 Each held-out fold is scored under its own choice; the out-of-fold figures are those
@@ -22,7 +28,7 @@ scores together. The replays are cached (`--cache`); `--reuse` reads the cache a
 the labels afresh (labels read since the replay count). Run from the repository root:
 
     python labels/choose_nudges.py --cache /tmp/nudges.json
-    python labels/choose_nudges.py --cache /tmp/nudges.json --reuse --objective net
+    python labels/choose_nudges.py --cache /tmp/nudges.json --reuse --margin 0
 """
 
 from __future__ import annotations
@@ -35,10 +41,15 @@ import os
 import random
 import sys
 
-TEXT_ONLY = [7, 6, 5, 4, 3]  # conservative first
-REVERIFY = [0, 5, 4, 3, 2]  # 0: off, the baseline
-SETTINGS = list(itertools.product(TEXT_ONLY, REVERIFY))
-BASELINE = SETTINGS.index((7, 0))
+#: (signal, field, values), each axis most careful first (0: off).
+AXES = (
+    ("text_only", "threshold", (7, 6, 5)),
+    ("reverify", "rounds", (4, 3, 2)),
+    ("unchanged", "rounds", (5, 4, 3, 2)),
+    ("wedged", "turns", (3, 2)),
+)
+POSITIONS = list(itertools.product(*(range(len(values)) for *_, values in AXES)))
+SETTINGS = [tuple(values[i] for (*_, values), i in zip(AXES, position)) for position in POSITIONS]
 CORPORA = (
     ("tb2", "../shared/corpus-tb2", "labels/tb2-labels.tsv", "../shared/corpus-tb2/MANIFEST.tsv"),
     ("2024", "../shared/corpus", "../shared/corpus/labels.tsv", "../shared/corpus/MANIFEST.tsv"),
@@ -51,7 +62,10 @@ def replay(jobs: int) -> list[dict]:
     from loopwatch._core.config import Config
 
     rows = []
-    configs = [Config.make(signals={"text_only": {"threshold": t}, "reverify": {"rounds": r}}) for t, r in SETTINGS]
+    configs = [
+        Config.make(signals={signal: {field: value} for (signal, field, _), value in zip(AXES, setting)})
+        for setting in SETTINGS
+    ]
     for name, corpus, labels_path, manifest in CORPORA:
         labels = {os.path.normpath(label.path): label for label in load_labels(labels_path)}
         with open(manifest, newline="", encoding="utf-8") as fh:
@@ -109,23 +123,44 @@ def figures(rows: list[dict], k: int | dict[int, int]) -> dict[str, int]:
     return f
 
 
-def choose(rows: list[dict], objective: str) -> int:
-    base = figures(rows, BASELINE)
-    best: tuple[tuple[int, ...], int] | None = None
-    for k in range(len(SETTINGS)):
-        f = figures(rows, k)
-        if (
-            f["tb2_nudged"] > 0.03 * f["tb2_resolved"]
-            or f["old_nudged"] > base["old_nudged"] + 0.01 * f["old_succeeded"]
-            or f["harmful_stops"] > base["harmful_stops"]
-        ):
-            continue
+def shipped() -> int:
+    """The index of the setting loopwatch ships (each field's default)."""
+    from loopwatch._core.config import Config
+
+    config = Config.make()
+    return SETTINGS.index(tuple(getattr(config.params(signal), field) for signal, field, _ in AXES))
+
+
+def choose(rows: list[dict], objective: str, margin: int) -> int:
+    every = [figures(rows, k) for k in range(len(SETTINGS))]
+    base = every[shipped()]
+    admissible = [
+        f["tb2_nudged"] <= 0.03 * f["tb2_resolved"]
+        and f["old_nudged"] <= base["old_nudged"] + 0.01 * f["old_succeeded"]
+        and f["harmful_stops"] <= base["harmful_stops"]
+        for f in every
+    ]
+    where = {position: k for k, position in enumerate(POSITIONS)}
+
+    def kept(k: int) -> bool:
+        position = POSITIONS[k]
+        return all(
+            n is not None and admissible[n]
+            for a in range(len(position))
+            if position[a] > 0
+            for step in range(1, margin + 1)
+            for n in [where.get(position[:a] + (position[a] + step,) + position[a + 1 :])]
+        )
+
+    pool = [k for k in range(len(SETTINGS)) if admissible[k]]
+    pool = [k for k in pool if kept(k)] or pool  # the shipped setting is always admissible
+
+    def merit(k: int) -> tuple[int, ...]:
+        f = every[k]
         gain = f["caught"] if objective == "recall" else f["caught"] - f["false"]
-        key = (gain, -f["false"] - f["tb2_nudged"] - f["old_nudged"], -k)
-        if best is None or key > best[0]:
-            best = (key, k)
-    assert best is not None  # the baseline is always admissible
-    return best[1]
+        return (gain, -f["false"] - f["tb2_nudged"] - f["old_nudged"], -k)
+
+    return max(pool, key=merit)
 
 
 def show(f: dict[str, int]) -> str:
@@ -138,11 +173,16 @@ def show(f: dict[str, int]) -> str:
     )
 
 
+def name(k: int) -> str:
+    return " ".join(f"{signal}.{field}={value}" for (signal, field, _), value in zip(AXES, SETTINGS[k]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", required=True, help="JSON file of the replays (written, or read with --reuse)")
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--objective", choices=("recall", "net"), default="recall")
+    parser.add_argument("--margin", type=int, default=1, help="grid steps past the choice that must be admissible too")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
@@ -169,17 +209,19 @@ def main(argv: list[str] | None = None) -> int:
             fold[i] = n % args.folds
     chosen: dict[int, int] = {}
     for f in range(args.folds):
-        k = choose([r for i, r in enumerate(rows) if fold[i] != f], args.objective)
-        print(f"fold {f}: text_only.threshold={SETTINGS[k][0]} reverify.rounds={SETTINGS[k][1]}")
+        k = choose([r for i, r in enumerate(rows) if fold[i] != f], args.objective, args.margin)
+        print(f"fold {f}: {name(k)}")
         chosen.update({i: k for i in range(len(rows)) if fold[i] == f})
-    for name, *_ in CORPORA:
-        part = [(i, r) for i, r in enumerate(rows) if r["corpus"] == name]
+    for corpus, *_ in CORPORA:
+        part = [(i, r) for i, r in enumerate(rows) if r["corpus"] == corpus]
         out_of_fold = figures([r for _, r in part], {n: chosen[i] for n, (i, _) in enumerate(part)})
-        print(f"out of fold, {name}: {show(out_of_fold)}")
-    print("in sample, each setting (text_only.threshold, reverify.rounds):")
+        print(f"out of fold, {corpus}: {show(out_of_fold)}")
+    k = choose(rows, args.objective, args.margin)
+    print(f"on every session: {name(k)} (shipped: {name(shipped())})")
+    print(f"in sample, each setting ({', '.join(f'{signal}.{field}' for signal, field, _ in AXES)}):")
     for k, setting in enumerate(SETTINGS):
-        for name, *_ in CORPORA:
-            print(f"  {setting} {name}: {show(figures([r for r in rows if r['corpus'] == name], k))}")
+        for corpus, *_ in CORPORA:
+            print(f"  {setting} {corpus}: {show(figures([r for r in rows if r['corpus'] == corpus], k))}")
     return 0
 
 

@@ -126,7 +126,7 @@ def _streams():
         "wedged": [bash(f"cat {SECRET}", f"> cat {SECRET}\n>") for _ in range(4)],
         "unchanged": [
             x
-            for i in range(4)
+            for i in range(5)
             for x in (
                 call("Edit", {"file_path": f"{SECRET}.py", "n": i}, "ok", changed=[f"{SECRET}.py"]),
                 bash(f"pytest {SECRET}", f"1 failed: {SECRET}", error=True),
@@ -134,7 +134,7 @@ def _streams():
         ],
         "reverify": [
             x
-            for _ in range(3)
+            for _ in range(4)
             for x in (bash(f"cat {SECRET}", SECRET), call("mark_task_complete", {"why": SECRET}, SECRET))
         ],
         "text_only": [bash(f"ls {SECRET}", SECRET)]

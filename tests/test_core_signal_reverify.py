@@ -65,3 +65,10 @@ def test_other_tools_and_other_completion_tools_are_no_rounds():
     verdicts = feed(m, rounds(1, "finish") + rounds(1, "submit") + rounds(1, "finish"))
     assert all(v.action is Action.ALLOW for v in verdicts)  # another completion tool starts again
     assert feed(only("reverify", {"rounds": 3}), rounds(3, "finish"))[-1].action is Action.NUDGE
+
+
+def test_as_shipped_the_fourth_claim_nudges():
+    # 4 rounds, chosen out of fold with a margin (`labels/choose_nudges.py`): 3 claims
+    # with checks between are what one resolved session in five of some harnesses does.
+    claims = feed(only("reverify"), rounds(4))[2::3]
+    assert [v.action for v in claims] == [Action.ALLOW] * 3 + [Action.NUDGE]

@@ -50,14 +50,14 @@ def test_rerunning_tests_after_different_edits_is_never_flagged(agent):
     assert state_actions(agent.state, agent.session) == 10
 
 
-def test_edits_that_leave_the_identical_failure_are_only_nudged_from_the_fourth(agent):
-    """The same failure after every edit (`unchanged`): nothing is said for three rounds,
+def test_edits_that_leave_the_identical_failure_are_only_nudged_from_the_fifth(agent):
+    """The same failure after every edit (`unchanged`): nothing is said for four rounds,
     then the model is told once that its edits do not change what the test says; nothing
     is refused."""
-    for i in range(5):
+    for i in range(6):
         before, after = agent.run("Bash", bash("pytest -x tests/test_parser.py"), error=pytest_failure(40))
         assert before.denied is None
-        if i == 3:
+        if i == 4:
             assert after.context and "your edits are not changing what" in after.context, after
         else:
             assert after.context is None and after.out is None, after
@@ -66,7 +66,7 @@ def test_edits_that_leave_the_identical_failure_are_only_nudged_from_the_fourth(
             "Edit", edit("/p/src/parser.py", old, new), response=edit_response("/p/src/parser.py", old, new)
         )
         assert before.denied is None
-    assert state_actions(agent.state, agent.session) == 10
+    assert state_actions(agent.state, agent.session) == 12
 
 
 def test_a_new_user_prompt_starts_every_streak_again(agent):

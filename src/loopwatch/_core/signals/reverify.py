@@ -16,11 +16,14 @@ tool counted in the events files): 3 rounds or more in 5 of the 14 labelled loop
 the labelled onset) and in 3 of its 9 sessions labelled `no`; in 34 of 2,721 resolved
 sessions (terminus-3-3 19 of 102, terminus-2 13 of 1,192, judy 2 of 28). 4 rounds: 2 of
 the 5 cycles, 11 resolved sessions. The rounds were chosen out of fold on both corpora
-together with `text_only`'s threshold, harm first (`python labels/choose_nudges.py`):
-3 in every fold. The whole detector then nudges 72 resolved TB2 sessions (2.6%; 39
-without this signal) and no 2024 session more than without it.
-Chosen instead to maximise loops caught less false nudges (`--objective net`), 4 rounds
-win in most folds: the 3 `no` sessions above cost as much as 3 loops caught.
+together with `text_only`'s threshold and `unchanged`'s rounds, harm first and with a
+margin of one grid step (`python labels/choose_nudges.py`): 4 in every fold. 3 rounds
+nudge more loops (9 of the 14 labelled ones in sample with the rest of the detector, 6
+with 4) within the bound of 3% of resolved TB2 sessions nudged (72, 2.6%; 49, 1.8%, with
+4), but the step past them, 2, nudges 348 (12.8%): 3 sits at the edge of the harm
+budget, where a new sample may cross it, so it is not shipped. Without the margin
+(`--margin 0`) every fold chooses 3; chosen to maximise loops caught less false nudges
+(`--objective net`), 4 wins as well.
 Re-measured by `loopwatch evaluate --labels labels/tb2-labels.tsv --outcomes
 ../shared/corpus-tb2/MANIFEST.tsv` (the labels) and `loopwatch evaluate
 ../shared/corpus-tb2 --outcomes ../shared/corpus-tb2/MANIFEST.tsv` (the resolved ones).
@@ -48,10 +51,10 @@ FINISHERS = frozenset({"mark_task_complete", "finish", "submit", "end_execution"
 
 
 class Params(SignalParams):
-    #: Rounds of "done", each after other calls, that earn the nudge: 3, the protocol's
-    #: rounds, chosen out of fold (2: the detector nudges 13% of resolved TB2 sessions; 4 misses 3 of
-    #: the 5 labelled re-verification cycles).
-    rounds: Count = 3
+    #: Rounds of "done", each after other calls, that earn the nudge: 4, chosen out of fold
+    #: with a margin (3 catches 3 more of the 5 labelled re-verification cycles, but 2, the
+    #: step past it, nudges 13% of resolved TB2 sessions).
+    rounds: Count = 4
 
 
 class Reverify(Signal[Params]):

@@ -19,7 +19,8 @@ scan --json --format events ../shared/corpus-tb2`: each record's
 `calibration.text_only_most` against `resolved` in its MANIFEST.tsv). A person
 chatting with an agent without asking it to act makes the same shape, so it is a
 suspicion that only nudges, never blocks or stops. The threshold was chosen out of
-fold on both corpora together with `reverify`'s rounds (the most labelled loops
+fold on both corpora together with `reverify`'s rounds, `unchanged`'s rounds and
+`wedged`'s turns, with a margin of one grid step (the most labelled loops
 nudged at or after their onset within the harm budgets: at most 3% of resolved TB2
 sessions nudged, the 2024 corpus's successful sessions nudged no more than 1% above
 today's; `python labels/choose_nudges.py`): 6 in 4 folds of 5, 7 in the

@@ -20,7 +20,16 @@ failed sessions and none of 2,721 resolved ones. The 2024 corpus (692 sessions, 
 known), this signal alone, in sample: 3 rounds nudge or stop 13 of 261 sessions that
 solved their task, and stop a session labelled `no` (the same `apt-get install` timing
 out across edits to the package sources); 4 rounds: 1 and the same `no` session; 5: none,
-and 3 labelled loops. So 4 rounds, and never a stop. Each session's longest streak is
+and 3 labelled loops. The rounds were chosen out of fold on both corpora together with
+the other nudge-only thresholds, harm first and with a margin of one grid step
+(`python labels/choose_nudges.py`): 5 in every fold. With the whole detector, 4 rounds
+nudge one successful 2024 session more than 5 (10 of 261 against 9) and give one labelled
+loop its first nudge (51 of 62 against 50), but the step past them, 3, nudges 19 (7.3%,
+over the bound of 1% above the shipped detector's), so 4 is at the edge and not shipped.
+On the TB2 half 5 and 4 differ by one resolved session nudged (71, 72) and no label.
+Lower counts only add harm: 3 nudges no labelled loop sooner on either corpus (its
+first nudges come before the onsets: 49 of 62 loops nudged at or after theirs) and 2
+nudges 111 of the 261 successful sessions. Never a stop. Each session's longest streak is
 its `calibration.unchanged_most` in `loopwatch scan --json`; the harm as shipped,
 `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
 ../shared/corpus/MANIFEST.tsv`.
@@ -48,9 +57,9 @@ _MAX_CHECKS = 64  # distinct calls followed, the least recently run forgotten fi
 
 class Params(SignalParams):
     #: Runs of one check with the identical result, a write before each but the first:
-    #: 4, one past the labelling protocol's 3 rounds, which nudged 13 of 261 successful
-    #: sessions of the 2024 corpus (4: 1; in sample, see above).
-    rounds: Count = 4
+    #: 5, chosen out of fold with a margin (4 is one step from 3, which nudges 19 of the
+    #: 261 successful sessions of the 2024 corpus; see above).
+    rounds: Count = 5
 
 
 class _Check(NamedTuple):

@@ -15,7 +15,11 @@ a `>` prompt after a broken `sed` quote, every later command only echoed to the 
 (`loopwatch scan --json --format events ../shared/corpus-tb2`: each record's
 `calibration.wedged_most` against `resolved` in its MANIFEST.tsv).
 A single stuck call is common and harmless (a heredoc typed over two steps), so 3 in
-a row, the protocol's rounds, with nothing else between.
+a row, the protocol's rounds, with nothing else between. 2 in a row was measured out of
+fold with the other nudge-only thresholds (`python labels/choose_nudges.py`): with the
+whole detector it nudges the same sessions of both corpora as 3 (the one labelled
+wedged terminal a call sooner), so it gains nothing, and 1 would make every stuck call
+a loop: 3 stays.
 
 Grade: suspicion. It never fired on the 2024 corpus (no terminal screens there), so its
 evidence is one corpus and one resolved session inside the range; it nudges, and
