@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from . import messages
 from .config import Config
@@ -49,6 +49,16 @@ from .step import Step, make_step
 from .text import PassageCutter, is_apology, names_invented_tool
 from .verdict import ALLOW, Action, Verdict, for_model
 
+_C = TypeVar("_C")
+
+try:  # read by mypyc only (the optional compiled build); a no-op when run
+    from mypy_extensions import mypyc_attr
+except ImportError:  # no mypy installed: nothing needs it
+
+    def mypyc_attr(*attrs: str, **kwattrs: object) -> Callable[[_C], _C]:
+        return lambda cls: cls
+
+
 __all__ = ["Monitor"]
 
 MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop ends a run)
@@ -58,6 +68,9 @@ MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop en
 _MAX_SEEN = 64
 
 
+# Compiled, it stays a base that plain Python may extend (`evaluation` and `replay`
+# override how a call is digested).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Monitor:
     """Watches one agent session. See the module docstring.
 
