@@ -163,6 +163,24 @@ else:
     assert len(lines) == 4 and all(line.startswith("refused") for line in lines), done.stdout
 
 
+@needs_compiled
+def test_every_compiled_class_the_hook_stores_is_made_without_running_its_init():
+    """The codec makes a stored object with the class's `__new__`: for a compiled class
+    that runs no `__init__` only when mypyc is told so (`_core/native.py`)."""
+    assert COMPILED is not None
+    script = r"""
+from loopwatch._hook import codec
+for cls, attributes in codec.registry().compiled.items():
+    empty = cls.__new__(cls)
+    print(cls.__qualname__, len(attributes), sum(hasattr(empty, name) for name in attributes))
+"""
+    done = run(COMPILED, "-c", script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    made = {name: (int(total), int(set_)) for name, total, set_ in (line.split() for line in done.stdout.splitlines())}
+    assert {"Monitor", "Policy", "LineCutter", "_Screen", "PassageCutter", "TailCycles"} <= made.keys()
+    assert {name: set_ for name, (total, set_) in made.items() if set_} == {}
+
+
 @pytest.mark.slow
 def test_the_default_build_needs_no_compiler(tmp_path):
     """`pip install .` builds pure Python: a wheel for any platform, no extension, with no

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 from . import messages
 from .config import Config
@@ -42,22 +42,13 @@ from .finding import Finding
 from .fingerprint import digest, digest_call, normalize, text_of
 from .identity import identifying
 from .lines import LineCutter
+from .native import mypyc_attr
 from .policy import Policy
 from .signals import SIGNALS
 from .signals.base import Signal
 from .step import Step, make_step
 from .text import PassageCutter, is_apology, names_invented_tool
 from .verdict import ALLOW, Action, Verdict, for_model
-
-_C = TypeVar("_C")
-
-try:  # read by mypyc only (the optional compiled build); a no-op when run
-    from mypy_extensions import mypyc_attr
-except ImportError:  # no mypy installed: nothing needs it
-
-    def mypyc_attr(*attrs: str, **kwattrs: object) -> Callable[[_C], _C]:
-        return lambda cls: cls
-
 
 __all__ = ["Monitor"]
 
@@ -69,7 +60,7 @@ _MAX_SEEN = 64
 
 
 # Compiled, it stays a base that plain Python may extend (`evaluation` and `replay`
-# override how a call is digested).
+# override how a call is digested), and one the hook's state codec can make (`native`).
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Monitor:
     """Watches one agent session. See the module docstring.
