@@ -90,8 +90,6 @@ def internal_graph(under: str = "loopwatch", types: bool = False) -> dict[str, s
 
 STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 CORE_MAY_USE = {"rapidfuzz"}  # echo's similarity, imported lazily
-# `_core/native.py`: mypyc's class attributes for the optional compiled build, a no-op without it.
-CORE_MAY_USE |= {"mypy_extensions"}
 
 
 def test_the_core_imports_nothing_of_loopwatch_outside_itself() -> None:

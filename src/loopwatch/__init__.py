@@ -7,7 +7,6 @@ them, and it answers each with a `Verdict` (allow, warn, nudge, block, stop).
 from typing import TYPE_CHECKING, Any
 
 from ._configfile import apply_env, find_config, load_config, read_config_file
-from ._core import monitor as _monitor
 from ._core.config import Config, ConfigError, ToolRule
 from ._core.events import Attempt, Correction, Event, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from ._core.finding import Finding
@@ -41,10 +40,6 @@ __all__ = [
 ]
 
 __version__ = "0.2.0"
-
-#: True when this install runs the compiled core (built with `LOOPWATCH_COMPILE=1`,
-#: README "Speed"), False for pure Python.
-__compiled__ = not str(_monitor.__file__).endswith(".py")
 
 if TYPE_CHECKING:
     from ._guard import Decision, Guard, drop

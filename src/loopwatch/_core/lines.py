@@ -42,7 +42,6 @@ import re
 from typing import NamedTuple
 
 from .fingerprint import digest, normalize_line, strip_escapes
-from .native import mypyc_attr
 
 __all__ = ["Line", "LineCutter"]
 
@@ -99,7 +98,6 @@ class Line(NamedTuple):
     failure: bool  # reads as a failure (an exception, FAILED)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # the hook's state codec makes it (`native`)
 class _Screen:
     """Where the cursor is, in rows counted from the start of the stream, and what the
     last rows showed (exact digests). `partial`: text of the row the cursor is on that
@@ -113,7 +111,6 @@ class _Screen:
         self.partial = ""
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # the hook's state codec makes it (`native`)
 class LineCutter:
     """Cuts each stream's output into `Line`s. `height` is the screen's height in rows,
     when known (a recording's header, a pseudo-terminal's size)."""

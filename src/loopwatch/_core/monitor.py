@@ -42,7 +42,6 @@ from .finding import Finding
 from .fingerprint import digest, digest_call, normalize, text_of
 from .identity import identifying
 from .lines import LineCutter
-from .native import mypyc_attr
 from .policy import Policy
 from .signals import SIGNALS
 from .signals.base import Signal
@@ -59,9 +58,6 @@ MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop en
 _MAX_SEEN = 64
 
 
-# Compiled, it stays a base that plain Python may extend (`evaluation` and `replay`
-# override how a call is digested), and one the hook's state codec can make (`native`).
-@mypyc_attr(allow_interpreted_subclasses=True)
 class Monitor:
     """Watches one agent session. See the module docstring.
 

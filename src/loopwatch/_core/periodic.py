@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable
 
-from .native import mypyc_attr
-
 __all__ = ["TailCycles"]
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # the hook's state codec makes it (`native`)
 class TailCycles:
     def __init__(self, max_period: int) -> None:
         self.max_period = max_period

@@ -49,7 +49,6 @@ from collections.abc import Callable
 
 from .config import Config
 from .finding import SUSPICION, Finding
-from .native import mypyc_attr
 from .verdict import ALLOW, Action, Verdict
 
 __all__ = ["Policy"]
@@ -62,7 +61,6 @@ ESCALATE_WITHIN = 10
 _ACTIONS = {"nudge": Action.NUDGE, "block": Action.BLOCK, "stop": Action.STOP}
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # the hook's state codec makes it (`native`)
 class Policy:
     def __init__(self, config: Config, on_warning: Callable[[Verdict], object] | None = None) -> None:
         self.mode = config.mode

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-from .native import mypyc_attr
-
 __all__ = ["PassageCutter", "is_apology", "names_invented_tool"]
 
 # A harness refusing a call to a tool that does not exist: "No such tool available: X"
@@ -52,7 +50,6 @@ def is_apology(text: str) -> bool:
     return any(word in low for word in _APOLOGY_WORDS) and _APOLOGY.search(low) is not None
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # the hook's state codec makes it (`native`)
 class PassageCutter:
     """Cut streamed text into prose passages, skipping code, tables and lists.
 

@@ -24,22 +24,18 @@ list whose first item is a one-letter tag:
 TAG is looked up in `REGISTRY`, a closed table built from the classes themselves
 (below): a name read from disk is only ever a key into that table, never imported,
 never resolved as a dotted path, never called. Objects are made with
-`object.__new__` (a compiled class: its own `__new__`, which runs no `__init__`
-either) and their attributes set as data; NamedTuples with
+`object.__new__` and their attributes set as data; NamedTuples with
 `tuple.__new__`; enum members by value. No `__init__`, `__reduce__`, `__setstate__`
 or any other code of the class runs while loading.
 
-The walker is generic: it stores any registered object's `__dict__` (for a class
-compiled by mypyc, the optional compiled build, its declared attributes, listed in
-`__mypyc_attrs__`) with no code per signal, so a signal may change its internals freely. A class it meets that is
+The walker is generic: it stores any registered object's `__dict__` with no code
+per signal, so a signal may change its internals freely. A class it meets that is
 not registered makes `dumps` fail (and the test that feeds every kind of event
 fails with the class's name): nothing unknown is ever stored, nothing is pickled.
 
 The envelope carries `FORMAT` and `layout()`, a digest of the registry: every tag,
 every NamedTuple's fields, every enum's values and the names each registered
-class's methods use (a compiled class's methods have no code object to read: its
-declared attributes instead, so a state written by the pure-Python build is refused by
-the compiled one, and the other way round). A row written by another version of loopwatch (older, newer,
+class's methods use. A row written by another version of loopwatch (older, newer,
 or a changed signal) has another digest and is refused as a whole: the session
 starts afresh, which is all a foreign or tampered row can ever cost.
 
@@ -119,20 +115,11 @@ def _tag(cls: type) -> str:
     return f"{cls.__module__.removeprefix('loopwatch._core.').removeprefix('loopwatch.')}:{cls.__qualname__}"
 
 
-def _compiled_attributes(cls: type) -> tuple[str, ...] | None:
-    """The attributes of a class compiled by mypyc (held in slots, not a `__dict__`),
-    or None for a plain class."""
-    names = vars(cls).get("__mypyc_attrs__")
-    return None if names is None else tuple(n for n in names if n != "__dict__")
-
-
 def _kind(cls: type) -> str:
     if issubclass(cls, Enum):
         return "e"
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return "n"
-    if _compiled_attributes(cls) is not None:
-        return "o"
     slotted = any(vars(klass).get("__slots__") for klass in cls.__mro__)  # Generic's empty slots are no slots
     if cls.__new__ is not object.__new__ or slotted or issubclass(cls, (tuple, list, dict, set)):
         raise TypeError(f"{_tag(cls)}: only plain classes, NamedTuples and enums can be stored")
@@ -143,17 +130,12 @@ class _Registry:
     def __init__(self, classes: list[type]) -> None:
         self.by_tag: dict[str, tuple[type, str]] = {}
         self.by_class: dict[type, tuple[str, str]] = {}
-        #: The compiled classes (kind "o") and their attributes.
-        self.compiled: dict[type, tuple[str, ...]] = {}
         for cls in classes:
             tag, kind = _tag(cls), _kind(cls)
             if tag in self.by_tag and self.by_tag[tag][0] is not cls:
                 raise TypeError(f"two stored classes share the tag {tag}")
             self.by_tag[tag] = (cls, kind)
             self.by_class[cls] = (tag, kind)
-            attributes = _compiled_attributes(cls) if kind == "o" else None
-            if attributes is not None:
-                self.compiled[cls] = attributes
         self.transients = _transients()
         self.layout = self._layout()
 
@@ -165,8 +147,6 @@ class _Registry:
                 shape = ",".join(cls._fields)  # type: ignore[attr-defined]  # kind "n": a NamedTuple class
             elif kind == "e" and issubclass(cls, Enum):
                 shape = ",".join(f"{m.name}={m.value}" for m in cls)
-            elif cls in self.compiled:
-                shape = "compiled " + ",".join(sorted(self.compiled[cls]))
             else:
                 names: set[str] = set()
                 for klass in cls.__mro__[:-1]:
@@ -282,13 +262,6 @@ class _Encoder:
             return shared
         skip = self.reg.transients.get(t, {})
         out: list[Any] = ["o", tag]
-        compiled = self.reg.compiled.get(t)
-        if compiled is not None:
-            for name in compiled:
-                if name not in skip and hasattr(value, name):  # an attribute never set stays unset
-                    out.append(name)
-                    out.append(enc(getattr(value, name)))
-            return out
         for name, item in value.__dict__.items():
             if name not in skip:
                 out.append(name)
@@ -404,12 +377,9 @@ class _Decoder:
                 return self._new(tuple.__new__(cls, [dec(v) for v in item[2:]]))
             if tag == "e":
                 return cls(dec(_one(item[1:], object)))
+            obj = self._new(object.__new__(cls))
             if len(item) % 2:
                 raise StateError(f"{item[1]}: malformed attributes")
-            compiled = self.reg.compiled.get(cls)
-            if compiled is not None:
-                return self._compiled(cls, compiled, item)
-            obj = self._new(object.__new__(cls))
             attrs = obj.__dict__
             for k in range(2, len(item), 2):
                 name = item[k]
@@ -420,21 +390,6 @@ class _Decoder:
                 attrs[name] = make()
             return obj
         raise StateError(f"unknown tag {tag[:10]!r}")
-
-    def _compiled(self, cls: Any, attributes: tuple[str, ...], item: list[Any]) -> Any:
-        """An object of a compiled class: made by the class's own `__new__` (which runs
-        no `__init__`), then only its declared attributes set (each checked against its
-        declared type by the compiled class: a wrong one is a TypeError, a malformed
-        state)."""
-        obj = self._new(cls.__new__(cls))
-        for k in range(2, len(item), 2):
-            name = item[k]
-            if name not in attributes:
-                raise StateError(f"{item[1]}: bad attribute name")
-            setattr(obj, name, self.decode(item[k + 1]))
-        for name, make in self.reg.transients.get(cls, {}).items():
-            setattr(obj, name, make())
-        return obj
 
     def _items(self, item: list[Any], start: int) -> list[Any]:
         """Decoded items from `start`: plain ones (ints, None, strings that are not
