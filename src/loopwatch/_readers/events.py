@@ -69,7 +69,7 @@ def sniff(path: str, head: bytes) -> bool:
         return not newline and _OPENING.match(first) is not None
     if not isinstance(value, dict) or kind_of(value) not in TYPES:
         return False
-    return value["type"] != "user" or not (_FOREIGN_KEYS & value.keys())
+    return value["type"] != "user" or _FOREIGN_KEYS.isdisjoint(value)
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
