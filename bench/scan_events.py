@@ -128,9 +128,18 @@ def scan(src: Path, path: Path) -> tuple[float, bytes]:
         check=False,
     )
     spent = cpu_children() - before
-    if done.returncode not in (0, 1):  # 1: a session would have been stopped
-        sys.exit(f"scan failed ({done.returncode}) with {src}")
+    # 1 means a session would have been stopped, but a child that crashed exits 1 too:
+    # only a record on stdout says the scan ran.
+    if done.returncode not in (0, 1) or not _has_record(done.stdout):
+        sys.exit(f"scan failed ({done.returncode}, no record) with {src}")
     return spent, done.stdout
+
+
+def _has_record(out: bytes) -> bool:
+    try:
+        return any(isinstance(orjson.loads(line), dict) for line in out.splitlines() if line.strip())
+    except orjson.JSONDecodeError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
