@@ -74,4 +74,3 @@ def test_a_swallowed_command_is_no_progress_so_the_streak_is_corroborated_by_rou
     assert got[2] is Action.NUDGE
     assert got[3:6] == [Action.ALLOW] * 3
     assert got[6] is Action.STOP
-
