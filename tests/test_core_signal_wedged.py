@@ -62,3 +62,15 @@ def test_it_is_a_suspicion_that_needs_corroboration_to_stop():
     m = only("wedged", {"turns": 3})
     verdicts = feed(m, [stuck(f"cmd{i}") for i in range(12)])
     assert Action.STOP not in actions(verdicts)  # no calibration: suspicion only nudges
+
+
+def test_a_swallowed_command_is_no_progress_so_the_streak_is_corroborated_by_rounds():
+    # each echo differs (the agent types something new each time), but nothing ran: a
+    # new text that is only the echo of what was typed must not reset the rounds held
+    # past the nudge
+    m = only("wedged", {"turns": 3}, evidence={"confirm": 4})
+    typed = ("ls", "pwd", "date", "whoami", "uptime", "hostname", "env", "true")
+    got = actions(feed(m, [stuck(command) for command in typed]))
+    assert got[2] is Action.NUDGE
+    assert got[3:6] == [Action.ALLOW] * 3
+    assert got[6] is Action.STOP

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from loopwatch import load_config
 from loopwatch._core.config import Config
 from loopwatch._analysis.crossval import (
+    GRID,
     Candidate,
     _Row,
     assign_folds,
@@ -229,6 +230,24 @@ def test_the_harm_floor_is_never_given_up_for_the_margin():
     loop = _case("yes", None, onset=10, name="loop")
     rows = [_Row(_replayed(won, [30, None, 30])), _Row(_replayed(loop, [12, 12, 12]))]
     assert choose(rows, _cands(3), margin=1) == 1
+
+
+def test_the_confirm_axis_reaches_back_past_a_harmless_streak_of_several_rounds():
+    # a session that solved its task held a suspicion streak 6 rounds past its nudge; a
+    # loop held 20. Suspicion stops at the nudge (step 10) plus `confirm` rounds, so every
+    # confirm from 1 to 6 stops the success: with a margin the grid must still offer a
+    # setting that stops the loop, not only 0 (suspicion never stops)
+    axis = GRID["evidence.confirm"]
+    cands = [Candidate({"evidence.confirm": v}, (i,), None) for i, v in enumerate(axis)]  # type: ignore[arg-type]
+
+    def stops(rounds: int) -> list[int | None]:
+        return [10 + c if 0 < c <= rounds else None for c in axis]
+
+    loop = _case("yes", None, onset=5, name="loop")
+    won = _case(None, True, name="won")
+    rows = [_Row(_replayed(loop, stops(20))), _Row(_replayed(won, stops(6)))]
+    chosen = axis[choose(rows, cands, margin=1)]
+    assert 6 < chosen <= 20
 
 
 def test_a_stop_well_before_onset_is_unsafe():

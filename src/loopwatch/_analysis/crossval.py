@@ -66,10 +66,14 @@ __all__ = [
 #: The axes tuned, each from its most conservative value to its most aggressive. The
 #: thresholds that decide stops (repeat and same_error) and the evidence rule; the
 #: others keep their documented defaults (they catch few loops alone: BENCHMARKS.md).
+#: `confirm` steps back from 4 by doubling, so a margin can be kept past a harmless
+#: streak that goes on a few rounds past its nudge: a Terminal-Bench session that
+#: solved its task typed 6 commands into a wedged terminal past the nudge, and with
+#: nothing beyond 4 the margin could only fall back to 0 (suspicion never stops).
 GRID: dict[str, list[Any]] = {
     "signals.repeat.threshold": [4, 3],
     "signals.same_error.threshold": [8, 7, 6, 5, 4],
-    "evidence.confirm": [0, 4, 3, 2, 1],
+    "evidence.confirm": [0, 16, 8, 4, 3, 2, 1],
     "evidence.second_signal": [False, True],
 }
 

@@ -225,8 +225,9 @@ class Monitor:
     def _new_success(self, step: Step) -> bool:
         """Did this call succeed with something new (a write, or a non-empty result
         the run had not seen from that tool)? Such a call breaks suspicion's
-        corroboration by rounds."""
-        if step.failure is not None:
+        corroboration by rounds. A result that is only the echo of what was typed
+        (`Step.stuck`) is nothing new: the terminal ran nothing."""
+        if step.failure is not None or step.stuck:
             return False
         if step.wrote:
             return True

@@ -15,7 +15,8 @@ nudges, and climbs past the nudge only when corroborated:
   (`evidence.second_signal`); or
 - by the streak going on: `evidence.confirm` conclusive rounds past the nudge with no
   call in between that succeeded with something new (`progress()`: a result the run
-  had not seen, or a write). A new success sets every such count back to 0.
+  had not seen, or a write; not the echo of a command a wedged terminal swallowed,
+  which ran nothing). A new success sets every such count back to 0.
 With `confirm = 0` and `second_signal = false` (the configuration of a source with no
 calibration) suspicion only nudges. Until corroborated a suspicion streak holds at its
 nudge: it does not climb, so when corroboration comes it takes the next rung, not the
