@@ -19,8 +19,9 @@ alike: a body that differs anywhere, or a result that differs after a call that 
 nothing, breaks the streak.
 
 Grade: proof. The identical call getting the identical result, in a row, means the run
-learned nothing from the last try; a run making progress cannot produce it. It stops
-on its own, one round past its nudge. A streak with a near copy in it is suspicion (a
+learned nothing from the last try; a run making progress cannot produce it. A failure
+repeated stops on its own, one round past its nudge; a success repeated is stopped only
+from its `STOP_ROUNDS`th copy (see "Thin evidence"). A streak with a near copy in it is suspicion (a
 masked range and a changing file are a judgement): it nudges, and stops only when
 corroborated (the measured calibrations: one more round past the nudge), until the
 identical copies that close it reach the threshold by themselves: that run is proof, as
@@ -33,6 +34,23 @@ of fold, with the policy's rule for an unheeded nudge, they move no recall or ha
 while looping steps saved are 57.3% (56.2% without either), as
 `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
 ../shared/corpus/MANIFEST.tsv --folds 5 --margin 0` re-measures.
+
+Thin evidence: the same success, fewer than `STOP_ROUNDS` (5) times. The same failure
+again is the same wall; the same success again (a file re-read, a confirmation echoed,
+a check that passes, a `NOOP`) may be a run verifying, or idling once its work is done.
+The protocol (`../shared/corpus/PROTOCOL.md`) calls a stretch a loop however it ends
+from 5 rounds, so a streak of successes (no error flag) nudges at the threshold, is
+blocked where a person watches, and is stopped from its 5th copy; a failure is stopped
+at the threshold's next copy. With the built-in calibrations of recorded sources
+(threshold 4) the stop already falls on the 5th copy, except for a new streak that
+starts a rung up soon after another nudge.
+Evidence: in the shared corpus a session that solved its task re-ran a no-op `sed` 4
+times with a success result, then went on; on Terminal-Bench 2.0 a Gemini CLI session
+that solved its task ran `NOOP` 4 times after its last action (its source flags no
+failure), stopped at the 4th copy without this rule, nudged with it; re-measured by
+`loopwatch evaluate ../shared/corpus-tb2 --outcomes ../shared/corpus-tb2/MANIFEST.tsv`
+and `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
+../shared/corpus/MANIFEST.tsv --folds 5`.
 
 Thin evidence: an empty result (no text, no error). Nothing came back, so nothing says
 the world is as it was: a keystroke, a `cp`, a `sleep`, or a call whose output the source
@@ -79,7 +97,12 @@ from ..step import Step
 from .base import Signal
 from .params import Count, Seconds, SignalParams
 
-__all__ = ["Repeat"]
+__all__ = ["STOP_ROUNDS", "Repeat"]
+
+#: Copies of a success in a streak before it may end a run: the protocol's bar for a
+#: stretch that is a loop however it ends (PROTOCOL.md: "5 or more rounds"). Fewer
+#: nudge, and block where a person watches (see "Thin evidence"); a failure needs none.
+STOP_ROUNDS = 5
 
 
 class Params(SignalParams):
@@ -164,6 +187,7 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
+            can_stop=step.failure is not None or self._count >= STOP_ROUNDS,  # near copies are rounds too
             grade=PROOF if proof else SUSPICION,
         )
 
