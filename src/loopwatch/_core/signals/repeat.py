@@ -39,9 +39,14 @@ Thin evidence: the same success, fewer than `STOP_ROUNDS` (5) times. The same fa
 again is the same wall; the same success again (a file re-read, a confirmation echoed,
 a check that passes, a `NOOP`) may be a run verifying, or idling once its work is done.
 The protocol (`../shared/corpus/PROTOCOL.md`) calls a stretch a loop however it ends
-from 5 rounds, so a streak of successes (no error flag) nudges at the threshold, is
-blocked where a person watches, and is stopped from its 5th copy; a failure is stopped
-at the threshold's next copy. With the built-in calibrations of recorded sources
+from 5 rounds, so a streak of successes nudges at the threshold, is blocked where a
+person watches, and is stopped from its 5th copy; a failure is stopped at the
+threshold's next copy. A failure is a result flagged as one (or "nothing found"), or one
+whose first words say it failed though its source flags nothing (a framework's tool
+returning `FAILED tests/...`, `Traceback`, `Error:`, `Permission denied`: the words of
+`_FAILURE_WORDS`, read from `Step.sketch`: a 16-bit word hash, so about 1 other word
+in 2,000 reads as one of them too, and a success with such a word is stopped as a
+failure is). With the built-in calibrations of recorded sources
 (threshold 4) the stop already falls on the 5th copy, except for a new streak that
 starts a rung up soon after another nudge.
 Evidence: in the shared corpus a session that solved its task re-ran a no-op `sed` 4
@@ -93,7 +98,7 @@ from typing import Annotated, Any
 
 from ..finding import PROOF, SUSPICION, Finding
 from ..messages import MuchTheSame, SameResult
-from ..step import Step
+from ..step import Step, sketch_of
 from .base import Signal
 from .params import Count, Seconds, SignalParams
 
@@ -103,6 +108,21 @@ __all__ = ["STOP_ROUNDS", "Repeat"]
 #: stretch that is a loop however it ends (PROTOCOL.md: "5 or more rounds"). Fewer
 #: nudge, and block where a person watches (see "Thin evidence"); a failure needs none.
 STOP_ROUNDS = 5
+
+#: Words that say a result failed where its source flags nothing (the vocabulary `lines`
+#: reads output lines with, as words): pytest's `FAILED`, an exception, an error label, the
+#: shell's and the OS's own words. Exact words of the normalized result, as hashed in
+#: `Step.sketch`; a phrase is its words in a row.
+_FAILURE_WORDS = (
+    "FAILED", "FAILED:", "FAILURES", "failed", "failed,", "failed:", "failed.", "FAIL:", "Traceback",
+    "Error:", "error:", "ERROR", "ERROR:", "[ERROR]", "ERR!", "fatal:", "Exception:",
+    "AssertionError", "AssertionError:", "TypeError:", "ValueError:", "KeyError:", "NameError:",
+    "ImportError:", "ModuleNotFoundError:", "AttributeError:", "SyntaxError:", "RuntimeError:",
+    "FileNotFoundError:", "IndexError:", "PermissionError:",
+    "not found", "Permission denied", "No such file", "Connection refused",
+)  # fmt: skip
+_FAILURE_HASHES = frozenset(sketch_of(w) for w in _FAILURE_WORDS)
+_FAILURE_LENGTHS = sorted({len(h) for h in _FAILURE_HASHES})
 
 
 class Params(SignalParams):
@@ -187,7 +207,7 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
-            can_stop=step.failure is not None or self._count >= STOP_ROUNDS,  # near copies are rounds too
+            can_stop=self._count >= STOP_ROUNDS or failed(step),  # near copies are rounds too
             grade=PROOF if proof else SUSPICION,
         )
 
@@ -227,3 +247,12 @@ def _copy(last: Step, step: Step) -> bool | None:
     if last.call == step.call and last.wrote and step.wrote:
         return False
     return None
+
+
+def failed(step: Step) -> bool:
+    """Is `step` a failure: flagged (or "nothing found"), or its first words say it
+    failed (`_FAILURE_WORDS`, as `Step.sketch` hashes them)?"""
+    if step.failure is not None:
+        return True
+    words = step.sketch
+    return any(words[i : i + n] in _FAILURE_HASHES for n in _FAILURE_LENGTHS for i in range(len(words) - n + 1))
