@@ -41,7 +41,8 @@ a check that passes, a `NOOP`) may be a run verifying, or idling once its work i
 The protocol (`../shared/corpus/PROTOCOL.md`) calls a stretch a loop however it ends
 from 5 rounds, so a streak of successes nudges at the threshold, is blocked where a
 person watches, and is stopped from its 5th copy; a failure is stopped at the
-threshold's next copy. A failure is a result flagged as one (or "nothing found"), or one
+threshold's next copy. An attempt at the same call that the guard blocked is a round
+too, so with a block rung the ladder still reads nudge, block, stop. A failure is a result flagged as one (or "nothing found"), or one
 whose first words say it failed though its source flags nothing (a framework's tool
 returning `FAILED tests/...`, `Traceback`, `Error:`, `Permission denied`: the words of
 `_FAILURE_WORDS`, read from `Step.sketch`: a 16-bit word hash, so about 1 other word
@@ -158,11 +159,15 @@ class Repeat(Signal[Params]):
         # trailing identical run.
         self._waits = 0
         self._run_waits = 0
+        # Attempts of the streak's call since its last copy completed: each is a round,
+        # run or not (a blocked attempt never completes).
+        self._attempts = 0
         self.most = 0  # calibration: the longest run seen
 
     def on_step(self, step: Step) -> Finding | None:
         if step.role == "poller":
             return None
+        self._attempts = 0
         last = self._last
         copy = _copy(last, step) if last is not None else None
         waited = last is not None and step.at - last.at >= self.params.wait
@@ -180,7 +185,7 @@ class Repeat(Signal[Params]):
         self.most = max(self.most, self._count)
         return self._finding(step)
 
-    def _finding(self, step: Step) -> Finding | None:
+    def _finding(self, step: Step, attempts: int = 0) -> Finding | None:
         # Proof when every copy is identical, or when the trailing identical run alone is
         # conclusive (a near copy before it never makes proof weaker); else suspicion.
         exact = self._run == self._count or self._run >= self.params.threshold
@@ -207,7 +212,7 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
-            can_stop=self._count >= STOP_ROUNDS or failed(step),  # near copies are rounds too
+            can_stop=self._count + attempts >= STOP_ROUNDS or failed(step),  # near copies are rounds too
             grade=PROOF if proof else SUSPICION,
         )
 
@@ -217,15 +222,20 @@ class Repeat(Signal[Params]):
         return 2 * waits > count - 1
 
     def predict(self, call: bytes) -> Finding | None:
+        """The streak's finding if an attempt at `call` would continue it; the attempt
+        counts as a round toward `STOP_ROUNDS`, whether it then runs or is blocked."""
         last = self._last
-        if last is None or last.call != call or self._count < self.params.threshold:
+        if last is None or last.call != call:
             return None
-        finding = self._finding(last)
+        self._attempts += 1
+        if self._count < self.params.threshold:
+            return None
+        finding = self._finding(last, self._attempts)
         return finding if finding is not None and finding.conclusive else None
 
     def reset(self) -> None:
         self._last = self._first = self._run_first = None
-        self._count = self._run = self._waits = self._run_waits = 0
+        self._count = self._run = self._waits = self._run_waits = self._attempts = 0
 
     def calibration(self) -> dict[str, Any]:
         return {"repeat_most": self.most}
