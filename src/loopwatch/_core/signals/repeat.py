@@ -46,7 +46,7 @@ too, so with a block rung the ladder still reads nudge, block, stop. A failure i
 whose first words say it failed though its source flags nothing (a framework's tool
 returning `FAILED tests/...`, `Traceback`, `Error:`, `Permission denied`: the words of
 `_FAILURE_WORDS`, read from `Step.sketch`: a 16-bit word hash, so about 1 other word
-in 2,000 reads as one of them too, and a success with such a word is stopped as a
+in 1,700 reads as one of them too, and a success with such a word is stopped as a
 failure is). With the built-in calibrations of recorded sources
 (threshold 4) the stop already falls on the 5th copy, except for a new streak that
 starts a rung up soon after another nudge.
@@ -119,8 +119,9 @@ _FAILURE_WORDS = (
     "Error:", "error:", "ERROR", "ERROR:", "[ERROR]", "ERR!", "fatal:", "Exception:",
     "AssertionError", "AssertionError:", "TypeError:", "ValueError:", "KeyError:", "NameError:",
     "ImportError:", "ModuleNotFoundError:", "AttributeError:", "SyntaxError:", "RuntimeError:",
-    "FileNotFoundError:", "IndexError:", "PermissionError:",
-    "not found", "Permission denied", "No such file", "Connection refused",
+    "FileNotFoundError:", "IndexError:", "PermissionError:", "Failed", "cannot", "Cannot", "Couldn't",
+    "couldn't", "Usage:", "usage:", "not found", "Could not", "could not", "Unable to", "unable to",
+    "Permission denied", "No such file", "Connection refused", "connection refused",
 )  # fmt: skip
 _FAILURE_HASHES = frozenset(sketch_of(w) for w in _FAILURE_WORDS)
 _FAILURE_LENGTHS = sorted({len(h) for h in _FAILURE_HASHES})
