@@ -42,23 +42,21 @@ protocol (`../shared/corpus/PROTOCOL.md`) calls a stretch a loop however it ends
 rounds, so a streak of successes nudges at the threshold, is blocked where a person
 watches, and is stopped from its 5th copy; a failure is stopped at the threshold's next
 copy. An attempt at the same call that the guard blocked is a round too, so with a
-block rung the ladder still reads nudge, block, stop. A failure is a result flagged as
-one (or "nothing found"), or one whose first words say it failed though its source
-flags nothing (a framework's tool returning `FAILED tests/...`, `Traceback`, `Error:`,
-`Permission denied`: the words of `_FAILURE_WORDS`, read from `Step.sketch`, a 16-bit
-hash per word, so about 1 other word in 1,700 reads as one of them too, and a success
-with such a word is stopped as a failure is). With the built-in calibrations of
-recorded sources (threshold 4) the stop already falls on the 5th copy, except for a new
-streak that starts a rung up soon after another nudge.
-Evidence: the bar is the protocol's, not a fit. What it holds on the corpora: on
-Terminal-Bench 2.0 (`loopwatch scan --json --format events ../shared/corpus-tb2`, no
-calibration, threshold 3) no session that solved its task is stopped on a repeated
-success (the one such session `repeat` stops there repeats `NOOP: command not found`
-after its last action, a failure by its words though its source flags none), and a
-streak of successes on a failed session is stopped at its 5th copy; on the shared
-corpus as calibrated (threshold 4) only a new streak soon after another nudge moves
-(`loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
-../shared/corpus/MANIFEST.tsv --folds 5`).
+block rung the ladder still reads nudge, block, stop. A failure is what the source says
+is one: a result flagged as an error (or "nothing found"). The text of a result is not
+read for words that sound like failure: `NOOP: command not found` from a source that
+flags nothing is a success to this rule, and stopped from its 5th copy. With the built-in
+calibrations of recorded sources (threshold 4) the stop already falls on the 5th copy,
+except for a new streak that starts a rung up soon after another nudge.
+Evidence: the bar is the protocol's, not a fit. On Terminal-Bench 2.0 (no calibration,
+threshold 3; `loopwatch evaluate ../shared/corpus-tb2 --outcomes
+../shared/corpus-tb2/MANIFEST.tsv`) it moves one session that solved its task from a stop
+to a nudge (Gemini CLI runs `NOOP` 4 times after its last action; its source flags no
+failure) and one failed session likewise; no stop on a labelled loop moves. On the shared
+corpus as calibrated (threshold 4) only a new streak soon after another nudge moves (one
+failed, unlabelled CodeR session: nudged, not stopped), as `loopwatch evaluate --labels
+../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds 5`
+re-measures.
 
 Thin evidence: an empty result (no text, no error). Nothing came back, so nothing says
 the world is as it was: a keystroke, a `cp`, a `sleep`, or a call whose output the source
@@ -101,7 +99,7 @@ from typing import Annotated, Any
 
 from ..finding import PROOF, SUSPICION, Finding
 from ..messages import MuchTheSame, SameResult
-from ..step import Step, sketch_of
+from ..step import Step
 from .base import Signal
 from .params import Count, Seconds, SignalParams
 
@@ -111,22 +109,6 @@ __all__ = ["STOP_ROUNDS", "Repeat"]
 #: stretch that is a loop however it ends (PROTOCOL.md: "5 or more rounds"). Fewer
 #: nudge, and block where a person watches (see "Thin evidence"); a failure needs none.
 STOP_ROUNDS = 5
-
-#: Words that say a result failed where its source flags nothing (the vocabulary `lines`
-#: reads output lines with, as words): pytest's `FAILED`, an exception, an error label, the
-#: shell's and the OS's own words. Exact words of the normalized result, as hashed in
-#: `Step.sketch`; a phrase is its words in a row.
-_FAILURE_WORDS = (
-    "FAILED", "FAILED:", "FAILURES", "failed", "failed,", "failed:", "failed.", "FAIL:", "Traceback",
-    "Error:", "error:", "ERROR", "ERROR:", "[ERROR]", "ERR!", "fatal:", "Exception:",
-    "AssertionError", "AssertionError:", "TypeError:", "ValueError:", "KeyError:", "NameError:",
-    "ImportError:", "ModuleNotFoundError:", "AttributeError:", "SyntaxError:", "RuntimeError:",
-    "FileNotFoundError:", "IndexError:", "PermissionError:", "Failed", "cannot", "Cannot", "Couldn't",
-    "couldn't", "Usage:", "usage:", "not found", "Could not", "could not", "Unable to", "unable to",
-    "Permission denied", "No such file", "Connection refused", "connection refused",
-)  # fmt: skip
-_FAILURE_HASHES = frozenset(sketch_of(w) for w in _FAILURE_WORDS)
-_FAILURE_LENGTHS = sorted({len(h) for h in _FAILURE_HASHES})
 
 
 class Params(SignalParams):
@@ -263,9 +245,5 @@ def _copy(last: Step, step: Step) -> bool | None:
 
 
 def failed(step: Step) -> bool:
-    """Is `step` a failure: flagged (or "nothing found"), or its first words say it
-    failed (`_FAILURE_WORDS`, as `Step.sketch` hashes them)?"""
-    if step.failure is not None:
-        return True
-    words = step.sketch
-    return any(words[i : i + n] in _FAILURE_HASHES for n in _FAILURE_LENGTHS for i in range(len(words) - n + 1))
+    """Is `step` a failure, as its source says: flagged as an error, or "nothing found"?"""
+    return step.failure is not None
