@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from core_support import bash, call, feed, only
+from core_support import actions, bash, call, feed, only
 
 from loopwatch import Action, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from loopwatch._core.finding import Finding
@@ -167,9 +167,10 @@ def test_every_signal_says_what_it_saw_with_a_message_class_and_its_record_keeps
 
 def test_the_verdict_record_keeps_the_message_too():
     m = only("repeat", {"threshold": 2})
-    feed(m, [bash("ls", "a") for _ in range(4)])
+    got = actions(feed(m, [bash("ls", "a") for _ in range(5)]))
+    assert got == [Action.ALLOW, Action.NUDGE, Action.ALLOW, Action.ALLOW, Action.STOP]  # a success: the 5th copy
     verdict = m.record()["verdict"]
-    assert verdict["message"] == "SameResult" and verdict["args"] == {"tool": "Bash", "count": 3, "span": 2.0}
+    assert verdict["message"] == "SameResult" and verdict["args"] == {"tool": "Bash", "count": 5, "span": 4.0}
 
 
 def test_messages_are_plain_data():

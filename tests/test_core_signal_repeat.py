@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from loopwatch import Action, Attempt, Monitor, ToolCall
 from loopwatch._core.finding import PROOF, SUSPICION
+from loopwatch._core.signals.repeat import STOP_ROUNDS, failed
 from loopwatch._core.signals.repeat import Params as RepeatParams
+from loopwatch._core.step import make_step
 
 from core_support import actions, bash, call, feed, looping, only, severity, strongest
 from conftest import corpus_label, needs_corpus
@@ -348,3 +350,74 @@ def test_identical_empty_results_are_suspicion_and_only_nudge():
     assert verdicts[2].finding.grade == SUSPICION
     failing = [call("bash_command", {"cmd": "C-c"}, "", error=True) for _ in range(4)]
     assert Action.STOP in actions(feed(only("repeat", {"threshold": 3}, profile="unattended"), failing))
+
+
+def unattended_repeat() -> Monitor:
+    return only("repeat", {"threshold": 3}, profile="unattended")
+
+
+def test_the_same_success_stops_only_from_the_fifth_copy():
+    """A file re-read, a confirmation echoed, a `NOOP`: identical successes nudge at the
+    threshold and end a run only from the protocol's 5th copy (a run may be verifying,
+    or idle once done); the same failure is stopped at the threshold's next copy."""
+    reads = [bash("cat /app/meeting.ics", "BEGIN:VCALENDAR\nEND:VCALENDAR") for _ in range(6)]
+    got = actions(feed(unattended_repeat(), reads))
+    assert got[2:5] == [Action.NUDGE, Action.ALLOW, Action.STOP]
+    assert got.index(Action.STOP) + 1 == STOP_ROUNDS == 5
+    assert actions(feed(unattended_repeat(), looping(4)))[2:] == [Action.NUDGE, Action.STOP]
+
+
+def test_failure_text_its_source_does_not_flag_is_a_success_to_the_rule():
+    """The source's flag decides, not words that sound like failure: the same unflagged
+    `FAILED ...` line is nudged at the threshold and stopped from its 5th copy."""
+    failing = [bash("pytest", "FAILED tests/test_cart.py::test_total - AssertionError: 10 != 12") for _ in range(5)]
+    assert actions(feed(unattended_repeat(), failing))[2:] == [Action.NUDGE, Action.ALLOW, Action.STOP]
+    flagged = [bash("pytest", "FAILED tests/test_cart.py::test_total", error=True) for _ in range(4)]
+    assert actions(feed(unattended_repeat(), flagged))[2:] == [Action.NUDGE, Action.STOP]
+
+
+@pytest.mark.parametrize(
+    ("result", "error", "is_failure"),
+    [
+        ("All 12 tests passed", True, True),
+        ("All 12 tests passed", False, False),
+        ("bash: NOOP: command not found", False, False),
+        ("FAILED tests/test_x.py::test_a - AssertionError", False, False),
+    ],
+)
+def test_a_failure_is_what_its_source_flags(result, error, is_failure):
+    assert failed(make_step(1, "Bash", {"command": "x"}, result, error, (), 0.0)) is is_failure
+
+
+def test_where_a_person_watches_the_same_success_is_blocked_then_stopped_from_the_fifth_attempt():
+    """A blocked attempt is a round too: nudge, block, stop, as for a failure, though a
+    blocked call never completes (the streak's count of completed copies stays at 3)."""
+    monitor = only("repeat", {"threshold": 3}, profile="attended", stop=True)
+    got = []
+    for _ in range(3):
+        got.append(monitor.check(Attempt("Bash", {"command": "cat a.txt"})).action)
+        got.append(monitor.observe(bash("cat a.txt", "A")).action)
+    assert got[-1] is Action.NUDGE and all(a.rank < Action.NUDGE.rank for a in got[:-1])
+    attempts = [monitor.check(Attempt("Bash", {"command": "cat a.txt"})).action for _ in range(3)]
+    assert attempts == [Action.BLOCK, Action.STOP, Action.STOP]
+
+
+def test_unattended_the_fifth_attempt_at_the_same_success_is_stopped_before_it_runs():
+    monitor = unattended_repeat()
+    got = []
+    for _ in range(4):
+        got.append(monitor.check(Attempt("Bash", {"command": "cat a.txt"})).action)
+        got.append(monitor.observe(bash("cat a.txt", "A")).action)
+    assert Action.STOP not in got and got[5] is Action.NUDGE  # the 3rd copy nudged, the 4th ran
+    assert monitor.check(Attempt("Bash", {"command": "cat a.txt"})).action is Action.STOP
+
+
+def test_a_new_streak_soon_after_a_nudge_waits_for_the_fifth_copy_of_a_success():
+    """Nudged, then circling again in another shape: a failure streak starts a rung up
+    (stopped at its threshold), a success streak still needs its 5th copy."""
+    nudged = [bash("cat a.txt", "A") for _ in range(3)]
+    again = [bash("echo done", "done") for _ in range(5)]
+    got = actions(feed(unattended_repeat(), nudged + again))
+    assert got[2] is Action.NUDGE and got.index(Action.STOP) == 3 + STOP_ROUNDS - 1
+    failing = actions(feed(unattended_repeat(), nudged + looping(3)))
+    assert failing.index(Action.STOP) == 3 + 3 - 1

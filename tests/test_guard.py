@@ -136,9 +136,20 @@ def test_unattended_nudges_then_stops():
     guard = Guard(signals={**OFF, "repeat": {"threshold": 3}}, env={}, clock=None)
     actions = []
     for i in range(5):
-        before, after = run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"c{i}")
+        before, after = run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"c{i}", error=True)
         actions.append(before.action if before.blocks else after.action)
     assert actions == [Action.ALLOW, Action.ALLOW, Action.NUDGE, Action.STOP, Action.STOP]
+
+
+def test_unattended_the_same_unflagged_result_is_stopped_from_its_fifth_copy():
+    """Failure text the harness does not flag is, to the guard, the same success again:
+    nudged at the threshold, stopped from the 5th copy."""
+    guard = Guard(signals={**OFF, "repeat": {"threshold": 3}}, env={}, clock=None)
+    actions = []
+    for i in range(6):
+        before, after = run_call(guard, "Bash", {"command": "pytest"}, FAILED, f"c{i}")
+        actions.append(before.action if before.blocks else after.action)
+    assert actions == [Action.ALLOW, Action.ALLOW, Action.NUDGE, Action.ALLOW, Action.STOP, Action.STOP]
 
 
 def test_block_decided_after_the_call_ran_is_a_nudge_saying_so():

@@ -112,6 +112,16 @@ def test_unattended_claude_p_ends_the_run(tmp_path):
     assert agent.pre("Read", {"file_path": "/p/server.log"}).denied is None
 
 
+def test_unattended_claude_p_ends_a_run_repeating_the_same_success_at_the_fifth_call(tmp_path):
+    agent = Agent(tmp_path / "state", tmp_path, env={"LOOPWATCH_PROFILE": "", "CLAUDE_CODE_ENTRYPOINT": "sdk-cli"})
+    shown = {"stdout": "BEGIN:VCALENDAR\nEND:VCALENDAR", "stderr": "", "interrupted": False, "isImage": False}
+    answers = [agent.run("Bash", bash("cat /app/meeting.ics"), response=shown) for _ in range(4)]
+    assert answers[2][1].context and "cat /app/meeting.ics" in answers[2][1].context  # nudged at the 3rd
+    assert not any(before.denied or after.stopped for before, after in answers)  # the 4th ran
+    before = agent.pre("Bash", bash("cat /app/meeting.ics"))
+    assert before.denied and before.stopped and "loopwatch stopped the run" in before.out["stopReason"]
+
+
 def test_codex_stop_lands_at_the_next_post_tool_use(tmp_path):
     agent = Agent(tmp_path / "state", tmp_path, host="codex", env={"LOOPWATCH_PROFILE": "unattended"})
     for i in range(3):

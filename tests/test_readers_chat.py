@@ -166,7 +166,8 @@ def test_sniff_leaves_json_lines_alone():
 def test_a_looping_chat_is_stopped():
     stop = stop_of(one_session(fixture("chat", "looping.json")))
     assert stop is not None and stop.action is Action.STOP
-    assert stop.source_ref == "messages[8]"  # the 4th identical call
+    # A chat transcript flags no failure, so the same result is stopped from its 5th copy.
+    assert stop.source_ref == "messages[10]"
 
 
 def test_healthy_chats_are_not_stopped():

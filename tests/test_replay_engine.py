@@ -70,8 +70,11 @@ def evaluate_stop(path: Path, config: Config) -> tuple[str | None, int | None]:
 def test_a_bash_rule_applies_to_codex_sessions_in_evaluate_as_in_scan(tmp_path):
     path = codex_rollout(tmp_path / "rollout-2025-10-02T14-00-00-s1.jsonl")
     ruled = Config.make(tools=BASH_RULE)
-    # The rule makes the calls one call: a repeat, stopped, at the same step by both.
-    assert scan_stop(path, ruled) == evaluate_stop(path, ruled) == ("repeat", 4)
+    # The rule makes the calls one call: a repeat, stopped, at the same step by both
+    # (the same success: nudged at the 3rd copy, stopped from the 5th).
+    assert scan_stop(path, ruled) == evaluate_stop(path, ruled) == ("repeat", 5)
+    (replayed,) = replay_cases([Case(path.name)], str(path.parent), [ruled], jobs=1)
+    assert (replayed.results[0].nudge, replayed.results[0].nudge_signal) == (3, "repeat")
     # Without it, `workdir` tells the calls apart: neither stops.
     assert scan_stop(path, Config.make()) == evaluate_stop(path, Config.make()) == (None, None)
 

@@ -19,8 +19,9 @@ alike: a body that differs anywhere, or a result that differs after a call that 
 nothing, breaks the streak.
 
 Grade: proof. The identical call getting the identical result, in a row, means the run
-learned nothing from the last try; a run making progress cannot produce it. It stops
-on its own, one round past its nudge. A streak with a near copy in it is suspicion (a
+learned nothing from the last try; a run making progress cannot produce it. A failure
+repeated stops on its own, one round past its nudge; a success repeated is stopped only
+from its `STOP_ROUNDS`th copy (see "Thin evidence"). A streak with a near copy in it is suspicion (a
 masked range and a changing file are a judgement): it nudges, and stops only when
 corroborated (the measured calibrations: one more round past the nudge), until the
 identical copies that close it reach the threshold by themselves: that run is proof, as
@@ -33,6 +34,29 @@ of fold, with the policy's rule for an unheeded nudge, they move no recall or ha
 while looping steps saved are 57.3% (56.2% without either), as
 `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
 ../shared/corpus/MANIFEST.tsv --folds 5 --margin 0` re-measures.
+
+Thin evidence: the same success, fewer than `STOP_ROUNDS` (5) times. The same failure
+again is the same wall; the same success again (a file re-read, a confirmation echoed,
+a check that passes) may be a run verifying, or idling once its work is done. The
+protocol (`../shared/corpus/PROTOCOL.md`) calls a stretch a loop however it ends from 5
+rounds, so a streak of successes nudges at the threshold, is blocked where a person
+watches, and is stopped from its 5th copy; a failure is stopped at the threshold's next
+copy. An attempt at the same call that the guard blocked is a round too, so with a
+block rung the ladder still reads nudge, block, stop. A failure is what the source says
+is one: a result flagged as an error (or "nothing found"). The text of a result is not
+read for words that sound like failure: `NOOP: command not found` from a source that
+flags nothing is a success to this rule, and stopped from its 5th copy. With the built-in
+calibrations of recorded sources (threshold 4) the stop already falls on the 5th copy,
+except for a new streak that starts a rung up soon after another nudge.
+Evidence: the bar is the protocol's, not a fit. On Terminal-Bench 2.0 (no calibration,
+threshold 3; `loopwatch evaluate ../shared/corpus-tb2 --outcomes
+../shared/corpus-tb2/MANIFEST.tsv`) it moves one session that solved its task from a stop
+to a nudge (Gemini CLI runs `NOOP` 4 times after its last action; its source flags no
+failure) and one failed session likewise; no stop on a labelled loop moves. On the shared
+corpus as calibrated (threshold 4) only a new streak soon after another nudge moves (one
+failed, unlabelled CodeR session: nudged, not stopped), as `loopwatch evaluate --labels
+../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds 5`
+re-measures.
 
 Thin evidence: an empty result (no text, no error). Nothing came back, so nothing says
 the world is as it was: a keystroke, a `cp`, a `sleep`, or a call whose output the source
@@ -79,7 +103,12 @@ from ..step import Step
 from .base import Signal
 from .params import Count, Seconds, SignalParams
 
-__all__ = ["Repeat"]
+__all__ = ["STOP_ROUNDS", "Repeat"]
+
+#: Copies of a success in a streak before it may end a run: the protocol's bar for a
+#: stretch that is a loop however it ends (PROTOCOL.md: "5 or more rounds"). Fewer
+#: nudge, and block where a person watches (see "Thin evidence"); a failure needs none.
+STOP_ROUNDS = 5
 
 
 class Params(SignalParams):
@@ -115,11 +144,15 @@ class Repeat(Signal[Params]):
         # trailing identical run.
         self._waits = 0
         self._run_waits = 0
+        # Attempts of the streak's call since its last copy completed: each is a round,
+        # run or not (a blocked attempt never completes).
+        self._attempts = 0
         self.most = 0  # calibration: the longest run seen
 
     def on_step(self, step: Step) -> Finding | None:
         if step.role == "poller":
             return None
+        self._attempts = 0
         last = self._last
         copy = _copy(last, step) if last is not None else None
         waited = last is not None and step.at - last.at >= self.params.wait
@@ -137,7 +170,7 @@ class Repeat(Signal[Params]):
         self.most = max(self.most, self._count)
         return self._finding(step)
 
-    def _finding(self, step: Step) -> Finding | None:
+    def _finding(self, step: Step, attempts: int = 0) -> Finding | None:
         # Proof when every copy is identical, or when the trailing identical run alone is
         # conclusive (a near copy before it never makes proof weaker); else suspicion.
         exact = self._run == self._count or self._run >= self.params.threshold
@@ -164,6 +197,7 @@ class Repeat(Signal[Params]):
             at=step.at,
             started_index=first.index,
             index=step.index,
+            can_stop=self._count + attempts >= STOP_ROUNDS or failed(step),  # near copies are rounds too
             grade=PROOF if proof else SUSPICION,
         )
 
@@ -173,15 +207,20 @@ class Repeat(Signal[Params]):
         return 2 * waits > count - 1
 
     def predict(self, call: bytes) -> Finding | None:
+        """The streak's finding if an attempt at `call` would continue it; the attempt
+        counts as a round toward `STOP_ROUNDS`, whether it then runs or is blocked."""
         last = self._last
-        if last is None or last.call != call or self._count < self.params.threshold:
+        if last is None or last.call != call:
             return None
-        finding = self._finding(last)
+        self._attempts += 1
+        if self._count < self.params.threshold:
+            return None
+        finding = self._finding(last, self._attempts)
         return finding if finding is not None and finding.conclusive else None
 
     def reset(self) -> None:
         self._last = self._first = self._run_first = None
-        self._count = self._run = self._waits = self._run_waits = 0
+        self._count = self._run = self._waits = self._run_waits = self._attempts = 0
 
     def calibration(self) -> dict[str, Any]:
         return {"repeat_most": self.most}
@@ -203,3 +242,8 @@ def _copy(last: Step, step: Step) -> bool | None:
     if last.call == step.call and last.wrote and step.wrote:
         return False
     return None
+
+
+def failed(step: Step) -> bool:
+    """Is `step` a failure, as its source says: flagged as an error, or "nothing found"?"""
+    return step.failure is not None
