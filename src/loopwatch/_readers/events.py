@@ -9,6 +9,12 @@
 origin) is optional everywhere. `id` is accepted for `call_id`. Unknown fields are
 ignored.
 
+A `tool` event whose input was not recorded (no `input`, or one marked
+`unknown_input`, as converters of digests that lost it write) and whose result is a
+harness's rejection of the reply (mini-swe-agent's "Please always provide EXACTLY ONE
+action") is that rejection: a `correction` with the result's first line. Nothing ran,
+so it is no call; other calls with a lost input stay calls, each unlike any other.
+
 The file is read line by line, never whole; a line over `jsonio.LINE_CAP` (16 MiB) is
 not held whole either: its strings over 2 MiB are read as their first and last MiB (all
 the core reads of a result), noted in `Session.skipped`. A line that is not JSON, not
@@ -35,6 +41,7 @@ from .._files import open_file
 from .base import Session
 from .jsonio import kind_of
 from .jsonio import lines as _lines
+from .mini_swe_agent import CORRECTIONS
 
 __all__ = ["NAME", "TYPES", "parse_line", "read", "sniff"]
 
@@ -186,7 +193,10 @@ def _number(value: dict[str, Any], key: str) -> Any:
     return field
 
 
-def _tool(value: dict[str, Any], at: Any, ref: str | None) -> ToolCall:
+def _tool(value: dict[str, Any], at: Any, ref: str | None) -> ToolCall | Correction:
+    rejection = _rejection(value)
+    if rejection is not None:
+        return Correction(rejection, at=at, source_ref=ref)
     changed = value.get("changed") or ()
     if not isinstance(changed, (list, tuple)) or not all(isinstance(f, str) for f in changed):
         raise _BadLine("tool event: 'changed' is not a list of file names")
@@ -204,6 +214,20 @@ def _tool(value: dict[str, Any], at: Any, ref: str | None) -> ToolCall:
         tokens=int(tokens) if tokens is not None else None,
         cost=_number(value, "cost"),
     )
+
+
+def _rejection(value: dict[str, Any]) -> str | None:
+    """The harness's rejection a call with a lost input stands for, if its result is one."""
+    result = value.get("result")
+    if not isinstance(result, str):
+        return None
+    given = value.get("input")
+    if given is not None and not (isinstance(given, dict) and given.get("unknown_input")):
+        return None  # a recorded input: the call is what the source says it is
+    head = result[:1000].lstrip()  # the rejection comes first; a long result is not copied
+    if not head.startswith(CORRECTIONS):
+        return None
+    return head.split("\n", 1)[0]
 
 
 def _attempt(value: dict[str, Any], at: Any, ref: str | None) -> Attempt:
