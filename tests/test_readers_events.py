@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopwatch import Action, Monitor
 from loopwatch._core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from loopwatch._readers import detect, read
 from loopwatch._readers import events as reader
@@ -206,7 +207,12 @@ _REJECTION = (
 
 def _lost(step, result):
     """A call as a digest that lost its input records it (unique per step)."""
-    return {"type": "tool", "name": "bash_command", "input": {"cmd": None, "unknown_input": f"s#{step}#0"}, "result": result}
+    return {
+        "type": "tool",
+        "name": "bash_command",
+        "input": {"cmd": None, "unknown_input": f"s#{step}#0"},
+        "result": result,
+    }
 
 
 def test_a_call_with_a_lost_input_that_the_harness_rejected_is_that_correction(tmp_path):
@@ -225,8 +231,6 @@ def test_a_recorded_call_or_a_lost_one_with_another_result_stays_a_call(tmp_path
 
 
 def test_rejected_replies_with_lost_inputs_in_a_row_are_a_correction_nudge_never_a_stop(tmp_path):
-    from loopwatch import Action, Monitor
-
     # the TB2 digest's shape of mini-swe-agent's "found 0 actions" to the end of a run
     _, events = events_of(write(tmp_path, [_lost(i, _REJECTION) for i in range(6)]))
     verdicts = _observe_all(Monitor(), events)
@@ -235,9 +239,9 @@ def test_rejected_replies_with_lost_inputs_in_a_row_are_a_correction_nudge_never
 
 
 def test_lost_inputs_with_one_result_do_not_look_repeated(tmp_path):
-    from loopwatch import Action, Monitor
-
-    _, events = events_of(write(tmp_path, [_lost(i, "<returncode>0</returncode>\n<output>\n</output>") for i in range(8)]))
+    _, events = events_of(
+        write(tmp_path, [_lost(i, "<returncode>0</returncode>\n<output>\n</output>") for i in range(8)])
+    )
     assert all(v.action.rank < Action.NUDGE.rank for v in _observe_all(Monitor(), events))
 
 
