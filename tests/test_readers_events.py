@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import Action, Monitor
+from loopwatch._analysis.evaluation import Case, Label, replay_case
+from loopwatch._core.config import Config
 from loopwatch._core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from loopwatch._readers import detect, read
 from loopwatch._readers import events as reader
@@ -217,9 +219,21 @@ def _lost(step, result):
 
 def test_a_call_with_a_lost_input_that_the_harness_rejected_is_that_correction(tmp_path):
     no_input = {"type": "tool", "name": "bash_command", "result": "  \n" + _REJECTION}
-    _, events = events_of(write(tmp_path, [_lost(1, _REJECTION), no_input]))
+    session, events = events_of(write(tmp_path, [_lost(1, _REJECTION), no_input]))
     first_line = "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."
     assert events == [Correction(first_line, source_ref="line 1"), Correction(first_line, source_ref="line 2")]
+    assert session.meta["rejected_calls"] == ["line 1", "line 2"]
+
+
+def test_rejected_calls_still_number_the_steps_a_label_counts(tmp_path):
+    # labels number every recorded call (labels/show.py): a nudge at the third rejection
+    # in a row, after one call that ran, is at step 4 of 9
+    lines = [{"type": "tool", "name": "bash_command", "input": {"cmd": "ls"}, "result": "a"}]
+    lines += [_lost(i, _REJECTION) for i in range(8)]
+    path = write(tmp_path, lines)
+    case = Case(path, Label(path, "yes", 2, 9))
+    replayed = replay_case(case, str(tmp_path), [Config()])
+    assert (replayed.steps, replayed.results[0].nudge, replayed.results[0].nudge_signal) == (9, 4, "correction")
 
 
 def test_a_recorded_call_or_a_lost_one_with_another_result_stays_a_call(tmp_path):

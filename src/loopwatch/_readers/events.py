@@ -14,6 +14,8 @@ A `tool` event whose input was not recorded (no `input`, or one marked
 harness's rejection of the reply (mini-swe-agent's "Please always provide EXACTLY ONE
 action") is that rejection: a `correction` with the result's first line. Nothing ran,
 so it is no call; other calls with a lost input stay calls, each unlike any other.
+`Session.meta["rejected_calls"]` lists the source refs of the lines read so, which
+still number steps as the calls they were recorded as.
 
 The file is read line by line, never whole; a line over `jsonio.LINE_CAP` (16 MiB) is
 not held whole either: its strings over 2 MiB are read as their first and last MiB (all
@@ -139,7 +141,7 @@ def _parse(lines: Iterator[tuple[int, bytes, str | None]], session: Session) -> 
             continue
         ref = f"line {number}"
         try:
-            event = parse_line(raw, ref)
+            kind, event = _parse_value(raw, ref)
         except orjson.JSONDecodeError:
             session.skipped.append(f"{ref}: not JSON" + (" (cut off?)" if not raw.endswith(b"\n") else ""))
             continue
@@ -147,6 +149,8 @@ def _parse(lines: Iterator[tuple[int, bytes, str | None]], session: Session) -> 
             session.skipped.append(f"{ref}: {exc}")
             continue
         raw = b""  # not held while the monitor works on the event
+        if type(event) is Correction and kind == "tool":
+            session.meta.setdefault("rejected_calls", []).append(ref)
         step_tokens = getattr(event, "tokens", None)
         if step_tokens is not None:
             tokens = (tokens or 0) + step_tokens
@@ -161,6 +165,11 @@ def _parse(lines: Iterator[tuple[int, bytes, str | None]], session: Session) -> 
 def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
     """One line -> one core event. Raises orjson.JSONDecodeError for a line that is not
     JSON, `ValueError` (with a message for a person) for one that is not an event."""
+    return _parse_value(raw, source_ref)[1]
+
+
+def _parse_value(raw: bytes | str, source_ref: str | None) -> tuple[str | None, Any]:
+    """The line's event type and its event (see `parse_line`)."""
     value = orjson.loads(raw)
     if not isinstance(value, dict):
         raise _BadLine(f"not a JSON object but {type(value).__name__}")
@@ -171,7 +180,7 @@ def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
             raise _BadLine(f"'type' is not a string: {value['type']!r}"[:120])
         raise _BadLine(f"unknown event type {kind!r} (expected one of {', '.join(TYPES)})")
     at = _number(value, "at")
-    return make(value, at, source_ref)
+    return kind, make(value, at, source_ref)
 
 
 def _text(value: dict[str, Any], key: str, required: bool = True, default: str | None = None) -> Any:
