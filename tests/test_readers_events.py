@@ -10,6 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopwatch import Action, Monitor
+from loopwatch._analysis.evaluation import Case, Label, replay_case
+from loopwatch._core.config import Config
 from loopwatch._core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from loopwatch._readers import detect, read
 from loopwatch._readers import events as reader
@@ -196,3 +199,65 @@ def test_every_nonblank_line_is_either_an_event_or_a_skipped_line(lines):
     for event in got:
         original = orjson.loads(data.split(b"\n")[int(event.source_ref.split()[1]) - 1])
         assert (event.name, event.input, event.result) == (original["name"], original["input"], original["result"])
+
+
+_REJECTION = (
+    "Please always provide EXACTLY ONE action in triple backticks, found 0 actions.\n"
+    "If you want to end the task, please issue the following command: `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`"
+)
+
+
+def _lost(step, result):
+    """A call as a digest that lost its input records it (unique per step)."""
+    return {
+        "type": "tool",
+        "name": "bash_command",
+        "input": {"cmd": None, "unknown_input": f"s#{step}#0"},
+        "result": result,
+    }
+
+
+def test_a_call_with_a_lost_input_that_the_harness_rejected_is_that_correction(tmp_path):
+    no_input = {"type": "tool", "name": "bash_command", "result": "  \n" + _REJECTION}
+    session, events = events_of(write(tmp_path, [_lost(1, _REJECTION), no_input]))
+    first_line = "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."
+    assert events == [Correction(first_line, source_ref="line 1"), Correction(first_line, source_ref="line 2")]
+    assert session.meta["rejected_calls"] == ["line 1", "line 2"]
+
+
+def test_rejected_calls_still_number_the_steps_a_label_counts(tmp_path):
+    # labels number every recorded call (labels/show.py): a nudge at the third rejection
+    # in a row, after one call that ran, is at step 4 of 9
+    lines = [{"type": "tool", "name": "bash_command", "input": {"cmd": "ls"}, "result": "a"}]
+    lines += [_lost(i, _REJECTION) for i in range(8)]
+    path = write(tmp_path, lines)
+    case = Case(path, Label(path, "yes", 2, 9))
+    replayed = replay_case(case, str(tmp_path), [Config()])
+    assert (replayed.steps, replayed.results[0].nudge, replayed.results[0].nudge_signal) == (9, 4, "correction")
+
+
+def test_a_recorded_call_or_a_lost_one_with_another_result_stays_a_call(tmp_path):
+    recorded = {"type": "tool", "name": "bash_command", "input": {"cmd": "ls"}, "result": _REJECTION}
+    quoted = "<returncode>0</returncode>\n<output>\n" + _REJECTION + "\n</output>"  # the agent printed it
+    _, events = events_of(write(tmp_path, [recorded, _lost(2, quoted), _lost(3, "<returncode>0</returncode>")]))
+    assert [type(e) for e in events] == [ToolCall, ToolCall, ToolCall]
+    assert events[1].input == {"cmd": None, "unknown_input": "s#2#0"}
+
+
+def test_rejected_replies_with_lost_inputs_in_a_row_are_a_correction_nudge_never_a_stop(tmp_path):
+    # the TB2 digest's shape of mini-swe-agent's "found 0 actions" to the end of a run
+    _, events = events_of(write(tmp_path, [_lost(i, _REJECTION) for i in range(6)]))
+    verdicts = _observe_all(Monitor(), events)
+    acted = [(v.action, v.signal) for v in verdicts if v.action.rank >= Action.NUDGE.rank]
+    assert acted and all(a == (Action.NUDGE, "correction") for a in acted)
+
+
+def test_lost_inputs_with_one_result_do_not_look_repeated(tmp_path):
+    _, events = events_of(
+        write(tmp_path, [_lost(i, "<returncode>0</returncode>\n<output>\n</output>") for i in range(8)])
+    )
+    assert all(v.action.rank < Action.NUDGE.rank for v in _observe_all(Monitor(), events))
+
+
+def _observe_all(monitor, events):
+    return [monitor.observe(e) for e in events]

@@ -213,8 +213,13 @@ def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
     session = sessions[0]
     events = list(session.events)
     step_of = session.meta.get("step_of") or {}
-    if not step_of:  # formats without their own step numbers: count tool calls
-        refs = [getattr(e, "source_ref", None) for e in events if type(e).__name__ == "ToolCall"]
+    if not step_of:  # formats without their own step numbers: count tool calls (rejected ones too)
+        rejected = set(session.meta.get("rejected_calls") or ())
+        refs = [
+            getattr(e, "source_ref", None)
+            for e in events
+            if type(e).__name__ == "ToolCall" or (rejected and getattr(e, "source_ref", None) in rejected)
+        ]
         step_of = {ref: n for n, ref in enumerate(dict.fromkeys(r for r in refs if r), start=1)}
     return events, step_of, session.format
 

@@ -9,6 +9,14 @@
 origin) is optional everywhere. `id` is accepted for `call_id`. Unknown fields are
 ignored.
 
+A `tool` event whose input was not recorded (no `input`, or one marked
+`unknown_input`, as converters of digests that lost it write) and whose result is a
+harness's rejection of the reply (mini-swe-agent's "Please always provide EXACTLY ONE
+action") is that rejection: a `correction` with the result's first line. Nothing ran,
+so it is no call; other calls with a lost input stay calls, each unlike any other.
+`Session.meta["rejected_calls"]` lists the source refs of the lines read so, which
+still number steps as the calls they were recorded as.
+
 The file is read line by line, never whole; a line over `jsonio.LINE_CAP` (16 MiB) is
 not held whole either: its strings over 2 MiB are read as their first and last MiB (all
 the core reads of a result), noted in `Session.skipped`. A line that is not JSON, not
@@ -35,6 +43,7 @@ from .._files import open_file
 from .base import Session
 from .jsonio import kind_of
 from .jsonio import lines as _lines
+from .mini_swe_agent import CORRECTIONS
 
 __all__ = ["NAME", "TYPES", "parse_line", "read", "sniff"]
 
@@ -132,7 +141,7 @@ def _parse(lines: Iterator[tuple[int, bytes, str | None]], session: Session) -> 
             continue
         ref = f"line {number}"
         try:
-            event = parse_line(raw, ref)
+            kind, event = _parse_value(raw, ref)
         except orjson.JSONDecodeError:
             session.skipped.append(f"{ref}: not JSON" + (" (cut off?)" if not raw.endswith(b"\n") else ""))
             continue
@@ -140,6 +149,8 @@ def _parse(lines: Iterator[tuple[int, bytes, str | None]], session: Session) -> 
             session.skipped.append(f"{ref}: {exc}")
             continue
         raw = b""  # not held while the monitor works on the event
+        if type(event) is Correction and kind == "tool":
+            session.meta.setdefault("rejected_calls", []).append(ref)
         step_tokens = getattr(event, "tokens", None)
         if step_tokens is not None:
             tokens = (tokens or 0) + step_tokens
@@ -154,6 +165,11 @@ def _parse(lines: Iterator[tuple[int, bytes, str | None]], session: Session) -> 
 def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
     """One line -> one core event. Raises orjson.JSONDecodeError for a line that is not
     JSON, `ValueError` (with a message for a person) for one that is not an event."""
+    return _parse_value(raw, source_ref)[1]
+
+
+def _parse_value(raw: bytes | str, source_ref: str | None) -> tuple[str | None, Any]:
+    """The line's event type and its event (see `parse_line`)."""
     value = orjson.loads(raw)
     if not isinstance(value, dict):
         raise _BadLine(f"not a JSON object but {type(value).__name__}")
@@ -164,7 +180,7 @@ def parse_line(raw: bytes | str, source_ref: str | None = None) -> Any:
             raise _BadLine(f"'type' is not a string: {value['type']!r}"[:120])
         raise _BadLine(f"unknown event type {kind!r} (expected one of {', '.join(TYPES)})")
     at = _number(value, "at")
-    return make(value, at, source_ref)
+    return kind, make(value, at, source_ref)
 
 
 def _text(value: dict[str, Any], key: str, required: bool = True, default: str | None = None) -> Any:
@@ -186,7 +202,10 @@ def _number(value: dict[str, Any], key: str) -> Any:
     return field
 
 
-def _tool(value: dict[str, Any], at: Any, ref: str | None) -> ToolCall:
+def _tool(value: dict[str, Any], at: Any, ref: str | None) -> ToolCall | Correction:
+    rejection = _rejection(value)
+    if rejection is not None:
+        return Correction(rejection, at=at, source_ref=ref)
     changed = value.get("changed") or ()
     if not isinstance(changed, (list, tuple)) or not all(isinstance(f, str) for f in changed):
         raise _BadLine("tool event: 'changed' is not a list of file names")
@@ -204,6 +223,20 @@ def _tool(value: dict[str, Any], at: Any, ref: str | None) -> ToolCall:
         tokens=int(tokens) if tokens is not None else None,
         cost=_number(value, "cost"),
     )
+
+
+def _rejection(value: dict[str, Any]) -> str | None:
+    """The harness's rejection a call with a lost input stands for, if its result is one."""
+    result = value.get("result")
+    if not isinstance(result, str):
+        return None
+    given = value.get("input")
+    if given is not None and not (isinstance(given, dict) and given.get("unknown_input")):
+        return None  # a recorded input: the call is what the source says it is
+    head = result[:1000].lstrip()  # the rejection comes first; a long result is not copied
+    if not head.startswith(CORRECTIONS):
+        return None
+    return head.split("\n", 1)[0]
 
 
 def _attempt(value: dict[str, Any], at: Any, ref: str | None) -> Attempt:

@@ -21,7 +21,7 @@ from ._common import load_json, mapping_at, shell_call
 from .base import ReadError, Session
 from .jsonio import keys_at, number_of, tokens_of
 
-__all__ = ["NAME", "bash_block", "read", "sniff"]
+__all__ = ["CORRECTIONS", "NAME", "bash_block", "read", "sniff"]
 
 NAME = "mini-swe-agent"
 
@@ -29,7 +29,8 @@ _BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n?```", re.DOTALL)
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)  # mini-swe-agent's own action_regex
 #: the top-level keys of a trajectory
 _TOP = frozenset({"info", "messages", "trajectory_format", "instance_id"})
-_CORRECTIONS = ("Please always provide EXACTLY ONE action", "Please always provide exactly one action")
+#: how the harness starts its rejection of a reply that is not exactly one action
+CORRECTIONS = ("Please always provide EXACTLY ONE action", "Please always provide exactly one action")
 
 
 def sniff(path: str, head: bytes) -> bool:
@@ -100,7 +101,7 @@ def _events(messages: list[Any], step_of: dict[str, int], session: Session) -> I
         observation = _text(reply.get("content")) if reply is not None and reply.get("role") == "user" else None
         yield ModelText(content, at=at, source_ref=ref)
         yield Turn(at=at, tokens=tokens, cost=cost, source_ref=ref)
-        if observation is not None and observation.lstrip().startswith(_CORRECTIONS):
+        if observation is not None and observation.lstrip().startswith(CORRECTIONS):
             yield Correction(observation.split("\n", 1)[0], at=at, source_ref=ref)  # the rejected step
             continue
         command = bash_block(content)
