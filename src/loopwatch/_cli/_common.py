@@ -33,6 +33,19 @@ WRAPPER_CONTEXT: dict[str, Any] = {
 }
 
 
+def format_option(func: Any) -> Any:
+    """`--format`, for the commands that read recorded sessions (the readers are imported
+    here, not by every command that shares this module)."""
+    from .._readers import FORMATS
+
+    return click.option(
+        "--format",
+        "format_name",
+        type=click.Choice(list(FORMATS)),
+        help="Read every file as this format instead of detecting it.",
+    )(func)
+
+
 def config_options(func: Any) -> Any:
     func = click.option("--mode", type=click.Choice(["off", "warn", "enforce"]), help="Override the mode.")(func)
     func = click.option(

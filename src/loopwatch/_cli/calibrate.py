@@ -13,8 +13,7 @@ import tomli_w
 from .._analysis.crossval import CrossValidation, calibration_toml
 from .._analysis.evaluation import Sweep, only, sweep_thresholds, with_param
 from .._analysis.replay import replay_files
-from .._readers import FORMATS
-from ._common import config_options, fail, make_config, plural, progress_bar
+from ._common import config_options, fail, format_option, make_config, plural, progress_bar
 from .evaluate import (
     corpus_of,
     cross_validated,
@@ -90,12 +89,7 @@ _NAME_WIDTH = 48
     help="With --folds: write the setting chosen on all sessions as a TOML calibration (load it with --config).",
 )
 @config_options
-@click.option(
-    "--format",
-    "format_name",
-    type=click.Choice(list(FORMATS)),
-    help="Read every file as this format instead of detecting it.",
-)
+@format_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
 @click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")

@@ -9,8 +9,7 @@ import sys
 
 import click
 
-from .._readers import FORMATS
-from ._common import config_options, make_config
+from ._common import config_options, format_option, make_config
 from .evaluate import labels_or_usage, load_inputs, outcomes_or_usage
 from .page_output import check_page_output, write_page
 
@@ -47,12 +46,7 @@ __all__ = ["report"]
 @click.option("--open", "open_page", is_flag=True, help="Open the page in the web browser when written.")
 @click.option("--title", help="The page's title (default: loopwatch report).")
 @config_options
-@click.option(
-    "--format",
-    "format_name",
-    type=click.Choice(list(FORMATS)),
-    help="Read every file as this format instead of detecting it.",
-)
+@format_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Processes to use (default: one per core).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def report(

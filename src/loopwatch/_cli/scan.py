@@ -15,8 +15,7 @@ from .._analysis.pool import default_jobs
 from .._analysis.replay import SessionResult, replay_files
 from .._analysis.results import OutputError, ResultWriter, open_results, record_line
 from .._core.config import Config
-from .._readers import FORMATS
-from ._common import config_options, engine_options, make_config, progress_bar, use_ray
+from ._common import config_options, engine_options, format_option, make_config, progress_bar, use_ray
 from .paths import Target, expand
 from .report import Totals, first_block, print_problems, print_table
 
@@ -33,12 +32,7 @@ _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
     help="Also write one row per session to FILE, as the scan goes: .jsonl, or .parquet (needs loopwatch[parquet]).",
 )
 @config_options
-@click.option(
-    "--format",
-    "format_name",
-    type=click.Choice(list(FORMATS)),
-    help="Read every file as this format instead of detecting it.",
-)
+@format_option
 @click.option(
     "--jobs",
     "-j",
