@@ -38,6 +38,8 @@ def test_what_the_hook_left_in_its_throwaway_folder_is_reported(tmp_path):
 
 
 def test_the_claude_code_check_says_a_hook_that_cannot_start_in_one_line(tmp_path):
-    # Before the shared helper, an OSError here (a missing working folder) was a traceback.
-    line = doctor._dry_run("true", {"PATH": "/usr/bin:/bin"}, tmp_path / "gone")
+    # An OSError here (a missing working folder) must be one line, never a traceback.
+    from loopwatch._hosts import host
+
+    line = doctor._dry_run(host("claude-code"), "true", {"PATH": "/usr/bin:/bin"}, tmp_path / "gone")
     assert line.status == "problem" and line.text.startswith("the hook command did not run (")

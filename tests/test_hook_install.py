@@ -132,7 +132,7 @@ def test_invalid_settings_are_left_untouched(tmp_path):
     path = tmp_path / "settings.json"
     path.write_text('{"hooks": {,}')
     result = CliRunner().invoke(install, ["claude-code", "--settings", str(path)])
-    assert result.exit_code == 1 and "not valid JSON" in result.output
+    assert result.exit_code == 2 and "not valid JSON" in result.output  # bad input: one line, exit 2
     assert path.read_text() == '{"hooks": {,}'
 
 

@@ -13,6 +13,7 @@ import pytest
 from loopwatch._core.finding import Finding
 from loopwatch._hook.payload import parse
 from loopwatch._hook.respond import reply
+from loopwatch._hosts.base import Payload
 from loopwatch._hosts import claude_code as host
 from loopwatch._core.messages import SameResult
 from loopwatch._core.monitor import Monitor
@@ -87,7 +88,7 @@ def test_the_denial_prefixes_are_loopwatchs_own_words():
     session = GuardSession(Monitor())
     session.stop("the same call 3 times")
     refusal = session.before_call(Attempt("Bash", {"command": "ls"}))
-    refused = reply("claude-code", "PreToolUse", refusal, stopped=session.stopped)
+    refused = reply(Payload("claude-code", "PreToolUse", "s", "", None), refusal, stopped=session.stopped)
     block = {"is_error": True}
     assert host.loopwatch_denial(block, refused.stdout["hookSpecificOutput"]["permissionDecisionReason"]) == "stop"
     assert host.said_stop(refused.stdout["stopReason"])

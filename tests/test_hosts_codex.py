@@ -264,9 +264,9 @@ _OUTPUTS = st.recursive(
 
 @given(_OUTPUTS)
 def test_the_hook_and_the_reader_judge_an_output_alike(output):
-    """The hook (`payload._failed`) and the rollout reader (`readers.codex._output`)
-    once judged an output by two rules; now by one."""
-    from loopwatch._hook.payload import _failed
+    """The hook (`hosts.codex.output_failed`) and the rollout reader
+    (`readers.codex._output`) judge an output by one rule."""
+    from loopwatch._hosts.codex import output_failed as _failed
     from loopwatch._readers.codex import _output
 
     assert _failed(output) == _output(output, None)[1]
@@ -276,7 +276,7 @@ def test_the_hook_and_the_reader_judge_an_output_alike(output):
 
 @needs_shared
 def test_every_real_output_is_judged_alike_by_the_hook_and_the_reader():
-    from loopwatch._hook.payload import _failed
+    from loopwatch._hosts.codex import output_failed as _failed
     from loopwatch._readers.codex import _output
 
     outputs = []

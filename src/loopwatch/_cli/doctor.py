@@ -16,22 +16,24 @@ agent honours what the hook answers (the real-client tests pin that).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import click
 
 from .. import _trust as trust
-from .._hosts import claude_code
+from .._hosts import HOSTS
+from .._hosts import host as host_named
+from .._hosts.base import Host
 from .dry_run import dry_run
-from .install import is_ours, settings_path
 
-__all__ = ["CHECKS", "Line", "check_claude_code", "doctor"]
+__all__ = ["CHECKS", "Line", "check_claude_code", "check_host", "doctor"]
 
 _DRY_RUN_TIMEOUT = 30.0  # seconds: the timeout `loopwatch install` gives the hook
 _VERSION_TIMEOUT = 20.0
@@ -45,54 +47,53 @@ class Line(NamedTuple):
     text: str
 
 
-def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
-    """Claude Code: the hook in its settings files (user, project, local), runnable,
-    and `claude --version`. Only the user's own command is run: a project's settings
-    are the repository's, and nothing from a repository is run (`loopwatch._trust`)."""
+def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
+    """One host: the hook in its settings files (each scope `install` knows), runnable,
+    what a project holds that would switch it off, and the CLI's version. Only the
+    user's own command is run: a project's settings are the repository's, and nothing
+    from a repository is run (`loopwatch._trust`)."""
+    host = host_named(name)
     lines: list[Line] = []
-    user_file = settings_path("claude-code", "user")
-    files = [user_file] + [cwd / p for p in trust.CLAUDE_PROJECT_FILES]
+    user_file = host.settings_file("user", env, cwd)
+    files = [host.settings_file(scope, env, cwd) for scope in host.scopes]
     found: dict[str, list[str]] = {}  # event -> the loopwatch commands hooked on it
     mine: list[str] = []  # the commands of the user's own file
     where: list[Path] = []
     for path in files:
-        if not path.exists():
-            continue
         try:
+            if not path.exists():
+                continue
             settings = json.loads(path.read_text(encoding="utf-8") or "{}")
         except (OSError, ValueError) as exc:
-            lines.append(Line("problem", f"{path}: unreadable ({exc}); Claude Code ignores a broken settings file"))
+            lines.append(Line("problem", f"{path}: unreadable ({exc}); {host.title} ignores a broken settings file"))
             continue
         if not isinstance(settings, dict):
             lines.append(Line("problem", f"{path}: not a JSON object"))
             continue
-        if settings.get("disableAllHooks") is True:
-            lines.append(Line("problem", f'{path}: "disableAllHooks": true turns every hook off, loopwatch\'s too'))
-        commands = _ours(settings)
+        commands = host.hooked(settings)
         if commands:
             where.append(path)
         for event, cmds in commands.items():
             found.setdefault(event, []).extend(cmds)
             if path == user_file:
                 mine.extend(cmds)
+    for off in host.switch_offs(cwd, env):
+        lines.append(Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}"))
     if not found:
-        lines.append(Line("problem", "the hook is not installed: run `loopwatch install claude-code`"))
+        lines.append(Line("problem", f"the hook is not installed: run `loopwatch install {name}`"))
     else:
-        missing = [e for e in claude_code.HOOK_EVENTS if e not in found]
+        missing = [e for e in host.hooked_events if e not in found]
         if missing:
             lines.append(
                 Line(
                     "problem",
                     f"the hook is not installed for {', '.join(missing)} "
-                    "(an older install): run `loopwatch install claude-code` again",
+                    f"(an older install): run `loopwatch install {name}` again",
                 )
             )
         else:
             lines.append(
-                Line(
-                    "ok",
-                    f"hook installed for {len(claude_code.HOOK_EVENTS)} events in {', '.join(str(p) for p in where)}",
-                )
+                Line("ok", f"hook installed for {len(host.hooked_events)} events in {', '.join(str(p) for p in where)}")
             )
         twice = [e for e, cmds in found.items() if len(cmds) > 1]
         if twice:
@@ -104,21 +105,39 @@ def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
                 )
             )
         if mine:
-            lines.append(_dry_run(mine[0], env, cwd))
+            lines.append(_dry_run(host, mine[0], env, cwd))
         else:
-            lines.extend(_project_command(found.get("PostToolUse", next(iter(found.values())))[0], env, cwd))
-    untrusted = trust.project_env([str(cwd)], env)
-    for name, (value, setter) in untrusted.items():
-        lines.append(
-            Line("info", f"{name}={value} is set by {setter}: the hook does not trust it (a project may only tighten)")
-        )
+            first = next(iter(found.values()))[0]
+            lines.extend(_project_command(name, found.get(host.hooked_events[0], [first])[0], env, cwd))
+    if name == "claude-code":  # Claude Code hands a project's settings "env" to hooks
+        untrusted = trust.project_env([str(cwd)], env)
+        for variable, (value, setter) in untrusted.items():
+            lines.append(
+                Line(
+                    "info",
+                    f"{variable}={value} is set by {setter}: the hook does not trust it (a project may only tighten)",
+                )
+            )
+    else:
+        untrusted = {}
     if env.get("LOOPWATCH_MODE", "").strip().lower() == "off" and "LOOPWATCH_MODE" not in untrusted:
         lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
-    lines.append(_version(env))
+    lines.append(_version(host, env))
     return lines
 
 
-def _project_command(command: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
+#: What to do about a project setting that switches the guard off.
+_SWITCH_OFF_REMEDY = (
+    "remove it, or install where no project can override it (README, 'When a project switches hooks off')"
+)
+
+
+def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
+    """Claude Code (`check_host`)."""
+    return check_host("claude-code", env, cwd)
+
+
+def _project_command(name: str, command: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
     """A hook installed only in a project's settings: its command is the repository's,
     so it is not run. Said instead: whether it is the portable `loopwatch hook ...`
     (what `install --project` writes) and whether this machine's `loopwatch` runs."""
@@ -139,7 +158,7 @@ def _project_command(command: str, env: Mapping[str, str], cwd: Path) -> list[Li
             Line(
                 "problem",
                 "the project's hook command names a program of its own, which may not exist on a teammate's machine: "
-                "reinstall with `loopwatch install claude-code --project`",
+                f"reinstall with `loopwatch install {name} --project`",
             )
         )
         return lines
@@ -153,7 +172,7 @@ def _project_command(command: str, env: Mapping[str, str], cwd: Path) -> list[Li
             Line("problem", "`loopwatch` is not on PATH here, so the project's hook cannot run: install loopwatch")
         )
         return lines
-    lines.append(_dry_run(shlex.join([binary, *argv[1:]]), env, cwd))
+    lines.append(_dry_run(host_named(name), shlex.join([binary, *argv[1:]]), env, cwd))
     return lines
 
 
@@ -162,66 +181,43 @@ def check_codex(env: Mapping[str, str], cwd: Path) -> list[Line]:
     checks themselves are in `doctor_codex`."""
     from .doctor_codex import check_codex as run_checks
 
-    return [Line("ok" if ok else "problem", text.removeprefix("codex: ")) for ok, text in run_checks(env, cwd=str(cwd))]
+    lines = [
+        Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}")
+        for off in host_named("codex").switch_offs(cwd, env)
+    ]
+    return lines + [
+        Line("ok" if ok else "problem", text.removeprefix("codex: ")) for ok, text in run_checks(env, cwd=str(cwd))
+    ]
 
 
+#: The check of each host: `check_host`, unless the host needs more (Codex: its trust).
 CHECKS: dict[str, Callable[[Mapping[str, str], Path], list[Line]]] = {
-    "claude-code": check_claude_code,
+    **{name: functools.partial(check_host, name) for name in HOSTS},
     "codex": check_codex,
 }
 
 
-def _set_up(host: str, env: Mapping[str, str]) -> bool:
-    """Is there anything of this host here: its CLI on PATH, or its settings folder?
-    A bare `loopwatch doctor` checks only those, so a Claude-only user is not told
-    that Codex is missing."""
-    binary = {"claude-code": "claude", "codex": "codex"}[host]
-    if shutil.which(binary, path=env.get("PATH")):
+def _set_up(host: str, env: Mapping[str, str], cwd: Path) -> bool:
+    """Is there anything of this host here: its CLI on PATH, or a settings file
+    `install` writes? A bare `loopwatch doctor` checks only those, so a Claude-only
+    user is not told that Codex is missing."""
+    found = host_named(host)
+    if shutil.which(found.binary, path=env.get("PATH")):
         return True
-    if host == "codex":
-        from .._hosts import codex
-
-        return Path(codex.codex_home(env)).is_dir()
-    return (Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", "~")).expanduser() / ".claude")).is_dir()
-
-
-def _ours(settings: dict[str, Any]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    hooks = settings.get("hooks")
-    if not isinstance(hooks, dict):
-        return out
-    for event, groups in hooks.items():
-        for group in groups if isinstance(groups, list) else []:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            for hook in inner if isinstance(inner, list) else []:
-                if is_ours(hook):
-                    out.setdefault(event, []).append(hook["command"])
-    return out
+    for scope in found.scopes:
+        try:
+            if found.settings_file(scope, env, cwd).parent.is_dir():
+                return True
+        except OSError:
+            continue
+    return False
 
 
-def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
-    """Run the installed command as Claude Code does (through the shell, payload on
-    stdin) on a harmless PostToolUse, with a throwaway state folder."""
-
-    def payload(folder: str) -> dict[str, Any]:
-        return {
-            "session_id": "loopwatch-doctor",
-            "transcript_path": os.path.join(folder, "t.jsonl"),
-            "cwd": str(cwd),
-            "hook_event_name": "PostToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "true", "description": "loopwatch doctor"},
-            "tool_use_id": "toolu_doctor",
-            "tool_response": {
-                "stdout": "",
-                "stderr": "",
-                "interrupted": False,
-                "isImage": False,
-                "noOutputExpected": True,
-            },
-        }
-
-    ran = dry_run(command, payload, env, cwd, _DRY_RUN_TIMEOUT)
+def _dry_run(host: Host, command: str, env: Mapping[str, str], cwd: Path) -> Line:
+    """Run the installed command as the host does (through the shell, payload on stdin)
+    on a harmless after-call payload (`Host.probe_payload`), with a throwaway state
+    folder."""
+    ran = dry_run(command, lambda folder: host.probe_payload(folder, str(cwd)), env, cwd, _DRY_RUN_TIMEOUT)
     done = ran.done
     if done is None:
         return Line("problem", f"the hook command {ran.failure}: {command}")
@@ -230,7 +226,7 @@ def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
         return Line(
             "problem",
             f"the hook command fails (exit {done.returncode}{': ' + why if why else ''}); "
-            f"reinstall with `loopwatch install claude-code`: {command}",
+            f"reinstall with `loopwatch install {host.name}`: {command}",
         )
     if done.stdout.strip():
         try:
@@ -246,20 +242,31 @@ def _dry_run(command: str, env: Mapping[str, str], cwd: Path) -> Line:
     return Line("ok", f"hook runs: a dry-run call answered in {ran.took_ms:.0f} ms")
 
 
-def _version(env: Mapping[str, str]) -> Line:
-    binary = shutil.which("claude", path=env.get("PATH"))
+def _version(host: Host, env: Mapping[str, str]) -> Line:
+    binary = shutil.which(host.binary, path=env.get("PATH"))
     if binary is None:
-        return Line("problem", "`claude` not found on PATH (the hook needs Claude Code itself to run it)")
+        get = f" (`npm install -g {host.package}`)" if host.package else ""
+        return Line(
+            "problem",
+            f"`{host.binary}` not found on PATH (the hook needs {host.title} itself to run it): "
+            f"install it{get}, or put it on PATH",
+        )
     try:
         done = subprocess.run(
-            [binary, "--version"], capture_output=True, text=True, env=dict(env), timeout=_VERSION_TIMEOUT, check=False
+            [binary, "--version"],
+            capture_output=True,
+            text=True,
+            env=dict(env),
+            timeout=_VERSION_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Line("problem", f"`{binary} --version` did not answer: {exc}")
     text = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
     if done.returncode != 0 or not text:
         return Line("problem", f"`{binary} --version` failed (exit {done.returncode})")
-    return Line("info", f"Claude Code {text.split()[0]} ({binary})")
+    return Line("info", f"{host.title} {text.split()[0]} ({binary})")
 
 
 @click.command()
@@ -275,18 +282,26 @@ def doctor(hosts: tuple[str, ...], as_json: bool) -> None:
 
     For each host: whether the hook is installed for every event it needs, whether the
     installed command runs (one dry-run call on a harmless payload, in a throwaway
-    state folder), and the agent CLI's version. Exit status 0 when all is well, 1 when
-    there is a problem (each one is a line saying what to do). Changes nothing.
+    state folder), whether a project setting here would switch it off, and the agent
+    CLI's version. Exit status 0 when all is well, 1 when there is a problem (each one
+    is a line saying what to do), nothing installed included. Changes nothing.
     """
     env = dict(os.environ)
     cwd = Path.cwd()
     problems = 0
+    checked = 0
     for host in hosts or tuple(CHECKS):
+        here = bool(hosts) or _set_up(host, env, cwd)
+        checked += here
         lines = (
             CHECKS[host](env, cwd)
-            if hosts or _set_up(host, env)
+            if here
             else [Line("info", "not set up here (no CLI on PATH, no settings folder): skipped")]
         )
+        if not hosts and host == tuple(CHECKS)[-1] and not checked:
+            lines.append(
+                Line("problem", "no agent CLI is set up here, so nothing is guarded: `loopwatch install` lists them")
+            )
         for line in lines:
             problems += line.status == "problem"
             if as_json:

@@ -23,7 +23,9 @@ from typing import Any
 from .._hosts import codex as host
 from . import codex_trust
 from .dry_run import dry_run
-from .install import EVENTS, is_ours
+from .install import is_ours
+
+_EVENTS = host.HOST.hooked_events
 
 __all__ = ["check_codex"]
 
@@ -41,7 +43,7 @@ def check_codex(
     settings = _load_json(hooks_json)
     entries = codex_trust.entries(hooks_json, settings, is_ours) if settings is not None else []
     events = sorted({e.event for e in entries})
-    missing = [e for e in EVENTS["codex"] if e not in events]
+    missing = [e for e in _EVENTS if e not in events]
     if settings is None or not entries:
         lines.append((False, f"codex: not installed: no loopwatch hook in {hooks_json}; run `loopwatch install codex`"))
         return lines
@@ -53,7 +55,7 @@ def check_codex(
             )
         )
     else:
-        lines.append((True, f"codex: installed in {hooks_json} ({', '.join(EVENTS['codex'])})"))
+        lines.append((True, f"codex: installed in {hooks_json} ({', '.join(_EVENTS)})"))
     lines.append(_trusted(home / "config.toml", entries, codex, env, cwd))
     lines.append(_runnable(settings, env, cwd))
     return lines

@@ -1,14 +1,12 @@
 """`loopwatch install` and `loopwatch uninstall`: put the hook into an agent's settings.
 
-Claude Code reads hooks from `settings.json` (user: `~/.claude/settings.json`, or
-`$CLAUDE_CONFIG_DIR/settings.json`; project: `.claude/settings.json`; local:
-`.claude/settings.local.json`). Codex reads `hooks.json` next to its config (user:
-`$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`; project:
-`.codex/hooks.json`), and runs them only once trusted: `install` records that trust
-for exactly loopwatch's entries in the user's config.toml (see `codex_trust`). Both
-use the same shape::
-
-    {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+Where each host reads its hooks, and how an entry is written, is its host module's
+(`loopwatch._hosts.<host>.HOST`: `settings_file`, `install`, `uninstall`). Claude Code
+reads `settings.json` (user: `~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`; project:
+`.claude/settings.json`; local: `.claude/settings.local.json`); Codex reads `hooks.json`
+next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`;
+project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
+trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`).
 
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
@@ -20,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -30,23 +27,17 @@ from typing import Any
 import click
 
 from .. import _safefile as safefile
-from .._hook.settings import HOST_TIMEOUT
-from .._hosts import claude_code, codex
+from .._hosts import HOSTS
+from .._hosts import host as host_named
+from .._hosts.base import OURS, SettingsError
+from .._hosts.base import is_ours as _command_is_ours
 
-__all__ = ["OURS", "install", "merge", "remove", "uninstall"]
+__all__ = ["OURS", "install", "is_ours", "settings_path", "uninstall"]
 
-#: Events hooked per agent. Claude Code's tool events take a matcher ("*": every
-#: tool); Codex matches every tool when the matcher is left out. Claude Code's list
-#: (with PostToolBatch, the only event whose stop it honours) is its host module's.
-EVENTS = {
-    "claude-code": claude_code.HOOK_EVENTS,
-    "codex": codex.HOOK_EVENTS,
-}
-_TOOL_EVENTS = claude_code.TOOL_EVENTS
-_TIMEOUT = HOST_TIMEOUT  # the hook answers well within it (`[hook] answer_within`)
 
-#: How an entry is recognised as loopwatch's own: its command runs `loopwatch hook`.
-OURS = re.compile(r"(?:^|[\s/\\])loopwatch(?:\.exe)?\s+hook\b")
+def is_ours(hook: Any) -> bool:
+    """A settings entry (`{"type": "command", "command": ...}`) that runs `loopwatch hook`."""
+    return isinstance(hook, dict) and _command_is_ours(hook.get("command"))
 
 
 def default_command(agent: str, scope: str = "user") -> str:
@@ -60,89 +51,32 @@ def default_command(agent: str, scope: str = "user") -> str:
 
 
 def settings_path(agent: str, scope: str) -> Path:
-    if agent == "claude-code":
-        if scope == "user":
-            base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-            return Path(base) / "settings.json"
-        return Path(".claude") / ("settings.local.json" if scope == "local" else "settings.json")
-    if scope == "user":
-        base = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
-        return Path(base) / "hooks.json"
-    return Path(".codex") / "hooks.json"
-
-
-def is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(OURS.search(hook["command"]))
-
-
-def remove(settings: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `settings` without loopwatch's hook entries. Groups and events left
-    empty by the removal are dropped; nothing else changes."""
-    out = dict(settings)
-    hooks = out.get("hooks")
-    if not isinstance(hooks, dict):
-        return out
-    new_hooks: dict[str, Any] = {}
-    for event, groups in hooks.items():
-        if not isinstance(groups, list):
-            new_hooks[event] = groups
-            continue
-        kept = []
-        for group in groups:
-            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-                kept.append(group)
-                continue
-            inner = [h for h in group["hooks"] if not is_ours(h)]
-            if len(inner) == len(group["hooks"]):
-                kept.append(group)
-            elif inner:
-                kept.append({**group, "hooks": inner})
-        if kept or not groups:
-            new_hooks[event] = kept
-    out["hooks"] = new_hooks
-    return out
-
-
-def merge(settings: dict[str, Any], agent: str, command: str) -> dict[str, Any]:
-    """A copy of `settings` with exactly one loopwatch entry per hooked event."""
-    out = remove(settings)
-    hooks = out.get("hooks")
-    if hooks is None:
-        hooks = {}
-    elif not isinstance(hooks, dict):
-        raise click.ClickException('the settings file\'s "hooks" is not an object; fix it by hand first')
-    hooks = dict(hooks)
-    for event in EVENTS[agent]:
-        groups = hooks.get(event, [])
-        if not isinstance(groups, list):
-            raise click.ClickException(f"the settings file's hooks.{event} is not a list; fix it by hand first")
-        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": _TIMEOUT}]}
-        if agent == "claude-code" and event in _TOOL_EVENTS:
-            group = {"matcher": "*", **group}
-        hooks[event] = [*groups, group]
-    out["hooks"] = hooks
-    return out
+    """The settings file `install AGENT` writes for `scope`, from here."""
+    return host_named(agent).settings_file(scope, os.environ, Path.cwd())
 
 
 def _read(path: Path, inside: Path | None = None) -> dict[str, Any]:
+    """The settings at `path` ({} when there are none yet). Anything that keeps them from
+    being read or edited safely (a link loop, a folder that is a file, no permission, a
+    file that is not a JSON object) is one line and exit status 2: nothing is changed."""
     try:
         target = safefile.check(path, links="edit", inside=inside)
+        if not target.exists():
+            return {}
+        text = target.read_text(encoding="utf-8")
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
-    if not target.exists():
-        return {}
-    try:
-        text = target.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise BadInput(f"{path}: cannot read: {why}; nothing was changed") from None
     if not text.strip():
         return {}
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise click.ClickException(f"{path}: not valid JSON ({exc}); nothing was changed") from None
+        raise BadInput(f"{path}: not valid JSON ({exc}); nothing was changed") from None
     if not isinstance(data, dict):
-        raise click.ClickException(f"{path}: expected a JSON object; nothing was changed")
+        raise BadInput(f"{path}: expected a JSON object; nothing was changed")
     return data
 
 
@@ -163,7 +97,7 @@ def _write(
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
-        raise click.ClickException(f"{path}: cannot write: {exc.strerror or exc}; nothing was changed") from None
+        raise BadInput(f"{path}: cannot write: {exc.strerror or exc}; nothing was changed") from None
     if kept is not None:
         click.echo(f"backup: {kept}")
     return True
@@ -186,7 +120,7 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
-_AGENT = click.argument("agent", type=click.Choice(["claude-code", "codex"]))
+_AGENT = click.argument("agent", type=click.Choice(list(HOSTS)), required=False)
 _SCOPE = click.option(
     "--user",
     "scope",
@@ -195,7 +129,7 @@ _SCOPE = click.option(
     help="The user's settings: every session on this machine (default).",
 )
 _PROJECT = click.option(
-    "--project", "scope", flag_value="project", help="This project's shared settings (.claude/ or .codex/)."
+    "--project", "scope", flag_value="project", help="This project's shared settings (.claude/, .codex/, ...)."
 )
 _LOCAL = click.option(
     "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
@@ -217,9 +151,28 @@ def _project(scope: str, settings_file: Path | None) -> Path | None:
 def _target(agent: str, scope: str, settings_file: Path | None) -> Path:
     if settings_file is not None:
         return settings_file
-    if scope == "local" and agent != "claude-code":
-        raise click.UsageError("--local is for claude-code; use --project for codex")
-    return settings_path(agent, scope)
+    found = host_named(agent)
+    if scope not in found.scopes:
+        others = " or ".join(f"--{s}" for s in found.scopes)
+        raise click.UsageError(f"--{scope} is not a {found.title} settings scope; use {others}")
+    try:
+        return found.settings_file(scope, os.environ, Path.cwd())
+    except OSError as exc:
+        raise BadInput(f"cannot find {found.title}'s settings: {exc.strerror or exc}") from None
+
+
+def _hosts_here() -> None:
+    """`install` with no host: what is on this machine, and what each needs."""
+    from .._hosts.base import is_installed_here
+
+    click.echo("loopwatch guards these agent CLIs (`loopwatch install HOST`):")
+    for name in HOSTS:
+        found = host_named(name)
+        here = is_installed_here(found, os.environ)
+        where = f"found: {here}" if here else "not found on PATH"
+        note = " (built from its documentation; untested against the real CLI)" if found.documented_only else ""
+        click.echo(f"  {name:<12} {found.title}: {where}{note}")
+    click.echo("Then `loopwatch doctor HOST` checks that the guard is in place and runs.")
 
 
 @click.command()
@@ -232,8 +185,8 @@ def _target(agent: str, scope: str, settings_file: Path | None) -> Path:
     "--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`)."
 )
 @_DRY
-def install(agent: str, scope: str, settings_file: Path | None, command: str | None, dry_run: bool) -> None:
-    """Install loopwatch's live guard into Claude Code or Codex.
+def install(agent: str | None, scope: str, settings_file: Path | None, command: str | None, dry_run: bool) -> None:
+    """Install loopwatch's live guard into an agent CLI (with no AGENT: list them).
 
     \b
     loopwatch install claude-code            # ~/.claude/settings.json
@@ -241,14 +194,18 @@ def install(agent: str, scope: str, settings_file: Path | None, command: str | N
     loopwatch install codex                  # ~/.codex/hooks.json
 
     The hook then watches every tool call: it nudges the model when it goes in
-    circles, blocks a call repeated with nothing changed, and (for `claude -p`)
-    ends a run that will not stop. Codex: the hook's entries are also trusted in
-    ~/.codex/config.toml (Codex skips untrusted hooks silently); a Codex hook cannot
-    end `codex exec`, so guard unattended runs with `loopwatch run -- codex exec --json`.
-    Existing hooks are kept; running this twice changes nothing; the previous file
-    is kept as *.loopwatch.bak. Disable at any time with LOOPWATCH_MODE=off, or
-    `loopwatch uninstall AGENT`.
+    circles, blocks a call repeated with nothing changed, and, in a run nobody
+    watches (`claude -p`, ...), ends a run that will not stop. Codex: the hook's
+    entries are also trusted in ~/.codex/config.toml (Codex skips untrusted hooks
+    silently); a Codex hook cannot end `codex exec`, so guard unattended runs with
+    `loopwatch run -- codex exec --json`. Existing hooks are kept; running this
+    twice changes nothing; the previous file is kept as *.loopwatch.bak. Disable at
+    any time with LOOPWATCH_MODE=off, or `loopwatch uninstall AGENT`.
     """
+    if agent is None:
+        _hosts_here()
+        return
+    found = host_named(agent)
     path = _target(agent, scope, settings_file)
     shared = scope == "project" and settings_file is None
     command = command or default_command(agent, "project" if shared else "user")
@@ -262,14 +219,24 @@ def install(agent: str, scope: str, settings_file: Path | None, command: str | N
         raise click.UsageError("--command must run `loopwatch hook` (that is how uninstall finds it)")
     inside = _project(scope, settings_file)
     before = _read(path, inside)
-    after = merge(before, agent, command)
+    try:
+        after = found.install(before, command)
+    except SettingsError as exc:
+        raise BadInput(f"{path}: {exc}; nothing was changed") from None
     changed = _write(path, before, after, dry_run, inside)
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
     if dry_run:
         return
-    click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {', '.join(EVENTS[agent])}")
+    _said_installed(found.title, path, changed, found.hooked_events, command)
+
+
+def _said_installed(title: str, path: Path, changed: bool, events: tuple[str, ...], command: str) -> None:
+    click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {', '.join(events)}")
+    click.echo(f"{title} now runs, around every tool call: {command}")
+    if not command.startswith("loopwatch "):
+        click.echo("(this Python's path is written there: remove or move this environment, and the guard goes with it)")
 
 
 def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path | None:
@@ -290,7 +257,7 @@ def _trust_codex(
     untrusted hooks, so an install without it would do nothing."""
     from . import codex_trust
 
-    events = ", ".join(EVENTS["codex"])
+    events = ", ".join(host_named("codex").hooked_events)
     key_path = _codex_key_path(path, scope, settings_file)
     if key_path is None:
         if not dry_run:
@@ -342,15 +309,21 @@ def _trust_codex(
 @_LOCAL
 @_FILE
 @_DRY
-def uninstall(agent: str, scope: str, settings_file: Path | None, dry_run: bool) -> None:
-    """Remove loopwatch's hook entries (only those) from Claude Code or Codex settings."""
+def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run: bool) -> None:
+    """Remove loopwatch's hook entries (only those) from an agent CLI's settings."""
+    if agent is None:
+        raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)
-    if not path.exists():
+    try:
+        there = path.exists()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}; nothing was changed") from None
+    if not there:
         click.echo(f"nothing to do: {path} does not exist")
         return
     inside = _project(scope, settings_file)
     before = _read(path, inside)
-    changed = _write(path, before, remove(before), dry_run, inside)
+    changed = _write(path, before, host_named(agent).uninstall(before), dry_run, inside)
     if not dry_run:
         click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
     if agent == "codex" and not dry_run:

@@ -33,6 +33,7 @@ __all__ = [
     "Chant",
     "DoneAgain",
     "FewDistinct",
+    "Guarded",
     "InventedTool",
     "Message",
     "MuchTheSame",
@@ -518,6 +519,20 @@ class Stopped(Told):
         return f"{text} {self.held_tail}" if self.held else text
 
 
+class Guarded(Blocked):
+    """A call refused because it would switch the guard off: it writes `what` (a settings
+    file's path) so that the host's hooks no longer run. Only the user may do that."""
+
+    head = "loopwatch refused this call"
+    person_head = "loopwatch refused a call that would switch it off"
+
+    def for_model(self) -> str:
+        return (
+            f"{self.head}: it would change {self.reason} so that the hooks the user installed no longer run "
+            "(loopwatch's guard among them). Only the user may change that: if it is needed, ask them"
+        )
+
+
 class Unchecked(Told):
     """A call the hook could not check (`why`: the kind of failure), denied because
     the user set it to fail closed."""
@@ -529,7 +544,7 @@ class Unchecked(Told):
 
 
 #: The refusals a reader may meet in a transcript, by their head.
-_REFUSALS: dict[str, type[Told]] = {Stopped.head: Stopped, Blocked.head: Blocked}
+_REFUSALS: dict[str, type[Told]] = {Stopped.head: Stopped, Blocked.head: Blocked, Guarded.head: Blocked}
 
 
 def loopwatch_said(text: str) -> type[Told] | None:

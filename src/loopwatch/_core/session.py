@@ -133,6 +133,14 @@ class GuardSession:
         verdict = self.monitor.observe(event)
         return Decision(Action.ALLOW, None, verdict.description, verdict) if verdict else ALLOWED
 
+    def refuse(self, attempt: Attempt, told: Told) -> Decision:
+        """Refuse a call for a reason of the guard's own, not the monitor's (`told` words
+        it: a write that would switch the guard off). Remembered as refused, as a block
+        is, so that a report of the call afterwards is not counted."""
+        self.blocked.append((attempt.call_id, digest_call(attempt.name, attempt.input)))
+        person = told.for_person()
+        return Decision(Action.BLOCK, told.for_model(), person, Verdict(Action.BLOCK, description=person))
+
     def stop(self, reason: str) -> None:
         """Stop the run for a reason found outside the monitor (a sub-agent's stop)."""
         if self.stopped is None:

@@ -30,39 +30,47 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-HOSTS = ("claude-code", "codex", "auto")
 _LOG_LIMIT = 1 << 20  # hook.log is rotated past 1 MiB
 _MAX_PAYLOAD = 8 * 1024 * 1024  # stdin read; a larger payload is drained and only identified
 
 USAGE = """\
-usage: loopwatch hook [claude-code|codex|auto]
+Usage: loopwatch hook [HOST [EVENT]]
 
-Read one Claude Code or Codex hook event (JSON) on stdin and answer it: allow,
-nudge the model, deny a call that repeats with nothing changed, or end a run that
-will not stop. Installed for you by `loopwatch install claude-code` or
-`loopwatch install codex`; see `loopwatch status` for what it has seen.
+  Read one agent CLI's hook event (JSON) on stdin and answer it: allow, nudge
+  the model, deny a call that repeats with nothing changed, or end a run that
+  will not stop. Installed for you by `loopwatch install HOST`; see `loopwatch
+  status` for what it has seen.
 
-The host is told apart by the payload (Codex sends `turn_id`) unless given.
-State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
-Disable:  LOOPWATCH_MODE=off
-Profile:  attended (nudge, then block); unattended (nudge, then stop) for
-          `claude -p` and `codex exec`; force with LOOPWATCH_PROFILE.
-Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
-          $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout, keep_days,
-          keep_sessions, trust_project, answer_within (25 s: it answers by then,
-          whatever holds its state). A project's loopwatch.toml, and the "env" of a
-          project's .claude/settings.json, may only tighten the guard.
+  HOST is one of {hosts}, or auto (Claude Code or Codex, told
+  apart by the payload: Codex sends `turn_id`). EVENT names the event for a
+  host whose payloads do not (install writes it).
+
+  State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
+  Disable:  LOOPWATCH_MODE=off
+  Profile:  attended (nudge, then block); unattended (nudge, then stop) for a
+            headless run (`claude -p`, `codex exec`, ...); force with
+            LOOPWATCH_PROFILE.
+  Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
+            $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout,
+            keep_days, keep_sessions, trust_project, answer_within (25 s: it
+            answers by then, whatever holds its state). A project's
+            loopwatch.toml, and the environment a project's settings set, may
+            only tighten the guard.
 """
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .._hosts import HOSTS
+
     args = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help") for a in args):
-        sys.stdout.write(USAGE)
+        sys.stdout.write(USAGE.format(hosts=", ".join(HOSTS)))
         return 0
     host = args[0] if args else "auto"
-    if host not in HOSTS or len(args) > 1:
-        sys.stderr.write(f"loopwatch hook: expected one of {', '.join(HOSTS)}, got {' '.join(args)!r}\n")
+    event = args[1] if len(args) > 1 else None
+    if (host not in HOSTS and host != "auto") or len(args) > 2:
+        names = ", ".join([*HOSTS, "auto"])
+        sys.stderr.write(f"Error: loopwatch hook: expected HOST [EVENT], HOST one of {names}; got {' '.join(args)!r}\n")
         return 0  # a typo in a settings file must not block the agent: allow, loudly
     # Claude Code hands a project's `.claude/settings.json` "env" to hooks: what the
     # project set is taken out before anything reads the environment.
@@ -79,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("LOOPWATCH_MODE", "").strip().lower() == "off":
         _drain()
         return 0
-    return _run(host, tightened, notes)
+    return _run(host, event, tightened, notes)
 
 
 def _project_folders() -> list[str]:
@@ -102,10 +110,10 @@ class _Watchdog:
     allow, or deny under `fail = "closed"`, and ends the process. Whoever answers
     first (the hook or the watchdog) takes `answering`; the other never writes."""
 
-    def __init__(self, host: str, folder: str, within: float) -> None:
+    def __init__(self, host: str, folder: str, within: float, native: str | None = None) -> None:
         import threading
 
-        self.host, self.folder = host, folder
+        self.host, self.folder, self.native = host, folder, native
         self.event = self.session = "?"
         self.data = b""
         self.fail_closed: bool | None = None
@@ -140,7 +148,7 @@ class _Watchdog:
             code = _fail(
                 self.host,
                 self.folder,
-                self.event,
+                self.native or self.event,
                 self.session,
                 self.data,
                 self.fail_closed,
@@ -171,11 +179,13 @@ def _started() -> float:
     return now - min(max(age, 0.0), 60.0)
 
 
-def _run(host: str, tightened: dict[str, str] | None = None, notes: list[str] | None = None) -> int:
+def _run(
+    host: str, event: str | None = None, tightened: dict[str, str] | None = None, notes: list[str] | None = None
+) -> int:
     from .settings import ANSWER_WITHIN, state_dir
 
     folder = state_dir()
-    watchdog = _Watchdog(host, folder, ANSWER_WITHIN)
+    watchdog = _Watchdog(host, folder, ANSWER_WITHIN, event)
     try:
         code = _check(host, folder, watchdog, tightened, notes)
     except BaseException:
@@ -196,8 +206,10 @@ def _check(
 
         data, oversize = read_stdin(_MAX_PAYLOAD)
         watchdog.data = data
-        payload = parse(data, host, oversize)
+        payload = parse(data, host, oversize, watchdog.native)
         event, session = payload.event, payload.session
+        host = payload.host
+        watchdog.host, watchdog.native = host, payload.native
         watchdog.event, watchdog.session = event, session
         if oversize:
             _log(folder, event, session, f"payload over {_MAX_PAYLOAD} bytes: identified, not read")
@@ -239,7 +251,15 @@ def _check(
     except Exception as exc:  # noqa: BLE001 - any failure: fail open (or closed, for a call we could not check)
         if not watchdog.answering.acquire(blocking=False):
             _hang()
-        return _fail(host, folder, event, session, data, fail_closed, f"{type(exc).__name__}: {str(exc)[:300]}")
+        return _fail(
+            host,
+            folder,
+            watchdog.native or event,
+            session,
+            data,
+            fail_closed,
+            f"{type(exc).__name__}: {str(exc)[:300]}",
+        )
 
 
 def _hang() -> None:
@@ -249,23 +269,26 @@ def _hang() -> None:
 
 def _fail(host: str, folder: str, event: str, session: str, data: bytes, fail_closed: bool | None, why: str) -> int:
     """A call loopwatch could not check: one line in hook.log, then allow, or deny a
-    PreToolUse call under `fail = "closed"`."""
+    before-call event under `fail = "closed"`. `event` is in the host's words."""
     if event == "?":
         event = _probe_event(data)
     if fail_closed is None:
         fail_closed = _user_fails_closed()
-    refused = fail_closed and event == "PreToolUse"
+    if host == "auto":
+        host = "codex" if b'"turn_id"' in data else "claude-code"
+    refused = False
+    if fail_closed:
+        from .._hosts import HOSTS
+        from .._hosts import host as host_named
+        from .._hosts.base import BEFORE
+
+        refused = host in HOSTS and host_named(host).events.get(event) == BEFORE
     _log(folder, event, session, f"{why}; " + ("denied (fail = closed)" if refused else "allowed"))
     if refused:
         from .._core.messages import Unchecked
         from .respond import refuse
 
-        return _write(
-            refuse(
-                "codex" if host == "codex" or (host == "auto" and b'"turn_id"' in data) else "claude-code",
-                Unchecked(why.split(":")[0]).for_model(),
-            )
-        )
+        return _write(refuse(host, Unchecked(why.split(":")[0]).for_model(), event))
     return 0
 
 

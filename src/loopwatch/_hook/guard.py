@@ -17,13 +17,12 @@ sub-agent was stopped, its parent is stopped at the PostToolUse of the call that
 (`Call.spawned`), so that the parent's PostToolBatch ends the whole run (Claude Code
 ends only the sub-agent otherwise).
 
-Event times are wall-clock seconds (`time.time()`), the same clock in every hook
-process.
+Event times are the session's clock (`SessionState.time`): its first wall time plus the
+time since on a clock no one sets, the same in every hook process.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,19 +30,17 @@ from typing import Any
 from .._configfile import apply_env
 from .._core.config import Config
 from .._core.events import Attempt, ToolCall, Turn, UserMessage
+from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
+from .._hosts import host as host_named
+from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, Payload
 from .._hosts.monitors import monitor_for
-from .payload import Payload
-from .respond import ALLOW_REPLY, Reply, reply
+from .respond import Reply, reply
 from .settings import detect_profile
 from .state import SessionState, Store
 
 __all__ = ["handle"]
-
-#: Set by `loopwatch run` for the command it supervises (`supervise.supervisor.SUPERVISED`;
-#: not imported from there: the hook path stays small).
-SUPERVISED = "LOOPWATCH_SUPERVISED"
 
 
 def handle(
@@ -53,10 +50,11 @@ def handle(
     log: Callable[[str], object] | None = None,
     now: float | None = None,
 ) -> Reply:
-    """Feed one event to its session's monitor and say what to answer."""
-    at = time.time() if now is None else now
+    """Feed one event to its session's monitor and say what to answer. `now` fixes the
+    event's time (tests); else it is the session's clock (`SessionState.time`)."""
     outcome: dict[str, Any] = {}
     child_stop = _stopped_child(payload, store)
+    agent = host_named(payload.host)
 
     def make() -> SessionState:
         profile, why = detect_profile(payload.host, config)
@@ -65,11 +63,12 @@ def handle(
         return SessionState(monitor, payload.host, profile, why)
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
-        decision, tool = _feed(payload, state, at)
+        at = state.time(time.time(), _steady()) if now is None else now
+        decision, tool = _feed(payload, state, at, agent.switches_off)
         outcome["decision"] = decision
         decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
         if decision.refused:
-            decisions.append((payload.event, Verdict(Action.BLOCK, description=state.stopped), tool))
+            decisions.append((payload.event, Verdict(Action.BLOCK, description=decision.reason), tool))
         if child_stop is not None and state.stopped is None:
             state.stop(f"a sub-agent was stopped: {child_stop}")
             decisions.append((payload.event, Verdict(Action.STOP, description=state.stopped), None))
@@ -81,17 +80,25 @@ def handle(
             log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
 
     store.update(payload.session, payload.agent, make, feed, bad_state)
-    if (
-        payload.event == "PreToolUse"
-        and payload.host == "codex"
-        and os.environ.get(SUPERVISED)
-        and outcome["stopped"] is not None
-    ):
-        # Under `loopwatch run`, which ends `codex exec` at this very call. A Codex hook
-        # can only block it, and a blocked call never reaches `codex exec --json`: `run`
-        # would not see the loop go on (observed with 0.171.0: 9 more model turns).
-        return ALLOW_REPLY
-    return reply(payload.host, payload.event, outcome["decision"], outcome["stopped"])
+    decision: Decision = outcome["decision"]
+    stopped: str | None = outcome["stopped"]
+    ended = stopped is not None and decision.action is Action.STOP and agent.end_run(payload, stopped, log or _quiet)
+    if ended and log is not None:
+        log(f"ended the run ({agent.ends_by}): {stopped}")
+    return reply(payload, decision, stopped)
+
+
+def _quiet(line: str) -> None:
+    return None
+
+
+def _steady() -> float:
+    """Seconds since boot, suspended time included where the system counts it: one
+    clock for every hook process, which no one sets."""
+    try:
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (AttributeError, OSError):  # not Linux
+        return time.monotonic()
 
 
 def _stopped_child(payload: Payload, store: Store) -> str | None:
@@ -109,12 +116,18 @@ def _stopped_child(payload: Payload, store: Store) -> str | None:
     return None
 
 
-def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Decision, str | None]:
+def _feed(
+    payload: Payload, state: SessionState, at: float, switches_off: Callable[..., str | None]
+) -> tuple[Decision, str | None]:
     event, agent = payload.event, payload.agent or None
-    if event == "PreToolUse":
+    if event == BEFORE:
         call = payload.calls[0]
-        return state.before_call(Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=agent)), call.name
-    if event in ("PostToolUse", "PostToolUseFailure", "PostToolBatch"):
+        attempt = Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=agent)
+        written = switches_off(call, payload.cwd)
+        if written is not None:  # never the monitor's to weigh: the guard itself is at stake
+            return state.refuse(attempt, Guarded(written)), call.name
+        return state.before_call(attempt), call.name
+    if event in CALL_EVENTS:
         strongest, tool = ALLOWED, None
         for call in payload.calls:
             decision = state.after_call(
@@ -126,6 +139,6 @@ def _feed(payload: Payload, state: SessionState, at: float) -> tuple[Decision, s
             if decision.verdict.action.rank > strongest.verdict.action.rank:
                 strongest, tool = decision, call.name
         return strongest, tool
-    if event == "UserPromptSubmit":
+    if event == PROMPT:
         return state.user(UserMessage(at=at)), None
-    return state.observe(Turn(at=at)), None  # Stop, SubagentStop
+    return state.observe(Turn(at=at)), None  # a turn's end

@@ -1,33 +1,20 @@
-"""Reading one hook payload from stdin: bounded, validated, and trimmed.
+"""Reading one hook payload from stdin: bounded, parsed, and handed to its host.
 
-Both hosts send one JSON object per call. What we rely on, from the public docs
-(Claude Code "Hooks reference", code.claude.com/docs/en/hooks; Codex "Hooks",
-developers.openai.com/codex/hooks, and the JSON schemas in openai/codex
-codex-rs/hooks/schema/generated/):
+Every host sends one JSON object per call; what its fields mean is the host module's to
+say (`loopwatch._hosts.<host>.HOST.parse`, from what the real CLI sends). This module only
+reads and bounds:
 
-- every event: `session_id`, `cwd`, `hook_event_name`, `transcript_path`;
-  Codex adds `turn_id` and `model` (its tool events require `turn_id`; Claude Code
-  never sends it, which is how `auto` tells the hosts apart);
-- inside a sub-agent both hosts add `agent_id` (and `agent_type`);
-- PreToolUse: `tool_name`, `tool_input`, `tool_use_id`;
-- PostToolUse: the same plus `tool_response` (any JSON value). Codex's is the bare
-  output string with no exit code (0.171.0; its shell tool is `Bash` there): a
-  failure is read from the rollout at `transcript_path` (`hosts.codex`);
-- PostToolUseFailure (Claude Code): `error` (a string; some versions and the SDK
-  call it `error_message`) and `is_interrupt`;
-- PostToolBatch (Claude Code): one array of the batch's calls. The reference and
-  the SDK disagree on its name and fields (`tool_calls` or `tool_results`; results
-  as `tool_response`/`tool_result`, errors as `error`/`error_message`), so all
-  spellings are read.
+- stdin is read up to `limit` bytes; a larger payload is drained, and only its
+  identifying fields (found in its first and last 64 KiB) are read (`Host.parse_oversize`);
+- nesting deeper than the parser can follow (an input the agent shapes 1,000 levels deep)
+  is cut, below the parser, to a digest of the text it held (`_shallow`): the call is
+  still counted, and two such calls with the same input are still the same call;
+- a lone surrogate escape (`\\ud800`, valid JSON, no valid text) is spelled out
+  (`_scrub`), so every id, name and input can be encoded wherever it goes next;
+- `auto` tells Claude Code from Codex by `turn_id`, which only Codex sends. Every other
+  host is named on the hook's command line by `loopwatch install`.
 
-How Claude Code reports a failure, an interruption or a sub-agent is
-`loopwatch._hosts.claude_code`'s to say (what the real CLI sends); this module only
-validates and trims.
-- UserPromptSubmit: `prompt` (never read); Stop/SubagentStop: nothing we need.
-
-Nothing here keeps a payload: the caller digests it and lets it go. Inputs and
-results are trimmed before the monitor sees them (see `trim`), and stdin is read
-up to `limit` bytes only; a larger payload is drained and reported as oversize.
+Nothing here keeps a payload: the caller digests it and lets it go.
 """
 
 from __future__ import annotations
@@ -35,70 +22,22 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, BinaryIO, Literal, overload
+from typing import BinaryIO
 
-from .._hosts import claude_code, codex
+from .._hosts import HOSTS
+from .._hosts import host as host_named
+from .._hosts.base import GUARD_EVENTS, Call, Payload, PayloadError, digest, trim
 
 __all__ = ["EVENTS", "Call", "Payload", "PayloadError", "parse", "read_stdin", "trim"]
 
-#: The events `loopwatch hook` understands (those it is installed for, in either host);
-#: any other is allowed untouched.
-EVENTS = tuple(dict.fromkeys(claude_code.HOOK_EVENTS + codex.HOOK_EVENTS))
+#: The guard's events: any other is allowed untouched.
+EVENTS = GUARD_EVENTS
 
-_STRING_KEEP = 4096  # a long string keeps this many characters of head and of tail
-_MAX_ITEMS = 256  # a long list or object keeps this many items (then a count)
-_MAX_DEPTH = 16
 _CHUNK = 1 << 20
 _PROBE = 64 * 1024  # how much of an oversize payload's head and tail is searched
-_FIELD = rb'"(hook_event_name|session_id|agent_id|tool_name|tool_use_id|turn_id)"\s*:\s*"([^"\\]{1,200})"'
-
-
-class PayloadError(ValueError):
-    """The payload is not a hook event we can read; the message says why."""
-
-
-class Call:
-    """One tool call as the host reported it (trimmed). A plain class, not a
-    dataclass: this module is imported on every hook call, and each dataclass costs
-    about a millisecond to build."""
-
-    __slots__ = ("call_id", "error", "input", "interrupted", "name", "result", "spawned")
-
-    def __init__(
-        self,
-        name: str,
-        input: Any,
-        call_id: str | None = None,
-        result: Any = None,
-        error: bool = False,
-        interrupted: bool = False,
-        spawned: str | None = None,
-    ) -> None:
-        self.name, self.input, self.call_id = name, input, call_id
-        self.result, self.error, self.interrupted = result, error, interrupted
-        self.spawned = spawned  # the sub-agent this call ran (Claude Code's Agent tool), when known
-
-
-class Payload:
-    """One hook event. `host` is "claude-code" or "codex"; `agent` is "" for the main
-    agent; `calls` holds the call(s) of a tool event (a batch may hold several);
-    `oversize` says stdin was larger than the limit and only the identifying fields
-    could be read."""
-
-    __slots__ = ("agent", "calls", "cwd", "event", "host", "oversize", "session")
-
-    def __init__(
-        self,
-        host: str,
-        event: str,
-        session: str,
-        agent: str,
-        cwd: str | None,
-        calls: tuple[Call, ...] = (),
-        oversize: bool = False,
-    ) -> None:
-        self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
-        self.calls, self.oversize = calls, oversize
+#: Containers nested deeper than this are cut before parsing (the C parser recurses and
+#: gives up near Python's recursion limit, about 1,000; `trim` keeps 16 levels anyway).
+_PARSE_DEPTH = 64
 
 
 def read_stdin(limit: int, stream: BinaryIO | None = None) -> tuple[bytes, bool]:
@@ -117,42 +56,72 @@ def read_stdin(limit: int, stream: BinaryIO | None = None) -> tuple[bytes, bool]
     return head + b"\n" + tail, True
 
 
-def parse(data: bytes, host: str = "auto", oversize: bool = False) -> Payload:
-    """Validate one payload. `host` is "claude-code", "codex" or "auto"."""
+def parse(data: bytes, host: str = "auto", oversize: bool = False, event: str | None = None) -> Payload:
+    """Read one payload of `host` (a name of `HOSTS`, or "auto": Claude Code or Codex);
+    `event` is the event's name when the hook's command line gives it."""
     if oversize:
-        return _parse_oversize(data, host)
+        return _parse_oversize(data, host, event)
     try:
-        raw = json.loads(data)
+        try:
+            raw = _loads(data)
+        except RecursionError:
+            raw = _loads(_shallow(data))
     except (ValueError, UnicodeDecodeError) as exc:
         raise PayloadError(f"not JSON: {exc}") from None
-    if b"\\u" in data and _LONE.search(data):
-        raw = _scrub(raw)
     if not isinstance(raw, dict):
         raise PayloadError(f"expected a JSON object, got {type(raw).__name__}")
-    event = _text(raw, "hook_event_name", required=True)
-    session = _text(raw, "session_id", required=True)
     if host == "auto":
         host = "codex" if "turn_id" in raw else "claude-code"
-    agent = _text(raw, "agent_id") or ""
-    if host == "claude-code":
-        agent = claude_code.payload_agent(raw)
-    cwd = _text(raw, "cwd")
-    calls: tuple[Call, ...] = ()
-    if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
-        calls = (_call(raw, event, host),)
-    elif event == "PostToolBatch":
-        items = raw.get("tool_calls", raw.get("tool_results"))
-        if not isinstance(items, list):
-            raise PayloadError("PostToolBatch: expected a list in tool_calls")
-        calls = tuple(_call(item, event, host) for item in items[:_MAX_ITEMS] if isinstance(item, dict))
-    return Payload(host=host, event=event, session=session, agent=agent, cwd=cwd, calls=calls)
+    if host not in HOSTS:
+        raise PayloadError(f"unknown host {host!r}")
+    return host_named(host).parse(raw, event)
+
+
+def _loads(data: bytes) -> object:
+    raw = json.loads(data)
+    return _scrub(raw) if b"\\u" in data and _LONE.search(data) else raw
+
+
+# A string (with its escapes), or a bracket: what `_shallow` steps through.
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _shallow(data: bytes) -> bytes:
+    """The JSON text with every container nested deeper than `_PARSE_DEPTH` replaced by a
+    string naming a digest of its text: parseable without deep recursion, and the same
+    input always gives the same text. Text that is not JSON stays not JSON."""
+    out: list[bytes] = []
+    depth = 0
+    cut_at = -1  # where the container being cut began, or -1
+    last = 0
+    for token in _TOKENS.finditer(data):
+        kind = token.group()[:1]
+        if kind == b'"':
+            continue
+        if kind in (b"[", b"{"):
+            depth += 1
+            if depth == _PARSE_DEPTH + 1 and cut_at < 0:
+                out.append(data[last : token.start()])
+                cut_at = token.start()
+        else:
+            if depth == _PARSE_DEPTH + 1 and cut_at >= 0:
+                text = data[cut_at : token.end()]
+                out.append(json.dumps(f"…[nested {digest(text.decode('utf-8', 'replace'))}]…").encode())
+                last = token.end()
+                cut_at = -1
+            depth -= 1
+    if cut_at >= 0:  # unbalanced: cut to the end, which the parser then refuses
+        out.append(data[last:cut_at])
+        return b"".join(out)
+    out.append(data[last:])
+    return b"".join(out)
 
 
 # A \uD800-\uDFFF escape: JSON allows a lone one, which no UTF-8 text can hold.
 _LONE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
-def _scrub(value: Any) -> Any:
+def _scrub(value: object) -> object:
     """The value with each lone surrogate spelled out as its escape (a backslash,
     then `ud800`): still told apart, and encodable wherever an id, a name or an
     input goes next."""
@@ -165,142 +134,15 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def _parse_oversize(data: bytes, host: str) -> Payload:
+_FIELD = rb'"([A-Za-z_]{1,40})"\s*:\s*"([^"\\]{1,200})"'
+
+
+def _parse_oversize(data: bytes, host: str, event: str | None) -> Payload:
     found: dict[str, str] = {}
     for match in re.finditer(_FIELD, data):
         found.setdefault(match.group(1).decode(), match.group(2).decode("utf-8", "replace"))
-    if "hook_event_name" not in found or "session_id" not in found:
-        raise PayloadError("oversize payload without a readable hook_event_name and session_id")
     if host == "auto":
         host = "codex" if "turn_id" in found else "claude-code"
-    event = found["hook_event_name"]
-    calls: tuple[Call, ...] = ()
-    if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure") and "tool_name" in found:
-        # The input cannot be read: a unique placeholder, so this call never looks
-        # like any other (the core does the same for values it cannot digest).
-        import os
-
-        marker = {"loopwatch": "oversize", "nonce": os.urandom(8).hex()}
-        calls = (Call(found["tool_name"], marker, found.get("tool_use_id"), None, event == "PostToolUseFailure"),)
-    return Payload(host, event, found["session_id"], found.get("agent_id", ""), None, calls, oversize=True)
-
-
-@overload
-def _text(raw: dict[str, Any], key: str, required: Literal[True]) -> str: ...
-@overload
-def _text(raw: dict[str, Any], key: str, required: bool = False) -> str | None: ...
-def _text(raw: dict[str, Any], key: str, required: bool = False) -> str | None:
-    value = raw.get(key)
-    if value is None:
-        if required:
-            raise PayloadError(f"missing {key}")
-        return None
-    if not isinstance(value, str) or (required and not value):
-        raise PayloadError(f"{key}: expected a non-empty string")
-    return value
-
-
-def _call(raw: dict[str, Any], event: str, host: str = "codex") -> Call:
-    name = raw.get("tool_name")
-    if not isinstance(name, str) or not name:
-        raise PayloadError(f"{event}: missing tool_name")
-    call_id = raw.get("tool_use_id")
-    call_id = call_id if isinstance(call_id, str) else None
-    tool_input = trim(raw.get("tool_input"))
-    if host == "claude-code":
-        return _claude_call(raw, event, name, call_id, tool_input)
-    failure = raw.get("error", raw.get("error_message"))
-    if event == "PostToolUseFailure" or (event == "PostToolBatch" and failure):
-        return Call(name, tool_input, call_id, trim(failure), True, bool(raw.get("is_interrupt")))
-    if event == "PreToolUse":
-        return Call(name, tool_input, call_id)
-    result = raw.get("tool_response", raw.get("tool_result"))
-    failed = _failed(result)
-    if not failed and codex.is_shell(name) and codex.output_exit_code(result) is None:
-        # Codex's PostToolUse gives the bare output, no exit code: the rollout has it.
-        code = codex.rollout_exit_code(raw.get("transcript_path"), call_id)
-        failed = code is not None and code != 0
-    return Call(name, tool_input, call_id, trim(result), failed)
-
-
-def _claude_call(raw: dict[str, Any], event: str, name: str, call_id: str | None, tool_input: Any) -> Call:
-    if event == "PreToolUse":
-        return Call(name, tool_input, call_id)
-    if event == "PostToolUseFailure":
-        result = raw.get("error", raw.get("error_message"))
-    else:
-        result = raw.get("tool_response", raw.get("tool_result"))
-        if event == "PostToolBatch" and (raw.get("error") or raw.get("error_message")):
-            result = raw.get("error", raw.get("error_message"))
-    spawned = claude_code.spawned_agent(name, raw.get("tool_response")) if event == "PostToolUse" else None
-    return Call(
-        name,
-        tool_input,
-        call_id,
-        trim(result),
-        claude_code.call_failed(event, raw),
-        claude_code.interrupted(event, raw),
-        spawned,
-    )
-
-
-def _failed(result: Any) -> bool:
-    """Did a completed call fail, by what its result says? Claude Code sends failures
-    to PostToolUseFailure, so this matters for Codex, whose PostToolUse covers both:
-    the rule is the reader's, `hosts.codex.output_status`."""
-    return bool(codex.output_status(result)[1])
-
-
-def trim(value: Any, depth: int = 0) -> Any:
-    """A copy of a JSON value with bounded size: long strings keep their head and
-    tail (4 KiB each), long lists and objects their first 256 items, deep nesting
-    stops at 16 levels. Enough to tell calls and results apart, never the whole of
-    a huge file body or log: whatever is cut is replaced by a digest of all of it,
-    so two values that differ only in what was cut stay different."""
-    if isinstance(value, str):
-        if len(value) <= 2 * _STRING_KEEP:
-            return value
-        return f"{value[:_STRING_KEEP]}\n…[{len(value)} chars {_digest(value)}]…\n{value[-_STRING_KEEP:]}"
-    if depth >= _MAX_DEPTH and isinstance(value, (dict, list)):
-        return f"…[nested {_digest(value)}]…"
-    if isinstance(value, dict):
-        items = list(value.items())
-        out = {str(k): trim(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
-        if len(items) > _MAX_ITEMS:
-            out["…"] = f"{len(items) - _MAX_ITEMS} more keys, {_digest(dict(items[_MAX_ITEMS:]))}"
-        return out
-    if isinstance(value, list):
-        out_list = [trim(v, depth + 1) for v in value[:_MAX_ITEMS]]
-        if len(value) > _MAX_ITEMS:
-            out_list.append(f"…[{len(value) - _MAX_ITEMS} more items, {_digest(value[_MAX_ITEMS:])}]")
-        return out_list
-    return value
-
-
-_DIGEST_CHARS = 1 << 16  # a string is hashed in pieces: no second copy of a large input
-
-
-def _digest(value: Any) -> str:
-    """A digest of the whole of a JSON value, read without recursion (the nesting a
-    payload may have is the parser's limit, not ours) and in bounded pieces."""
-    import hashlib
-
-    hasher = hashlib.blake2b(digest_size=8)
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            hasher.update(b"s%d:" % len(item))
-            for start in range(0, len(item), _DIGEST_CHARS):
-                hasher.update(item[start : start + _DIGEST_CHARS].encode("utf-8", "surrogatepass"))
-        elif isinstance(item, dict):
-            hasher.update(b"{%d" % len(item))
-            for key, sub in reversed(list(item.items())):
-                stack.append(sub)
-                stack.append(str(key))
-        elif isinstance(item, list):
-            hasher.update(b"[%d" % len(item))
-            stack.extend(reversed(item))
-        else:
-            hasher.update(b"v" + repr(item).encode())
-    return hasher.hexdigest()
+    if host not in HOSTS:
+        raise PayloadError(f"unknown host {host!r}")
+    return host_named(host).parse_oversize(found, event)

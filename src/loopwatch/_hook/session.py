@@ -25,3 +25,17 @@ class SessionState(GuardSession):
         self.profile_reason = reason
         self.counts: dict[str, int] = {}
         self.origin = ""  # which configuration file set the mode (HookSettings.origin)
+        self.clock: tuple[float, float] | None = None  # (wall, steady) seconds when the session began
+        self.last_at = 0.0  # the time of its latest event
+
+    def time(self, wall: float, steady: float) -> float:
+        """The time of an event that happens now, given the wall clock and a steady one
+        (seconds since boot, the same in every process): the session's first wall time
+        plus the steady time since, so a wall clock set back (or forward) moves nothing.
+        The steady clock starts again at a reboot: then the wall clock is taken, never
+        earlier than the latest event."""
+        if self.clock is None or steady < self.clock[1]:
+            self.clock = (max(wall, self.last_at), steady)
+        at = self.clock[0] + (steady - self.clock[1])
+        self.last_at = max(at, self.last_at)
+        return self.last_at

@@ -159,20 +159,16 @@ def _settings(table: Any) -> HookSettings:
 
 
 def detect_profile(host: str, config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The profile for a new session, and why.
+    """The profile for a new session of `host`, and why.
 
     In order: `LOOPWATCH_PROFILE`; `profile` in the configuration file; a
     non-interactive run (`unattended`); else `attended`. A run is non-interactive when
+    the host's environment says so (`Host.detect_profile`: Claude Code's
+    `CLAUDE_CODE_ENTRYPOINT=sdk-*`), or, on Linux, when an ancestor process is the host
+    run headless (`Host.headless`: `claude -p`, `codex exec`, ...), read from /proc.
 
-    - Claude Code set `CLAUDE_CODE_ENTRYPOINT` to an `sdk-*` value (`sdk-cli` is
-      `claude -p`; `sdk-ts`/`sdk-py` the Agent SDK). This variable is undocumented;
-      it is what hooks see today (reported in claude-code issue threads);
-    - or, on Linux, an ancestor process is `claude ... -p/--print` or
-      `codex exec ...` (read from /proc; Codex hooks carry no payload field or
-      variable that says so).
-
-    Limits: outside Linux only the variable is seen, so `codex exec` there gets
-    `attended` (nudge and block, no stop) unless configured; a wrapper that
+    Limits: outside Linux only the environment is seen, so a host that says nothing
+    there gets `attended` (nudge and block, no stop) unless configured; a wrapper that
     re-executes the agent under another name is not recognised."""
     env = os.environ if env is None else env
     explicit = env.get("LOOPWATCH_PROFILE", "").strip().lower()
@@ -180,41 +176,30 @@ def detect_profile(host: str, config: Mapping[str, Any], env: Mapping[str, str] 
         return explicit, "LOOPWATCH_PROFILE"
     if isinstance(config.get("profile"), str):
         return config["profile"], "configuration"
-    entry = env.get("CLAUDE_CODE_ENTRYPOINT", "")
-    if entry.startswith("sdk"):
-        return "unattended", f"CLAUDE_CODE_ENTRYPOINT={entry}"
-    found = _headless_ancestor()
-    if found:
-        return "unattended", found
+    from .._hosts import host as host_named
+
+    agent = host_named(host)
+    said = agent.detect_profile(env)
+    if said is not None:
+        return said
+    from .._hosts.base import ancestors
+
+    for _, argv in ancestors(6):
+        verdict = agent.headless(argv)
+        if verdict is not None:
+            return ("unattended", verdict) if verdict else ("attended", "interactive")
     return "attended", "interactive"
 
 
-def _headless_ancestor(levels: int = 6) -> str | None:
-    pid = os.getppid()
-    for _ in range(levels):
-        if pid <= 1:
-            return None
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                argv = [a.decode("utf-8", "replace") for a in fh.read().split(b"\0") if a]
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                pid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-        verdict = _headless_argv(argv)
+def _headless_argv(argv: list[str], host: str | None = None) -> str | None:
+    """ "claude -p" / "codex exec" (and so on) if argv is a headless agent run, "" if it
+    is the agent run interactively, None if it is not that agent (any host's, by
+    default)."""
+    from .._hosts import HOSTS
+    from .._hosts import host as host_named
+
+    for name in [host] if host else list(HOSTS):
+        verdict = host_named(name).headless(argv)
         if verdict is not None:
-            return verdict or None
-    return None
-
-
-def _headless_argv(argv: list[str]) -> str | None:
-    """ "claude -p" / "codex exec" if argv is a headless agent run, "" if it is the
-    agent run interactively, None if it is not an agent at all."""
-    for i, arg in enumerate(argv[:3]):
-        base = os.path.basename(arg)
-        if base == "claude" or arg.endswith("claude-code/cli.js"):
-            return "claude -p" if any(a in ("-p", "--print") or a.startswith("--print=") for a in argv[i + 1 :]) else ""
-        if base in ("codex", "codex.js"):
-            rest = [a for a in argv[i + 1 :] if not a.startswith("-")]
-            return "codex exec" if "exec" in rest[:3] or rest[:1] == ["e"] else ""
+            return verdict
     return None

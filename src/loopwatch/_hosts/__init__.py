@@ -1,11 +1,36 @@
 """What each agent CLI sends and writes, one module per host (standard library only): the only place that knows its shapes.
 
-`WRITERS` is the one table of tools that write files, across hosts: the readers mark
+`HOSTS` lists them (`host(name)` gives one); `base` holds the contract every host module
+fulfils. `WRITERS` is the one table of tools that write files, across hosts: the readers mark
 their successful calls as writes and the hook gives them the `writer` role (a write is
 progress: it resets same-error counts and ends churn and stagnation).
 """
 
-__all__ = ["WRITERS"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .base import Host
+
+__all__ = ["HOSTS", "WRITERS", "host"]
+
+#: Every agent CLI loopwatch guards live: its name -> its module in this package, which
+#: defines `HOST` (the contract is `base.Host`). Imported on first use: the hook loads
+#: only the module of the host it answers.
+HOSTS: dict[str, str] = {
+    "claude-code": "claude_code",
+    "codex": "codex",
+}
+
+
+def host(name: str) -> Host:
+    """The host called `name` (a key of `HOSTS`; KeyError for another)."""
+    import importlib
+
+    found: Host = importlib.import_module(f"{__name__}.{HOSTS[name]}").HOST
+    return found
+
 
 #: Tools whose success writes a file, with the input field that names it (None: the
 #: input names no single file; a patch names its files in its text).

@@ -38,15 +38,33 @@ at import.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .._files import open_file
+from .base import (
+    AFTER,
+    BATCH,
+    BEFORE,
+    FAILED,
+    Call,
+    ClaudeStyle,
+    Payload,
+    PayloadError,
+    SwitchOff,
+    read_json,
+    same_names,
+    text_field,
+    trim,
+)
 
 __all__ = [
     "AGENT_TOOLS",
     "HOOK_EVENTS",
+    "HOST",
     "NAME",
     "STOP_EVENT",
     "TOOL_EVENTS",
@@ -259,3 +277,108 @@ def said_stop(reason: str) -> bool:
     from .._core.messages import Stopped, loopwatch_said
 
     return loopwatch_said(reason) is Stopped
+
+
+#: A project's settings files, in the folder Claude Code was started in (`.claude/settings.json`
+#: is shared with the repository; `.local` is the person's own, but a repository can ship it too).
+PROJECT_SETTINGS = (os.path.join(".claude", "settings.json"), os.path.join(".claude", "settings.local.json"))
+
+
+def config_dir(env: Mapping[str, str]) -> str:
+    """The user's Claude Code folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
+
+
+class ClaudeCode(ClaudeStyle):
+    """Claude Code: the facts of the module's docstring, as the host contract."""
+
+    name = NAME
+    title = "Claude Code"
+    binary = "claude"
+    package = "@anthropic-ai/claude-code"
+    tested = ("2.1.197", "2.1.332")
+    events = same_names(HOOK_EVENTS)
+    hooked_events = HOOK_EVENTS
+    scopes = ("user", "project", "local")
+    matcher_events = frozenset(TOOL_EVENTS)
+    switch_paths = r"\.claude[/\\]+settings(?:\.local)?\.json"
+    switch_keys = r"disableAllHooks\W{0,4}\s*:\s*true"
+
+    def parse(self, raw: dict[str, Any], event: str | None = None) -> Payload:
+        event = text_field(raw, "hook_event_name", required=True)
+        session = text_field(raw, "session_id", required=True)
+        assert event is not None and session is not None
+        calls: tuple[Call, ...] = ()
+        if event in (BEFORE, AFTER, FAILED):
+            calls = (self._call(raw, event),)
+        elif event == BATCH:
+            items = raw.get("tool_calls", raw.get("tool_results"))
+            if not isinstance(items, list):
+                raise PayloadError("PostToolBatch: expected a list in tool_calls")
+            calls = tuple(self._call(item, event) for item in items[:256] if isinstance(item, dict))
+        return Payload(NAME, event, session, payload_agent(raw), text_field(raw, "cwd"), calls)
+
+    def _call(self, raw: dict[str, Any], event: str) -> Call:
+        name = raw.get("tool_name")
+        if not isinstance(name, str) or not name:
+            raise PayloadError(f"{event}: missing tool_name")
+        call_id = raw.get("tool_use_id")
+        call_id = call_id if isinstance(call_id, str) else None
+        tool_input = trim(raw.get("tool_input"))
+        if event == BEFORE:
+            return Call(name, tool_input, call_id)
+        if event == FAILED:
+            result = raw.get("error", raw.get("error_message"))
+        else:
+            result = raw.get("tool_response", raw.get("tool_result"))
+            if event == BATCH and (raw.get("error") or raw.get("error_message")):
+                result = raw.get("error", raw.get("error_message"))
+        spawned = spawned_agent(name, raw.get("tool_response")) if event == AFTER else None
+        return Call(name, tool_input, call_id, trim(result), call_failed(event, raw), interrupted(event, raw), spawned)
+
+    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
+        # `CLAUDE_CODE_ENTRYPOINT` is undocumented; an `sdk-*` value is what hooks see
+        # under `claude -p` (`sdk-cli`) and the Agent SDK (`sdk-ts`, `sdk-py`).
+        entry = env.get("CLAUDE_CODE_ENTRYPOINT", "")
+        return ("unattended", f"CLAUDE_CODE_ENTRYPOINT={entry}") if entry.startswith("sdk") else None
+
+    def headless(self, argv: list[str]) -> str | None:
+        for i, arg in enumerate(argv[:3]):
+            if os.path.basename(arg) == "claude" or arg.endswith("claude-code/cli.js"):
+                rest = argv[i + 1 :]
+                return "claude -p" if any(a in ("-p", "--print") or a.startswith("--print=") for a in rest) else ""
+        return None
+
+    def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
+        return {
+            "session_id": "loopwatch-doctor",
+            "transcript_path": os.path.join(folder, "t.jsonl"),
+            "cwd": cwd,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "true", "description": "loopwatch doctor"},
+            "tool_use_id": "toolu_doctor",
+            "tool_response": {
+                "stdout": "",
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+                "noOutputExpected": True,
+            },
+        }
+
+    def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
+        if scope == "user":
+            return Path(config_dir(env)) / "settings.json"
+        return cwd / PROJECT_SETTINGS[1 if scope == "local" else 0]
+
+    def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
+        found = []
+        for path in (self.settings_file("user", env, cwd), *(cwd / name for name in PROJECT_SETTINGS)):
+            settings = read_json(path)
+            if isinstance(settings, dict) and settings.get("disableAllHooks") is True:
+                found.append(SwitchOff(str(path), '"disableAllHooks": true turns every hook off, loopwatch\'s too'))
+        return found
+
+
+HOST = ClaudeCode()

@@ -35,14 +35,32 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .._files import open_file
+from .base import (
+    ALLOW_REPLY,
+    BEFORE,
+    Call,
+    ClaudeStyle,
+    Payload,
+    PayloadError,
+    Reply,
+    SwitchOff,
+    same_names,
+    text_field,
+    trim,
+)
+
+if TYPE_CHECKING:
+    from .._core.session import Decision
 
 __all__ = [
     "EVENT_LABELS",
     "EXEC_EVENTS",
     "HOOK_EVENTS",
+    "HOST",
     "ROLLOUT_LINES",
     "SHELL_TOOLS",
     "codex_home",
@@ -51,6 +69,7 @@ __all__ = [
     "item_exit_code",
     "loopwatch_denial",
     "output_exit_code",
+    "output_failed",
     "rollout_exit_code",
     "shared_tool_rules",
     "trusted_hash",
@@ -204,6 +223,12 @@ def output_status(output: Any, loads: Callable[[str], Any] = json.loads) -> tupl
     return output, failed
 
 
+def output_failed(output: Any) -> bool:
+    """Did a call fail, by what its output says (`output_status`)? The hook's rule, and the
+    rollout reader's."""
+    return bool(output_status(output)[1])
+
+
 def rollout_exit_code(path: Any, call_id: Any) -> int | None:
     """The exit code of call `call_id` in the rollout at `path` (a PostToolUse
     payload's `transcript_path`), or None. Reads only the rollout's last MiB, and
@@ -271,3 +296,121 @@ def trusted_hash(event: str, handler: Mapping[str, Any], matcher: str | None = N
         identity["matcher"] = matcher
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+#: Set by `loopwatch run` for the command it supervises (`supervise.supervisor.SUPERVISED`;
+#: not imported from there: the hook path stays small).
+SUPERVISED = "LOOPWATCH_SUPERVISED"
+
+#: A project's Codex configuration (read once the project is trusted in Codex).
+PROJECT_CONFIG = os.path.join(".codex", "config.toml")
+
+
+def hooks_switched_off(config: Any) -> str | None:
+    """The key of a parsed config.toml that turns hooks off (`[features] hooks = false`,
+    or its older name `codex_hooks`), else None."""
+    features = config.get("features") if isinstance(config, dict) else None
+    if not isinstance(features, dict):
+        return None
+    for key in ("hooks", "codex_hooks"):
+        if features.get(key) is False:
+            return f"features.{key}"
+    return None
+
+
+class Codex(ClaudeStyle):
+    """Codex: the facts of the module's docstring, as the host contract."""
+
+    name = "codex"
+    title = "Codex"
+    binary = "codex"
+    package = "@openai/codex"
+    tested = ("0.171.0",)
+    events = same_names(HOOK_EVENTS)
+    hooked_events = HOOK_EVENTS
+    switch_paths = r"\.codex[/\\]+config\.toml"
+    switch_keys = r"(?:codex_)?hooks\W{0,4}\s*[=:]\s*false"
+
+    def parse(self, raw: dict[str, Any], event: str | None = None) -> Payload:
+        event = text_field(raw, "hook_event_name", required=True)
+        session = text_field(raw, "session_id", required=True)
+        assert event is not None and session is not None
+        calls: tuple[Call, ...] = ()
+        if event in ("PreToolUse", "PostToolUse"):
+            calls = (self._call(raw, event),)
+        return Payload(self.name, event, session, text_field(raw, "agent_id") or "", text_field(raw, "cwd"), calls)
+
+    def _call(self, raw: dict[str, Any], event: str) -> Call:
+        name = raw.get("tool_name")
+        if not isinstance(name, str) or not name:
+            raise PayloadError(f"{event}: missing tool_name")
+        call_id = raw.get("tool_use_id")
+        call_id = call_id if isinstance(call_id, str) else None
+        tool_input = trim(raw.get("tool_input"))
+        if event == BEFORE:
+            return Call(name, tool_input, call_id)
+        result = raw.get("tool_response", raw.get("tool_result"))
+        failed = output_failed(result)
+        if not failed and is_shell(name) and output_exit_code(result) is None:
+            # Codex's PostToolUse gives the bare output, no exit code: the rollout has it.
+            code = rollout_exit_code(raw.get("transcript_path"), call_id)
+            failed = code is not None and code != 0
+        return Call(name, tool_input, call_id, trim(result), failed)
+
+    def reply(self, payload: Payload, decision: Decision, stopped: str | None) -> Reply:
+        if payload.event == BEFORE and stopped is not None and os.environ.get(SUPERVISED):
+            # Under `loopwatch run`, which ends `codex exec` at this very call. A Codex hook
+            # can only block it, and a blocked call never reaches `codex exec --json`: `run`
+            # would not see the loop go on (observed with 0.171.0: 9 more model turns).
+            return ALLOW_REPLY
+        return super().reply(payload, decision, stopped)
+
+    def refuse(self, native: str, reason: str, *, stop: bool = False, person: str | None = None) -> Reply:
+        # Exit 2 with the reason on stderr (an empty stderr runs the call); Codex rejects
+        # `continue: false` on PreToolUse as invalid output and then runs the call.
+        return Reply(None, reason + "\n", 2)
+
+    def headless(self, argv: list[str]) -> str | None:
+        for i, arg in enumerate(argv[:3]):
+            if os.path.basename(arg) in ("codex", "codex.js"):
+                rest = [a for a in argv[i + 1 :] if not a.startswith("-")]
+                return "codex exec" if "exec" in rest[:3] or rest[:1] == ["e"] else ""
+        return None
+
+    def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
+        return {
+            "session_id": "loopwatch-doctor",
+            "turn_id": "loopwatch-doctor-turn",
+            "transcript_path": None,
+            "cwd": cwd,
+            "hook_event_name": "PostToolUse",
+            "model": "loopwatch-doctor",
+            "permission_mode": "default",
+            "tool_name": "Bash",
+            "tool_input": {"command": "true"},
+            "tool_response": "",
+            "tool_use_id": "call_doctor",
+        }
+
+    def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
+        if scope == "user":
+            base = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".codex")
+            return Path(base) / "hooks.json"
+        return cwd / ".codex" / "hooks.json"
+
+    def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
+        import tomllib
+
+        path = cwd / PROJECT_CONFIG
+        try:
+            with open_file(str(path)) as fh:
+                config = tomllib.loads(fh.read(1 << 20).decode("utf-8"))
+        except (OSError, ValueError):
+            return []
+        key = hooks_switched_off(config)
+        if key is None:
+            return []
+        return [SwitchOff(str(path), f"{key} = false turns every hook off in a trusted project, loopwatch's too")]
+
+
+HOST = Codex()

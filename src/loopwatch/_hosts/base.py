@@ -1,0 +1,604 @@
+"""The host contract: everything loopwatch must know of one agent CLI to guard it live.
+
+Each agent CLI is one module of this package (`claude_code`, `codex`, ...) defining
+`HOST`, an instance of a `Host` subclass:
+
+- **its payloads** (`parse`): one hook event in the host's words, made a `Payload` in the
+  guard's words (`BEFORE`, `AFTER`, ...), with the calls it reports (`Call`);
+- **its answers** (`reply`, `refuse`): a decision of the guard made what the host reads
+  back (`Reply`: JSON on stdout, stderr, exit status);
+- **its runs** (`headless`, `end_run`): how a run that nobody watches is told from one a
+  person watches, and, where the host ignores every stop answer, how such a run is ended;
+- **its settings** (`settings_file`, `install`, `uninstall`, `hooked`, `switch_offs`,
+  `switches_off`): where the hook goes, how it is written, and what a project can write
+  to switch it off.
+
+The hook (`loopwatch._hook`), `install`, `uninstall`, `doctor` and `status` are written
+once over this contract, and every decision is taken by one state machine
+(`_core.session.GuardSession`, driven by `_hook.guard`): a new host is one module and its
+tests, registered in `HOSTS` (`loopwatch._hosts`).
+
+What this deliberately does not hold: detection (the core's), recorded sessions (the
+readers', which may use a host module's facts), and anything that needs more than the
+standard library (the hook imports this module and one host module on every call).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+if TYPE_CHECKING:
+    from .._core.session import Decision
+
+__all__ = [
+    "AFTER",
+    "BATCH",
+    "BEFORE",
+    "FAILED",
+    "GUARD_EVENTS",
+    "PROMPT",
+    "SUBAGENT_END",
+    "TURN_END",
+    "Call",
+    "Host",
+    "JsonHooks",
+    "Payload",
+    "PayloadError",
+    "Reply",
+    "SwitchOff",
+    "ancestors",
+    "text_field",
+    "trim",
+]
+
+# -- the guard's events -----------------------------------------------------------------------
+# What `_hook.guard` feeds the session's monitor. Spelled as Claude Code spells its events,
+# the first host: the state keeps these names in its decision log.
+
+#: Before a call runs: it may be refused.
+BEFORE = "PreToolUse"
+#: A call ran (its result may still say it failed).
+AFTER = "PostToolUse"
+#: A call ran and the host says it failed.
+FAILED = "PostToolUseFailure"
+#: A batch of calls ran (Claude Code: the one event whose stop it honours).
+BATCH = "PostToolBatch"
+#: The person wrote: every streak starts again, a stop is lifted.
+PROMPT = "UserPromptSubmit"
+#: The agent's turn ended.
+TURN_END = "Stop"
+#: A sub-agent's turn ended.
+SUBAGENT_END = "SubagentStop"
+
+GUARD_EVENTS = (BEFORE, AFTER, FAILED, BATCH, PROMPT, TURN_END, SUBAGENT_END)
+#: The guard events that report calls that ran.
+CALL_EVENTS = (AFTER, FAILED, BATCH)
+
+
+class PayloadError(ValueError):
+    """The payload is not a hook event we can read; the message says why."""
+
+
+class Call:
+    """One tool call as the host reported it (input and result trimmed). A plain class,
+    not a dataclass: this module is imported on every hook call, and each dataclass
+    costs about a millisecond to build."""
+
+    __slots__ = ("call_id", "error", "input", "interrupted", "name", "result", "spawned")
+
+    def __init__(
+        self,
+        name: str,
+        input: Any,
+        call_id: str | None = None,
+        result: Any = None,
+        error: bool = False,
+        interrupted: bool = False,
+        spawned: str | None = None,
+    ) -> None:
+        self.name, self.input, self.call_id = name, input, call_id
+        self.result, self.error, self.interrupted = result, error, interrupted
+        self.spawned = spawned  # the sub-agent this call ran (Claude Code's Agent tool), when known
+
+
+class Payload:
+    """One hook event. `host` is the host's name; `event` the guard's name for it (one of
+    `GUARD_EVENTS`, or the host's own name for an event the guard does not know), `native`
+    the host's; `agent` is "" for the main agent; `calls` holds the call(s) of a tool
+    event (a batch may hold several); `oversize` says stdin was larger than the limit and
+    only the identifying fields could be read."""
+
+    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "session")
+
+    def __init__(
+        self,
+        host: str,
+        event: str,
+        session: str,
+        agent: str,
+        cwd: str | None,
+        calls: tuple[Call, ...] = (),
+        oversize: bool = False,
+        native: str | None = None,
+    ) -> None:
+        self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
+        self.calls, self.oversize = calls, oversize
+        self.native = event if native is None else native
+
+
+class Reply:
+    """What the hook process writes: `stdout` (a JSON value or None), `stderr`, exit status."""
+
+    __slots__ = ("code", "stderr", "stdout")
+
+    def __init__(self, stdout: Any = None, stderr: str = "", code: int = 0) -> None:
+        self.stdout, self.stderr, self.code = stdout, stderr, code
+
+    def __repr__(self) -> str:
+        return f"Reply({self.stdout!r}, {self.stderr!r}, {self.code})"
+
+
+ALLOW_REPLY = Reply()
+
+
+class SwitchOff(NamedTuple):
+    """A setting that switches the guard off: the file that holds it, and what it does."""
+
+    path: str
+    what: str
+
+
+class Host:
+    """One agent CLI. Subclasses set the class attributes and override what differs;
+    the defaults are Claude Code's hook protocol, which most hosts copy."""
+
+    #: The name users type (`loopwatch install NAME`) and the state records.
+    name: ClassVar[str]
+    #: The name people know it by.
+    title: ClassVar[str]
+    #: The command on PATH.
+    binary: ClassVar[str]
+    #: Where it comes from (an npm package), for the messages that say how to get it.
+    package: ClassVar[str | None] = None
+    #: The releases the real-CLI tests drive (pinned, current); empty for a host built from
+    #: its documentation alone.
+    tested: ClassVar[tuple[str, ...]] = ()
+    #: Built from the documentation, never run against the real CLI (said wherever offered).
+    documented_only: ClassVar[bool] = False
+    #: The host's event name -> the guard's (`GUARD_EVENTS`). Events not here are allowed.
+    events: ClassVar[Mapping[str, str]]
+    #: The events `install` hooks, in the host's words and in this order.
+    hooked_events: ClassVar[tuple[str, ...]]
+    #: The settings scopes `install` knows (`user` first).
+    scopes: ClassVar[tuple[str, ...]] = ("user", "project")
+    #: What the hook says the run was stopped with, beside the reason, when it ends a run
+    #: (`end_run`): a host that ends runs by a signal says so here.
+    ends_by: ClassVar[str] = ""
+
+    # -- the live guard ------------------------------------------------------------------------
+
+    def parse(self, raw: dict[str, Any], event: str | None = None) -> Payload:
+        """One payload (a JSON object), validated: the event in the guard's words and the
+        calls it reports. `event` is the event's name in the host's words when the hook's
+        command line gives it (a host whose payloads do not name their event is installed
+        with one command per event). Raises `PayloadError`."""
+        raise NotImplementedError
+
+    def parse_oversize(self, fields: Mapping[str, str], event: str | None = None) -> Payload:
+        """A payload too large to read, from the identifying fields found in its head and
+        tail (`hook_event_name`, `session_id`, `tool_name`, ... as the host spells them in
+        `oversize_fields`): a call gets a unique placeholder input, so it never looks like
+        any other."""
+        names = self.oversize_fields
+        native, session = event or fields.get(names["event"]), fields.get(names["session"])
+        if not native or not session:
+            raise PayloadError("oversize payload without a readable event name and session id")
+        event = self.events.get(native, native)
+        calls: tuple[Call, ...] = ()
+        tool = fields.get(names["tool"])
+        if event in (BEFORE, AFTER, FAILED) and tool:
+            marker = {"loopwatch": "oversize", "nonce": os.urandom(8).hex()}
+            calls = (Call(tool, marker, fields.get(names["call_id"]), None, event == FAILED),)
+        agent = fields.get(names.get("agent", ""), "")
+        return Payload(self.name, event, session, agent, None, calls, oversize=True, native=native)
+
+    #: The keys of the identifying fields, as the host spells them (for `parse_oversize`).
+    oversize_fields: ClassVar[Mapping[str, str]] = {
+        "event": "hook_event_name",
+        "session": "session_id",
+        "tool": "tool_name",
+        "call_id": "tool_use_id",
+        "agent": "agent_id",
+    }
+
+    def reply(self, payload: Payload, decision: Decision, stopped: str | None) -> Reply:
+        """The answer to one event: `decision` is the guard session's, `stopped` the stop's
+        reason once the run was stopped."""
+        raise NotImplementedError
+
+    def refuse(self, native: str, reason: str, *, stop: bool = False, person: str | None = None) -> Reply:
+        """Refuse the call of a before-call event (`native`, in the host's words) with
+        `reason` for the model; `stop` also ends the run where the host allows it;
+        `person` is what the person watching is told."""
+        raise NotImplementedError
+
+    def headless(self, argv: list[str]) -> str | None:
+        """Is `argv` (a process's command line) this host run with nobody watching? The
+        words that say so (`claude -p`), "" for the host run interactively, None for a
+        process that is not this host."""
+        return None
+
+    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
+        """The profile what the host put in the hook's environment implies, and why;
+        None when it says nothing (the process tree is asked next)."""
+        return None
+
+    def end_run(self, payload: Payload, reason: str, log: Callable[[str], object]) -> bool:
+        """End an unattended run this host would carry on despite every stop answer
+        (`ends_by` says how). True when it was ended. The default: the host honours
+        its stop answer, nothing more to do."""
+        return False
+
+    def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
+        """A harmless after-call payload, as the host would send it, for `doctor`'s dry
+        run (`folder` is a throwaway folder the payload may name files in)."""
+        raise NotImplementedError
+
+    # -- its settings --------------------------------------------------------------------------
+
+    def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
+        """The file `install` writes for `scope`."""
+        raise NotImplementedError
+
+    def install(self, settings: Any, command: str) -> Any:
+        """A copy of `settings` (the parsed file, {} when absent) with exactly one
+        loopwatch hook per hooked event, running `command`."""
+        raise NotImplementedError
+
+    def uninstall(self, settings: Any) -> Any:
+        """A copy of `settings` without loopwatch's hooks; nothing else changes."""
+        raise NotImplementedError
+
+    def hooked(self, settings: Any) -> dict[str, list[str]]:
+        """Event -> loopwatch's hook commands found in `settings`."""
+        raise NotImplementedError
+
+    def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
+        """Settings found now (a project's, from `cwd`, or the user's own) that switch
+        user hooks, and so the guard, off. Read only; a file that cannot be read is not
+        reported."""
+        return []
+
+    #: A project settings file that can switch user hooks off, and what in it does so
+    #: (regular expressions, searched in a call's input as JSON text: a write tool's path
+    #: and content, a shell command, a patch, alike).
+    switch_paths: ClassVar[str | None] = None
+    switch_keys: ClassVar[str | None] = None
+
+    def switches_off(self, call: Call, cwd: str | None) -> str | None:
+        """Would this call (before it runs) write a setting that switches the guard off?
+        The file it names, else None. The agent being guarded must not switch it off.
+
+        A call is judged by what it says, whatever the tool: it names one of the host's
+        project settings files (`switch_paths`) and the setting that switches hooks off
+        (`switch_keys`). A write that reaches the file by another road (a script written
+        first, a copy from elsewhere) is not seen here: `doctor` and `loopwatch run` read
+        the file itself (`switch_offs`)."""
+        if self.switch_paths is None or self.switch_keys is None:
+            return None
+        value = call.input
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if not re.search(self.switch_keys, text):
+            return None
+        found = re.search(self.switch_paths, text)
+        return found.group(0) if found else None
+
+
+# -- pieces hosts share --------------------------------------------------------------------------
+
+#: How an entry is recognised as loopwatch's own: its command runs `loopwatch hook`.
+OURS = re.compile(r"(?:^|[\s/\\])loopwatch(?:\.exe)?\s+hook\b")
+
+
+def is_ours(command: Any) -> bool:
+    return isinstance(command, str) and bool(OURS.search(command))
+
+
+class JsonHooks(Host):
+    """A host whose settings are one JSON object with a `hooks` table: event -> a list of
+    groups `{"matcher": ..., "hooks": [{"type": "command", "command": ..., "timeout": N}]}`
+    (Claude Code's shape, copied by Codex, Gemini CLI and Qwen Code). A subclass says how
+    one group is written (`group`) and how a command is found in one (`commands`)."""
+
+    #: Events whose group takes a tool matcher, and the matcher that means every tool.
+    matcher_events: ClassVar[frozenset[str]] = frozenset()
+    matcher: ClassVar[str] = "*"
+    #: The hook's timeout as the host reads it, and its key.
+    timeout: ClassVar[int] = 30
+    timeout_key: ClassVar[str] = "timeout"
+
+    def group(self, event: str, command: str) -> dict[str, Any]:
+        group: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": command, self.timeout_key: self.timeout}],
+        }
+        if event in self.matcher_events:
+            group = {"matcher": self.matcher, **group}
+        return group
+
+    def commands(self, group: Any) -> list[str]:
+        inner = group.get("hooks") if isinstance(group, dict) else None
+        return (
+            [h["command"] for h in inner if isinstance(h, dict) and is_ours(h.get("command"))]
+            if isinstance(inner, list)
+            else []
+        )
+
+    def _without(self, group: Any) -> Any:
+        """`group` without loopwatch's entries (None when nothing of it is left)."""
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            return group
+        inner = [h for h in group["hooks"] if not (isinstance(h, dict) and is_ours(h.get("command")))]
+        if len(inner) == len(group["hooks"]):
+            return group
+        return {**group, "hooks": inner} if inner else None
+
+    def uninstall(self, settings: Any) -> Any:
+        out = dict(settings)
+        hooks = out.get("hooks")
+        if not isinstance(hooks, dict):
+            return out
+        new_hooks: dict[str, Any] = {}
+        for event, groups in hooks.items():
+            if not isinstance(groups, list):
+                new_hooks[event] = groups
+                continue
+            kept = [g for g in (self._without(group) for group in groups) if g is not None]
+            if kept or not groups:
+                new_hooks[event] = kept
+        out["hooks"] = new_hooks
+        return out
+
+    def install(self, settings: Any, command: str) -> Any:
+        out = self.uninstall(settings)
+        hooks = out.get("hooks")
+        if hooks is None:
+            hooks = {}
+        elif not isinstance(hooks, dict):
+            raise SettingsError('the settings file\'s "hooks" is not an object; fix it by hand first')
+        hooks = dict(hooks)
+        for event in self.hooked_events:
+            groups = hooks.get(event, [])
+            if not isinstance(groups, list):
+                raise SettingsError(f"the settings file's hooks.{event} is not a list; fix it by hand first")
+            hooks[event] = [*groups, self.group(event, command)]
+        out["hooks"] = hooks
+        return out
+
+    def hooked(self, settings: Any) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        hooks = settings.get("hooks") if isinstance(settings, dict) else None
+        if not isinstance(hooks, dict):
+            return out
+        for event, groups in hooks.items():
+            for group in groups if isinstance(groups, list) else []:
+                found = self.commands(group)
+                if found:
+                    out.setdefault(event, []).extend(found)
+        return out
+
+
+class ClaudeStyle(JsonHooks):
+    """A host that answers as Claude Code does (its hooks reference): a before-call deny in
+    `hookSpecificOutput.permissionDecision`, a nudge as `additionalContext` after a call,
+    `decision: "block"` to put a reason in front of the model after a call that ran,
+    `continue: false` with `stopReason` to end the run, `systemMessage` for the person.
+    Codex, Qwen Code and Gemini CLI copy it, each with its own differences."""
+
+    def reply(self, payload: Payload, decision: Decision, stopped: str | None) -> Reply:
+        from .._core.verdict import Action
+
+        verdict = decision.verdict
+        event = payload.event
+        if event == BEFORE:
+            if decision.blocks and decision.message is not None:
+                return self.refuse(
+                    payload.native, decision.message, stop=decision.action is Action.STOP, person=decision.reason
+                )
+            return warn(verdict)
+        if event in CALL_EVENTS:
+            if stopped is not None and verdict.action.rank < Action.STOP.rank:
+                return self.stop_reply(payload.native, stopped)
+            return self.after_call(payload.native, decision)
+        return warn(verdict)  # a prompt, a turn's end: tell the person at most
+
+    def refuse(self, native: str, reason: str, *, stop: bool = False, person: str | None = None) -> Reply:
+        from .._core.messages import Blocked, Stopped
+
+        out: dict[str, Any] = {
+            "hookSpecificOutput": {
+                "hookEventName": native,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            },
+        }
+        if person:
+            out["systemMessage"] = Blocked(person).for_person()
+        if stop:
+            out["continue"] = False
+            out["stopReason"] = Stopped(person or reason).for_person()
+        return Reply(out)
+
+    def stop_reply(self, native: str, reason: str) -> Reply:
+        """End the run after a call (the run was stopped for `reason`)."""
+        from .._core.messages import Stopped
+
+        why = Stopped(reason).for_person()
+        return Reply({"continue": False, "stopReason": why, "systemMessage": why})
+
+    def after_call(self, native: str, decision: Decision) -> Reply:
+        """The answer after a call ran: a nudge, a block (the call already ran: worded so
+        by the guard session), a stop."""
+        from .._core.messages import Warned
+        from .._core.verdict import Action
+
+        verdict = decision.verdict
+        action = verdict.action
+        message = decision.message or ""
+        if action is Action.NUDGE:
+            return Reply({"hookSpecificOutput": {"hookEventName": native, "additionalContext": message}})
+        if action is Action.BLOCK:
+            person = Warned(verdict.description or "").for_person()
+            if native == AFTER:
+                return Reply({"decision": "block", "reason": message, "systemMessage": person})
+            return Reply(
+                {"hookSpecificOutput": {"hookEventName": native, "additionalContext": message}, "systemMessage": person}
+            )
+        if action is Action.STOP:
+            return self.stop_reply(native, verdict.description or "")
+        return warn(verdict)
+
+
+def warn(verdict: Any) -> Reply:
+    """Tell the person watching of a warning (`systemMessage`), else allow in silence."""
+    from .._core.messages import Warned
+    from .._core.verdict import Action
+
+    if verdict.action is Action.WARN and verdict.description:
+        return Reply({"systemMessage": Warned(verdict.description).for_person()})
+    return ALLOW_REPLY
+
+
+class SettingsError(ValueError):
+    """A settings file loopwatch will not edit: its shape is not what the host reads."""
+
+
+def same_names(names: tuple[str, ...]) -> Mapping[str, str]:
+    """An `events` table for a host whose events are the guard's own names."""
+    from types import MappingProxyType
+
+    return MappingProxyType({name: name for name in names})
+
+
+def is_installed_here(host: Host, env: Mapping[str, str]) -> str | None:
+    """Where `host`'s CLI is on this machine (its path on PATH), else None."""
+    import shutil
+
+    return shutil.which(host.binary, path=env.get("PATH"))
+
+
+def text_field(raw: Mapping[str, Any], key: str, required: bool = False) -> str | None:
+    """`raw[key]` when it is a string; None when absent; `PayloadError` for another type,
+    or when `required` and absent or empty."""
+    value = raw.get(key)
+    if value is None:
+        if required:
+            raise PayloadError(f"missing {key}")
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise PayloadError(f"{key}: expected a non-empty string")
+    return value
+
+
+def read_json(path: Path, limit: int = 1 << 20) -> Any:
+    """A small JSON settings file, or None when it is absent, too large, or not JSON.
+    For reading what a project holds (`switch_offs`): never raises."""
+    from .._files import open_file
+
+    try:
+        with open_file(str(path)) as fh:
+            data = fh.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def ancestors(levels: int = 8, start: int | None = None) -> list[tuple[int, list[str]]]:
+    """(pid, argv) of this process's parent and its ancestors, nearest first, read from
+    /proc (Linux); empty where that cannot be read."""
+    out: list[tuple[int, list[str]]] = []
+    pid = os.getppid() if start is None else start
+    for _ in range(levels):
+        if pid <= 1:
+            break
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = [a.decode("utf-8", "replace") for a in fh.read().split(b"\0") if a]
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                parent = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        out.append((pid, argv))
+        pid = parent
+    return out
+
+
+# -- bounding what a payload holds ------------------------------------------------------------
+
+_STRING_KEEP = 4096  # a long string keeps this many characters of head and of tail
+_MAX_ITEMS = 256  # a long list or object keeps this many items (then a count)
+_MAX_DEPTH = 16
+
+
+def trim(value: Any, depth: int = 0) -> Any:
+    """A copy of a JSON value with bounded size: long strings keep their head and
+    tail (4 KiB each), long lists and objects their first 256 items, deep nesting
+    stops at 16 levels. Enough to tell calls and results apart, never the whole of
+    a huge file body or log: whatever is cut is replaced by a digest of all of it,
+    so two values that differ only in what was cut stay different."""
+    if isinstance(value, str):
+        if len(value) <= 2 * _STRING_KEEP:
+            return value
+        return f"{value[:_STRING_KEEP]}\n…[{len(value)} chars {digest(value)}]…\n{value[-_STRING_KEEP:]}"
+    if depth >= _MAX_DEPTH and isinstance(value, (dict, list)):
+        return f"…[nested {digest(value)}]…"
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {str(k): trim(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
+        if len(items) > _MAX_ITEMS:
+            out["…"] = f"{len(items) - _MAX_ITEMS} more keys, {digest(dict(items[_MAX_ITEMS:]))}"
+        return out
+    if isinstance(value, list):
+        out_list = [trim(v, depth + 1) for v in value[:_MAX_ITEMS]]
+        if len(value) > _MAX_ITEMS:
+            out_list.append(f"…[{len(value) - _MAX_ITEMS} more items, {digest(value[_MAX_ITEMS:])}]")
+        return out_list
+    return value
+
+
+_DIGEST_CHARS = 1 << 16  # a string is hashed in pieces: no second copy of a large input
+
+
+def digest(value: Any) -> str:
+    """A digest of the whole of a JSON value, read without recursion (the nesting a
+    payload may have is the parser's limit, not ours) and in bounded pieces."""
+    import hashlib
+
+    hasher = hashlib.blake2b(digest_size=8)
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            hasher.update(b"s%d:" % len(item))
+            for start in range(0, len(item), _DIGEST_CHARS):
+                hasher.update(item[start : start + _DIGEST_CHARS].encode("utf-8", "surrogatepass"))
+        elif isinstance(item, dict):
+            hasher.update(b"{%d" % len(item))
+            for key, sub in reversed(list(item.items())):
+                stack.append(sub)
+                stack.append(str(key))
+        elif isinstance(item, list):
+            hasher.update(b"[%d" % len(item))
+            stack.extend(reversed(item))
+        else:
+            hasher.update(b"v" + repr(item).encode())
+    return hasher.hexdigest()
