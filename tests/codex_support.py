@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -29,46 +28,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import real_clis
 
 SRC = str(Path(__file__).resolve().parent.parent / "src")
-CODEX_VERSION = "0.171.0"  # the version the captures in ../shared/clients were made with
+CODEX_VERSION = real_clis.CLIS["codex"].versions[0]  # the version the captures in ../shared/clients were made with
 _INSTALL_TIMEOUT = 600  # seconds; the package is two tarballs (~60 MB), cached after the first run
-_lock = threading.Lock()
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("LOOPWATCH_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "loopwatch-tests")
-    return Path(base) / f"codex-{CODEX_VERSION}"
+    return real_clis.cache_dir("codex", CODEX_VERSION)
 
 
 def codex_binary() -> tuple[str | None, str]:
-    """(path of the codex executable, "") or (None, why it is not available)."""
-    prefix = cache_dir()
-    binary = prefix / "node_modules" / ".bin" / "codex"
-    with _lock:
-        if binary.exists():
-            return str(binary), ""
-        if shutil.which("node") is None or shutil.which("npm") is None:
-            return None, "node/npm not found: the real-Codex tests need them to install @openai/codex"
-        prefix.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [
-                "npm",
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                f"@openai/codex@{CODEX_VERSION}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=_INSTALL_TIMEOUT,
-        )
-        if done.returncode != 0 or not binary.exists():
-            raise RuntimeError(f"npm install @openai/codex@{CODEX_VERSION} failed:\n{done.stderr[-2000:]}")
-        return str(binary), ""
+    """The pinned Codex (`real_clis`), installed on first use: (its path, "") or (None,
+    why) where node/npm are absent. Raises when npm is there but the install fails."""
+    try:
+        return str(real_clis.install("codex", CODEX_VERSION)), ""
+    except LookupError as exc:
+        return None, str(exc)
 
 
 def require_codex() -> str:

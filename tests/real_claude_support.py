@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -34,65 +33,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
+import real_clis
 
-CLAUDE_CODE_VERSION = "2.1.197"
-#: The current npm release (`npm view @anthropic-ai/claude-code version`), tested beside the pin.
-CURRENT_CLAUDE_CODE_VERSION = "2.1.332"
+CLAUDE_CODE_VERSION, CURRENT_CLAUDE_CODE_VERSION = real_clis.CLIS["claude-code"].versions
 ROOT = Path(__file__).resolve().parent.parent
 SRC = str(ROOT / "src")
 LOOP_COMMAND = "ls /nonexistent-dir-xyz"
-_INSTALL_LOCK = threading.Lock()
 
 
 def cache_dir(version: str = CLAUDE_CODE_VERSION) -> Path:
-    base = os.environ.get("LOOPWATCH_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "loopwatch-tests")
-    return Path(base) / f"claude-code-{version}"
+    return real_clis.cache_dir("claude-code", version)
 
 
 def claude_binary(version: str = CLAUDE_CODE_VERSION) -> str:
-    """The CLI at `version` (the pinned one by default), installed on first use. Skips
-    where node/npm are missing; fails (never skips) when npm is there but the install
-    does not work."""
-    prefix = cache_dir(version)
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    with _INSTALL_LOCK:
-        if not _works(binary, version):
-            if shutil.which("node") is None or shutil.which("npm") is None:
-                pytest.skip("real Claude Code tests need node and npm (not found on PATH)")
-            prefix.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                [
-                    "npm",
-                    "install",
-                    "--prefix",
-                    str(prefix),
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    f"@anthropic-ai/claude-code@{version}",
-                ],
-                check=False,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-            if done.returncode != 0 or not _works(binary, version):
-                pytest.fail(
-                    f"npm could not install @anthropic-ai/claude-code@{version} into {prefix}:\n"
-                    f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-                )
-    return str(binary)
-
-
-def _works(binary: Path, version: str) -> bool:
-    if not binary.exists():
-        return False
-    try:
-        out = subprocess.run([str(binary), "--version"], check=False, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and out.stdout.startswith(version)
+    """The CLI at `version` (the pinned one by default), installed on first use
+    (`real_clis`). Skips where node/npm are missing; fails (never skips) when npm is
+    there but the install does not work."""
+    return real_clis.binary("claude-code", version)
 
 
 # -- the scripted model ---------------------------------------------------------------------
