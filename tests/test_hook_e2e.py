@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hook_support import Agent, bash, edit, edit_response, pytest_failure, state_actions
+from hook_support import SRC, Agent, bash, edit, edit_response, pytest_failure, state_actions
 
 pytestmark = pytest.mark.slow
 
@@ -163,3 +163,16 @@ def test_hook_path_imports_neither_click_nor_rich(agent):
     modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.decode().splitlines() if "|" in line}
     assert proc.returncode == 0 and "loopwatch" in modules
     assert not modules & {"click", "rich"}, modules & {"click", "rich"}
+    # Without site (which imports what the machine's .pth files want), the hook's own
+    # imports: nothing heavy it does not use.
+    proc = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", "-m", "loopwatch", "hook"],
+        input=json.dumps(payload).encode(),
+        env={**agent.env(), "PYTHONPATH": SRC},
+        capture_output=True,
+        cwd=agent.cwd,
+    )
+    modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.decode().splitlines() if "|" in line}
+    heavy = {"click", "rich", "orjson", "pathlib", "urllib", "tomllib", "hashlib", "subprocess", "tempfile", "shutil"}
+    assert proc.returncode == 0 and "loopwatch" in modules, proc.stderr.decode()[-500:]
+    assert not modules & heavy, modules & heavy

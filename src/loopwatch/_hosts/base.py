@@ -29,10 +29,11 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .._core.session import Decision
 
 __all__ = [

@@ -41,8 +41,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._files import open_file
 from .base import (
@@ -60,6 +59,9 @@ from .base import (
     text_field,
     trim,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "AGENT_TOOLS",
@@ -368,6 +370,8 @@ class ClaudeCode(ClaudeStyle):
         }
 
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
+        from pathlib import Path  # not at import: the hook never needs it
+
         if scope == "user":
             return Path(config_dir(env)) / "settings.json"
         return cwd / PROJECT_SETTINGS[1 if scope == "local" else 0]

@@ -35,7 +35,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._files import open_file
@@ -54,6 +53,8 @@ from .base import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .._core.session import Decision
 
 __all__ = [
@@ -393,6 +394,8 @@ class Codex(ClaudeStyle):
         }
 
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
+        from pathlib import Path  # not at import: the hook never needs it
+
         if scope == "user":
             base = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".codex")
             return Path(base) / "hooks.json"
