@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from loopwatch._hosts import HOSTS, host
 from hook_support import SRC, Agent, bash, edit, edit_response, pytest_failure, state_actions
 
 pytestmark = pytest.mark.slow
@@ -163,16 +166,28 @@ def test_hook_path_imports_neither_click_nor_rich(agent):
     modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.decode().splitlines() if "|" in line}
     assert proc.returncode == 0 and "loopwatch" in modules
     assert not modules & {"click", "rich"}, modules & {"click", "rich"}
-    # Without site (which imports what the machine's .pth files want), the hook's own
-    # imports: nothing heavy it does not use.
+
+
+#: What the hook must not import on its way to an answer: it runs on every tool call.
+HEAVY = {"click", "rich", "orjson", "pathlib", "urllib", "tomllib", "hashlib", "subprocess", "tempfile", "shutil"}
+
+
+@pytest.mark.parametrize("name", list(HOSTS))
+def test_each_hosts_hook_path_imports_nothing_heavy(agent, name):
+    """Without site (which imports what the machine's .pth files want), the hook's own
+    imports for each host's after-call payload: nothing heavy it does not use."""
+    import subprocess
+    import sys
+
+    payload = host(name).probe_payload(str(agent.cwd), str(agent.cwd))
     proc = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime", "-m", "loopwatch", "hook"],
+        [sys.executable, "-S", "-X", "importtime", "-m", "loopwatch", "hook", name],
         input=json.dumps(payload).encode(),
         env={**agent.env(), "PYTHONPATH": SRC},
         capture_output=True,
         cwd=agent.cwd,
     )
     modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.decode().splitlines() if "|" in line}
-    heavy = {"click", "rich", "orjson", "pathlib", "urllib", "tomllib", "hashlib", "subprocess", "tempfile", "shutil"}
     assert proc.returncode == 0 and "loopwatch" in modules, proc.stderr.decode()[-500:]
-    assert not modules & heavy, modules & heavy
+    assert (agent.state / "state.db").exists()  # it did look at the call
+    assert not modules & HEAVY, modules & HEAVY
