@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import tracemalloc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -347,26 +348,37 @@ def test_a_guard_around_one_monitor_watches_one_run():
 class CollectingLock:
     """The guard's lock, with a full garbage collection each time it is taken: what a
     collection that happens to run inside any of the guard's locked sections does.
-    Taken again by the thread that holds it (where a real lock blocks that thread for
-    ever), it counts the re-entry and raises instead."""
+    Waited for by the thread that holds it (where a real lock blocks that thread for
+    ever), it counts the re-entry and raises instead; a try that does not wait is
+    refused, as a real lock refuses it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owner: int | None = None
         self.reentered = 0
 
-    def __enter__(self) -> CollectingLock:
+    def acquire(self, blocking: bool = True) -> bool:
         if self._owner == threading.get_ident():
+            if not blocking:
+                return False
             self.reentered += 1
-            raise RuntimeError("the guard's lock was taken again by the thread holding it")
-        self._lock.acquire()
+            raise RuntimeError("the guard's lock was waited for by the thread holding it")
+        if not self._lock.acquire(blocking):
+            return False
         self._owner = threading.get_ident()
         gc.collect()
+        return True
+
+    def release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+    def __enter__(self) -> CollectingLock:
+        self.acquire()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._owner = None
-        self._lock.release()
+        self.release()
 
 
 def test_a_collection_inside_the_guard_never_waits_on_the_guards_own_lock():
@@ -383,6 +395,14 @@ def test_a_collection_inside_the_guard_never_waits_on_the_guards_own_lock():
         gc.enable()
     assert lock.reentered == 0
     assert guard.live_runs == 1  # the finished run was released all the same
+
+
+def test_a_run_whose_lifetime_goes_while_the_guard_is_idle_is_released_at_once():
+    guard = attended()
+    context = RunContext()
+    run_guard = weakref.ref(guard.for_run("job", lifetime=context))
+    del context
+    assert run_guard() is None  # nothing of the run outlives it, with no call to the guard since
 
 
 def test_a_run_id_used_again_is_not_ended_by_the_earlier_runs_lifetime():

@@ -38,11 +38,12 @@ its guard for each run's own: `guard.for_run(run_id)` is a guard with the same s
 and a monitor of its own, kept until `guard.end_run(run_id)` (or until the `lifetime=`
 object the framework holds for the run is gone), so concurrent runs never mix their
 calls. The framework adapters do this with each framework's own run identity. A
-`lifetime` that goes only says so: its finalizer runs wherever the garbage collector
-happens to run, perhaps inside this guard's own lock, so it takes no lock and ends
-nothing itself; the next call that manages runs releases the run. The end is tied to
-that registration, not to the run id: an id used again by a later run is not ended by
-the earlier run's lifetime.
+`lifetime`'s finalizer runs wherever the garbage collector happens to run, perhaps
+inside this guard's own lock, so it never waits for that lock: it reports the run gone
+on a queue that takes no lock, and releases it at once only if the lock is free
+(otherwise the call holding it, or the next one that manages runs, does). The end is
+tied to that registration, not to the run id: an id used again by a later run is not
+ended by the earlier run's lifetime.
 
 The clock is the caller's (`clock=`, or `at=` on each call), `time.monotonic` by
 default; the core itself stays clock-free. It is safe to share between threads.
@@ -96,6 +97,21 @@ def _check_weakly_referenceable(lifetime: object) -> None:
             f"Guard.for_run: lifetime= must be an object that can be weakly referenced (it is how the run's end "
             f"is noticed); got {type(lifetime).__name__}. Pass the framework's run object, or call end_run(run)."
         ) from None
+
+
+def _lifetime_gone(guard_ref: weakref.ref[Guard], run: Hashable, token: int) -> None:
+    """A run's `lifetime` was collected: report it, and release the run now if the
+    guard's lock is free. Never waits for the lock: the thread that holds it may be the
+    one this runs in (a collection inside a locked section)."""
+    guard = guard_ref()
+    if guard is None:
+        return
+    guard._gone.put((run, token))
+    if guard._lock.acquire(blocking=False):
+        try:
+            guard._release_gone()
+        finally:
+            guard._lock.release()
 
 
 class _Run:
@@ -155,7 +171,8 @@ class Guard:
         self._runs: OrderedDict[Hashable, _Run] = OrderedDict()
         self._tokens = itertools.count()
         # Runs whose lifetime went, as (run, token): filled by finalizers, which may run
-        # inside `_lock` (a collection there), so a queue that takes no lock of ours.
+        # inside `_lock` (a collection there), so a queue that takes no lock of ours
+        # (SimpleQueue.put may be called from a finalizer); drained under `_lock`.
         self._gone: queue.SimpleQueue[tuple[Hashable, int]] = queue.SimpleQueue()
 
     @property
@@ -188,8 +205,8 @@ class Guard:
                 token = next(self._tokens)
                 finalizer = None
                 if lifetime is not None:
-                    # The callback holds the queue, the run and the token: not this guard.
-                    finalizer = weakref.finalize(lifetime, self._gone.put, (run, token))
+                    # The callback holds this guard weakly: a run's context does not keep it alive.
+                    finalizer = weakref.finalize(lifetime, _lifetime_gone, weakref.ref(self), run, token)
                     finalizer.atexit = False
                 entry = self._runs[run] = _Run(token, finalizer)
                 while len(self._runs) > _MAX_RUNS:
@@ -199,6 +216,7 @@ class Guard:
             guard = entry.agents.get(agent)
             if guard is None:
                 guard = entry.agents[agent] = self.fresh()
+            self._release_gone()  # what a collection in here reported
             return guard
 
     def fresh(self) -> Guard:
