@@ -11,8 +11,9 @@ import click
 import tomli_w
 
 from .._analysis.crossval import CrossValidation, calibration_toml
-from .._analysis.evaluation import Sweep, only, sweep_thresholds, with_param
+from .._analysis.evaluation import Sweep, only, sweep_thresholds, with_checked
 from .._analysis.replay import replay_files
+from .._core.config import Config, ConfigError
 from ._common import config_options, fail, format_option, make_config, plural, progress_bar
 from .evaluate import (
     corpus_of,
@@ -176,6 +177,10 @@ def calibrate(
         raise click.UsageError(f"--windows: expected whole numbers separated by commas, got {windows!r}") from None
     if any(w < 2 for w in sizes):
         raise click.UsageError("--windows: each window must be at least 2 calls")
+    try:
+        passes = _passes(config, sizes)
+    except ConfigError as exc:
+        raise click.UsageError(f"--windows: {exc}") from None
     labels = labels_or_usage(labels_path)
     if labels_path:
         corpus = corpus or corpus_of(labels, labels_path, outcome_paths)
@@ -199,7 +204,7 @@ def calibrate(
     else:
         assert labels is not None and corpus is not None, "no paths: --labels was given, and the corpus with it"
         items = [(os.path.join(corpus, label.path), label.path) for label in labels]
-    sessions = _sessions(items, config, sizes, jobs, no_progress, format_name)
+    sessions = _sessions(items, passes, sizes, jobs, no_progress, format_name)
     problems += [f"{row['path']}: {row['error']}" for row in sessions if row["error"]]
     sessions = [row for row in sessions if not row["error"]]
     if not sessions:
@@ -233,15 +238,23 @@ def calibrate(
         sys.exit(2)
 
 
-def _sessions(
-    items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool, format_name: str | None
-) -> list[dict[str, Any]]:
+def _passes(config: Config, sizes: list[int]) -> list[Config]:
+    """The configurations replayed: every signal quiet, then churn alone at each window
+    size (checked as a configuration file's settings are: ConfigError)."""
     quiet = config._replace(mode="off")
-    passes = [quiet] + [with_param(only(quiet, "churn"), "churn", "window", w)._replace(mode="off") for w in sizes]
-    passes = [
-        p if i == 0 else with_param(p, "churn", "distinct", min(p.signals["churn"].distinct, w - 1))
-        for i, (p, w) in enumerate(zip(passes, [0] + sizes))
-    ]
+    churn = only(quiet, "churn")
+    distinct = churn.signals["churn"].distinct
+    return [quiet] + [with_checked(churn, "churn", window=w, distinct=min(distinct, w - 1)) for w in sizes]
+
+
+def _sessions(
+    items: list[tuple[str, str]],
+    passes: list[Config],
+    sizes: list[int],
+    jobs: int,
+    no_progress: bool,
+    format_name: str | None,
+) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     with progress_bar(len(items) * len(passes), "calibrating", not no_progress) as bar:
         for k, cfg in enumerate(passes):
