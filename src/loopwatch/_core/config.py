@@ -189,7 +189,8 @@ _DEFAULT_RULE = ToolRule()
 #: writers unless `[tools.X]` says otherwise, so an edit between two failing test runs
 #: is progress (an edit/test loop is not "the same error" repeated). Claude Code's
 #: editing tools, Codex's patch tool, the SWE-agent/OpenHands and Anthropic text
-#: editors, Gemini CLI's, and the usual framework spellings.
+#: editors, Gemini CLI's, GitHub Copilot CLI's (`create`, `edit`), and the usual
+#: framework spellings.
 WRITERS = frozenset(
     {
         "Write",
@@ -203,6 +204,8 @@ WRITERS = frozenset(
         "replace",
         "edit_file",
         "create_file",
+        "create",
+        "edit",
     }
 )
 _DEFAULT_RULES = {
