@@ -397,3 +397,116 @@ def test_no_other_formats_file_is_taken_for_copilots():
     assert others
     for path in others:
         assert detect(str(path), path.read_bytes()[:65536]) != "copilot", path
+
+
+# -- the guard over Copilot's events ----------------------------------------------------------
+
+
+class Guarded:
+    """The hook's own path (`_hook.guard.handle`) over captured payloads, in one state."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str = "attended") -> None:
+        from loopwatch._hook.state import Store
+
+        monkeypatch.setenv("LOOPWATCH_PROFILE", profile)
+        monkeypatch.delenv("LOOPWATCH_MODE", raising=False)
+        self.store = Store(str(tmp_path / "state"))
+
+    def send(self, raw: dict, event: str):
+        from loopwatch._hook.guard import handle
+
+        return handle(HOST.parse(raw, event), {}, self.store)
+
+    def actions(self, session: str) -> int:
+        state = self.store.state(session, "")
+        return 0 if state is None else state.monitor.record()["actions"]
+
+
+def test_a_refused_call_that_runs_later_is_counted_when_it_does(tmp_path, monkeypatch):
+    """Copilot never reports a call its hook refused: nothing of the refusal is kept to
+    match a report, so the same call, run later (once something else was done), counts."""
+    guard = Guarded(tmp_path, monkeypatch)
+    pre, post = payload("102-preToolUse-bash"), payload("102-postToolUse-bash-exit2")
+    other_pre, other_post = payload("102-preToolUse-view"), payload("102-postToolUse-view")
+    for raw in (post, post, post):
+        guard.send(raw, "postToolUse")
+    refused = guard.send(pre, "preToolUse").stdout
+    assert refused is not None and refused["permissionDecision"] == "deny"
+    guard.send(other_pre, "preToolUse")
+    guard.send(other_post, "postToolUse")
+    session = pre["sessionId"]
+    before = guard.actions(session)
+    guard.send(post, "postToolUse")  # the same call ran after all
+    assert guard.actions(session) == before + 1
+    guard.store.close()
+
+
+def test_a_reworded_description_does_not_make_a_new_call(tmp_path, monkeypatch):
+    guard = Guarded(tmp_path, monkeypatch)
+    raw = payload("89-postToolUse-bash-exit2")
+    answers = []
+    for words in ("List the directory", "Show the folder's files", "Look in the folder"):
+        answers.append(guard.send({**raw, "toolArgs": {**raw["toolArgs"], "description": words}}, "postToolUse"))
+    assert [a.stdout is None for a in answers] == [True, True, False]  # the third is nudged
+    worded = {**payload("89-preToolUse-bash"), "toolArgs": {**raw["toolArgs"], "description": "Peek at it"}}
+    refused = guard.send(worded, "preToolUse").stdout
+    assert refused is not None and refused["permissionDecision"] == "deny"
+    guard.store.close()
+
+
+def test_the_agents_write_of_the_switch_off_is_refused_by_the_hook(tmp_path, monkeypatch):
+    guard = Guarded(tmp_path, monkeypatch, profile="unattended")
+    raw = {
+        **payload("102-preToolUse-create"),
+        "toolArgs": {"path": "/FIXTURE/work/.github/copilot/settings.json", "file_text": '{"disableAllHooks": true}'},
+    }
+    answer = guard.send(raw, "preToolUse").stdout
+    assert answer is not None and answer["permissionDecision"] == "deny"
+    assert answer["permissionDecisionReason"].startswith("loopwatch refused this call")
+    assert ".github/copilot/settings.json" in answer["permissionDecisionReason"]
+    guard.store.close()
+
+
+def test_a_system_install_is_readable_by_every_user(tmp_path):
+    """`--system` writes the file mode 0644 (Copilot runs each user's session as that
+    user); a user's or a project's is 0600."""
+    policy, mine = tmp_path / "policy.json", tmp_path / "mine.json"
+    runner = CliRunner()
+    done = runner.invoke(
+        cli, ["install", "copilot", "--system", "--settings", str(policy), "--command", "loopwatch hook copilot"]
+    )
+    assert done.exit_code == 0, done.output
+    assert runner.invoke(cli, ["install", "copilot", "--settings", str(mine)]).exit_code == 0
+    assert (policy.stat().st_mode & 0o777, mine.stat().st_mode & 0o777) == (0o644, 0o600)
+    assert (
+        json.loads(policy.read_text())["hooks"]["preToolUse"][0]["bash"] == "loopwatch hook copilot preToolUse || true"
+    )
+
+
+def test_scopes_a_host_does_not_have_are_refused_in_one_line():
+    done = CliRunner().invoke(cli, ["install", "claude-code", "--system"])
+    assert done.exit_code == 2 and "--system is not a Claude Code settings scope" in done.output
+
+
+@pytest.mark.slow  # runs the dry-run command
+def test_doctor_never_hands_a_projects_shell_text_to_the_shell(tmp_path, monkeypatch):
+    """A project's hook file is the repository's: doctor dry-runs this machine's
+    `loopwatch` with the command's words up to its first shell operator, never the rest."""
+    import shutil
+
+    if shutil.which("loopwatch") is None:
+        pytest.skip("no `loopwatch` on PATH")
+    work, env = _project(tmp_path, trusted=True)
+    planted = tmp_path / "PLANTED"
+    hooks = HOST.install({}, "loopwatch hook copilot")
+    for entries in hooks["hooks"].values():
+        entries[0]["bash"] = entries[0]["bash"].replace("|| true", f"|| true; touch {planted}")
+    (work / ".github" / "hooks").mkdir(parents=True)
+    (work / ".github" / "hooks" / "loopwatch.json").write_text(json.dumps(hooks))
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", env["HOME"])
+    monkeypatch.setenv("PYTHONPATH", str(HERE.parent / "src"))
+    done = CliRunner().invoke(cli, ["doctor", "copilot"])
+    assert "the hook command in the project's settings was not run" in done.output
+    assert "hook runs: a dry-run call answered" in done.output, done.output
+    assert not planted.exists()
