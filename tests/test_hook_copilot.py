@@ -196,13 +196,21 @@ def test_the_npm_launcher_is_never_signalled(tmp_path):
     assert "no headless copilot process among the hook's ancestors" in found["child"]["said"][0]
 
 
-def test_a_process_that_is_gone_is_not_signalled(tmp_path):
+def test_a_pid_that_is_now_another_process_is_not_signalled():
+    """Between finding the session process and signalling it, its pid could be reused: the
+    signal goes only to the process with the start time that was found."""
     from loopwatch._hosts import copilot
 
     sleeper = subprocess.Popen(["sleep", "30"])
-    began = copilot._started(sleeper.pid)
-    assert began is not None
-    sleeper.kill()
-    sleeper.wait()
-    with pytest.raises(ProcessLookupError):
+    try:
+        began = copilot._started(sleeper.pid)
+        assert began is not None
+        with pytest.raises(ProcessLookupError):
+            copilot._signal(sleeper.pid, str(int(began) - 1), signal.SIGINT)  # found earlier: another process
+        time.sleep(0.2)
+        assert sleeper.poll() is None  # not signalled
         copilot._signal(sleeper.pid, began, signal.SIGINT)
+        assert sleeper.wait(timeout=10) == -signal.SIGINT
+    finally:
+        sleeper.kill()
+        sleeper.wait()
