@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -297,6 +297,62 @@ class CopilotRun:
                 with contextlib.suppress(ValueError):
                     lines.append(json.loads(line))
         return Finished(proc.returncode, lines, out, err, leftover, time.monotonic() - began)
+
+    def interactive(self, prompt: str, done: Callable[[], bool], timeout: float = 180) -> str:
+        """Copilot's interactive session on a pseudo-terminal, as a person starts it
+        (`copilot --allow-all-tools`, in a folder they trust): once its screen settles the
+        prompt is typed, and once `done()` says the script is over it is ended (SIGTERM,
+        then SIGKILL). Returns what the screen showed, escape codes removed."""
+        import pty
+        import re
+        import select
+
+        self.trust()
+        env = {**self.env(), "TERM": "xterm-256color"}
+        screen = bytearray()
+        with etc_lock(exclusive=False):
+            pid, fd = pty.fork()
+            if pid == 0:  # the child: become Copilot
+                try:
+                    os.chdir(self.work)
+                    os.execve(self.binary, [self.binary, "--allow-all-tools"], env)
+                finally:
+                    os._exit(127)
+            began = time.monotonic()
+            typed = finished = None
+            last = time.monotonic()
+            try:
+                while time.monotonic() - began < timeout:
+                    ready, _, _ = select.select([fd], [], [], 0.2)
+                    if ready:
+                        try:
+                            data = os.read(fd, 1 << 16)
+                        except OSError:
+                            break
+                        if not data:
+                            break
+                        screen += data
+                        last = time.monotonic()
+                    quiet = time.monotonic() - last
+                    if typed is None and screen and quiet > 2.0:  # the screen has settled: type
+                        os.write(fd, prompt.encode())
+                        time.sleep(0.5)
+                        os.write(fd, b"\r")
+                        typed = time.monotonic()
+                    if typed is not None and finished is None and done():
+                        finished = time.monotonic()
+                    if finished is not None and time.monotonic() - finished > 2.0:
+                        break  # a moment for the last hooks to run
+            finally:
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        break
+                    time.sleep(1.0)
+                os.waitpid(pid, 0)
+                os.close(fd)
+        return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07", "", screen.decode("utf-8", "replace"))
 
     def sessions(self) -> list[Path]:
         return sorted((self.copilot_home / "session-state").glob("*/events.jsonl"))
