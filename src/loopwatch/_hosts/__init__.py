@@ -46,8 +46,4 @@ WRITERS: dict[str, str | None] = {
     "apply_patch": None,
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.
     "str_replace_editor": "path",
-    # GitHub Copilot CLI's (1.0.89, 1.0.102: `create {path, file_text}`, `edit {path,
-    # old_str, new_str}`).
-    "create": "path",
-    "edit": "path",
 }

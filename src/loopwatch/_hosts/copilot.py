@@ -95,6 +95,7 @@ __all__ = [
     "HOST",
     "NAME",
     "POLICY_DIR",
+    "WRITERS",
     "copilot_home",
     "exit_code",
     "loopwatch_denial",
@@ -141,6 +142,11 @@ PROJECT_HOOKS = os.path.join(".github", "hooks")
 _TAIL = 1024
 _EXIT = r"<(?:detached command with )?shellId: [^>\s]+ completed with exit code (-?\d+)>\s*\Z"
 _SHELL_ID = r"(<(?:[a-z ]{0,48} )?shellId: )\d+"
+
+#: Copilot's tools that write a file, and the input field that names it: its `create`
+#: and `edit` (1.0.89, 1.0.102). Writers for Copilot's sessions only (`hosts.monitors`):
+#: other agents give these names to other tools.
+WRITERS: Mapping[str, str] = MappingProxyType({"create": "path", "edit": "path"})
 
 #: How Copilot words a call a `preToolUse` hook refused, before the hook's reason.
 DENIED_BY_HOOK = "Denied by preToolUse hook: "

@@ -39,7 +39,6 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .._core.events import Attempt, Event, ModelText, ToolCall, Turn, UserMessage
-from .._hosts import WRITERS  # tools whose success changes a file, and the input field naming it
 from .._hosts import copilot as host
 from ._common import iso_seconds, mapping_at
 from .base import ReadError, Session
@@ -199,7 +198,7 @@ class StreamParser:
         code = shell if isinstance(shell, int) and not isinstance(shell, bool) else host.exit_code(text)
         error = data.get("success") is False or (code is not None and code != 0)
         changed: tuple[str, ...] = ()
-        field = WRITERS.get(call.name)
+        field = host.WRITERS.get(call.name)
         path = call.input.get(field) if field and isinstance(call.input, dict) else None
         if not error and isinstance(path, str) and path:
             changed = (path,)
