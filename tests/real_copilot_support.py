@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -67,14 +68,16 @@ def base_env(version: str) -> dict[str, str]:
     return env
 
 
+@functools.cache
 def ready(version: str) -> str:
-    """The CLI at `version`, unpacked (its first run unpacks ~200 MB), once per machine:
-    under a lock, so test processes never unpack it side by side."""
+    """The CLI at `version`, unpacked (its first run unpacks ~200 MB), once per test
+    process: under a lock, so test processes never unpack it side by side."""
     binary = copilot_binary(version)
-    with _file_lock(real_clis.cache_dir("copilot", version).with_suffix(".unpack.lock"), exclusive=True):
+    lock = real_clis.cache_dir("copilot", version).with_suffix(".unpack.lock")
+    with _file_lock(lock, exclusive=True), tempfile.TemporaryDirectory() as home:
         done = subprocess.run(
             [binary, "--version"],
-            env={**base_env(version), "HOME": tempfile.gettempdir()},
+            env={**base_env(version), "HOME": home},
             capture_output=True,
             text=True,
             timeout=600,

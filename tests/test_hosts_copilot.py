@@ -249,7 +249,7 @@ def test_a_projects_disable_all_hooks_is_named_off_when_trusted_and_later_when_n
 
 def test_switch_offs_of_the_users_own_settings_disabled_hooks_and_project_hooks(tmp_path):
     work, env = _project(tmp_path, trusted=True)
-    Path(env["HOME"], ".copilot", "settings.json").write_text('{"disableAllHooks": true}')
+    Path(env["HOME"], ".copilot", "settings.json").write_text('{"disableAllHooks": true, "disabledHooks": ["x"]}')
     (work / ".github" / "copilot").mkdir(parents=True)
     (work / ".github" / "copilot" / "settings.json").write_text('{"disabledHooks": ["abc123"]}')
     (work / ".github" / "hooks").mkdir()
@@ -260,7 +260,7 @@ def test_switch_offs_of_the_users_own_settings_disabled_hooks_and_project_hooks(
     found = {(Path(f.path).name, f.kind) for f in HOST.switch_offs(work, env)}
     assert found == {("settings.json", "off"), ("theirs.json", "undo")}
     kinds = [f.kind for f in HOST.switch_offs(work, env)]
-    assert kinds.count("off") == 2  # the user's own file, and the project's disabledHooks
+    assert kinds.count("off") == 3  # the user's own file (twice), and the project's disabledHooks
 
 
 @pytest.mark.parametrize(

@@ -107,7 +107,8 @@ def _write(
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
-        raise BadInput(f"{path}: cannot write: {exc.strerror or exc}; nothing was changed") from None
+        hint = " (the system settings are every user's: run this as root)" if scope == "system" else ""
+        raise BadInput(f"{path}: cannot write: {exc.strerror or exc}{hint}; nothing was changed") from None
     if kept is not None:
         click.echo(f"backup: {kept}")
     return True

@@ -444,6 +444,12 @@ class Copilot(JsonHooks):
                     '"disableAllHooks": true turns your own hooks off, loopwatch\'s too (policy hooks still run)',
                 )
             )
+        if isinstance(user, dict) and isinstance(user.get("disabledHooks"), list) and user["disabledHooks"]:
+            found.append(
+                SwitchOff(
+                    str(home / USER_SETTINGS), '"disabledHooks" may name loopwatch\'s hooks, which Copilot then skips'
+                )
+            )
         root = project_root(cwd)
         trusted = _trusted(root, home, env)
         later = "" if trusted else " once you trust this folder in Copilot"
