@@ -73,7 +73,8 @@ def ready(version: str) -> str:
     """The CLI at `version`, unpacked (its first run unpacks ~200 MB), once per test
     process: under a lock, so test processes never unpack it side by side."""
     binary = copilot_binary(version)
-    lock = real_clis.cache_dir("copilot", version).with_suffix(".unpack.lock")
+    folder = real_clis.cache_dir("copilot", version)
+    lock = folder.parent / f"{folder.name}.unpack.lock"
     with _file_lock(lock, exclusive=True), tempfile.TemporaryDirectory() as home:
         done = subprocess.run(
             [binary, "--version"],
