@@ -19,6 +19,13 @@ module, from `python -X importtime` (cumulative microseconds, one run).
 state), interleaved with this one, for a before/after figure from the same run:
 `git archive <commit> src | tar -x -C /tmp/before; ... --compare /tmp/before/src`.
 
+`--hosts` times one tool call as each guarded host runs it, in the same run: Claude Code
+runs three hook processes per call (PreToolUse, PostToolUse, PostToolBatch), GitHub
+Copilot CLI two (preToolUse, postToolUse: its payloads name no event, so the command does,
+and ends in `|| true`); each through `sh -c` as the host runs it, each against a state
+warmed with `--warm` earlier calls of its own session. Prints the medians per call and
+their ratio (target: Copilot at most 1x Claude Code's).
+
 `--installed` measures what a user runs instead: this worktree is installed with
 `pip install <worktree>` (a regular, non-editable install, with its dependencies)
 into a temporary `python -m venv`, and the hook is that venv's `loopwatch hook`
@@ -65,6 +72,101 @@ def payload(i: int, session: str, cwd: str) -> dict:
         "tool_response": {"stdout": f"output of {command}\n" * 5, "stderr": "", "interrupted": False},
         "tool_use_id": f"toolu_{i:06d}",
     }
+
+
+def copilot_payload(i: int, session: str, cwd: str, event: str) -> dict:
+    """What Copilot hands a hook for call `i` (1.0.89 and 1.0.102: camelCase, no event
+    name, the exit code only in the result's last line)."""
+    command = COMMANDS[i % len(COMMANDS)] + f" # step {i // 3}"
+    raw = {
+        "sessionId": session,
+        "timestamp": 1796523736146 + i,
+        "cwd": cwd,
+        "toolName": "bash",
+        "toolArgs": {"command": command, "description": "Run a command"},
+    }
+    if event == "postToolUse":
+        text = f"output of {command}\n" * 5 + f"<shellId: {i} completed with exit code 0>"
+        raw["toolResult"] = {"resultType": "success", "textResultForLlm": text}
+    return raw
+
+
+def warm_copilot(state: Path, session: str, cwd: str, calls: int) -> None:
+    """`calls` earlier calls of a Copilot session (before and after each), in this process."""
+    sys.path.insert(0, str(SRC))
+    from loopwatch._hook.guard import handle
+    from loopwatch._hook.state import Store
+    from loopwatch._hosts import host
+
+    copilot = host("copilot")
+    store = Store(state)
+    try:
+        for i in range(calls):
+            for event in ("preToolUse", "postToolUse"):
+                handle(copilot.parse(copilot_payload(i, session, cwd, event), event), {}, store)
+    finally:
+        store.close()
+
+
+def claude_call(i: int, session: str, cwd: str) -> list[dict]:
+    """The three payloads Claude Code sends for call `i`."""
+    post = payload(i, session, cwd)
+    pre = {k: v for k, v in post.items() if k != "tool_response"} | {"hook_event_name": "PreToolUse"}
+    item = {k: post[k] for k in ("tool_name", "tool_input", "tool_use_id", "tool_response")}
+    batch = {k: post[k] for k in ("session_id", "transcript_path", "cwd", "permission_mode")}
+    return [pre, post, batch | {"hook_event_name": "PostToolBatch", "tool_calls": [item]}]
+
+
+def per_call(args: argparse.Namespace) -> None:
+    """One tool call's hooks, Claude Code's and Copilot's, timed in turn (`--hosts`)."""
+    import shlex
+
+    python = shlex.quote(sys.executable)
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = tmp
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_"))}
+        env.update(PYTHONPATH=str(SRC), LOOPWATCH_PROFILE="attended")
+        claude_env = {**env, "LOOPWATCH_STATE_DIR": str(Path(tmp) / "claude")}
+        copilot_env = {**env, "LOOPWATCH_STATE_DIR": str(Path(tmp) / "copilot")}
+        sys.path.insert(0, str(SRC))
+        from loopwatch._hook.guard import handle
+        from loopwatch._hook.payload import parse
+        from loopwatch._hook.state import Store
+
+        store = Store(Path(tmp) / "claude")
+        try:
+            for i in range(args.warm):
+                for raw in claude_call(i, "bench-claude", cwd):
+                    handle(parse(json.dumps(raw).encode()), {}, store)
+        finally:
+            store.close()
+        warm_copilot(Path(tmp) / "copilot", "bench-copilot", cwd, args.warm)
+        claude, copilot, floor = [], [], []
+        for i in range(args.warm, args.warm + args.calls):
+            floor.append(timed(["sh", "-c", f"{python} -c pass"], b"", env))
+            claude.append(
+                sum(
+                    timed(["sh", "-c", f"{python} -m loopwatch hook claude-code"], json.dumps(raw).encode(), claude_env)
+                    for raw in claude_call(i, "bench-claude", cwd)
+                )
+            )
+            copilot.append(
+                sum(
+                    timed(
+                        ["sh", "-c", f"{python} -m loopwatch hook copilot {event} || true"],
+                        json.dumps(copilot_payload(i, "bench-copilot", cwd, event)).encode(),
+                        copilot_env,
+                    )
+                    for event in ("preToolUse", "postToolUse")
+                )
+            )
+        base, theirs, ours = statistics.median(floor), statistics.median(claude), statistics.median(copilot)
+        print(f"warmed each state with {args.warm} calls; {args.calls} calls timed, in turn")
+        print(f"sh -c 'python -c pass'           median {base * 1000:7.1f} ms  (one process)")
+        print(f"Claude Code, per call (3 hooks)  median {theirs * 1000:7.1f} ms")
+        print(f"Copilot CLI, per call (2 hooks)  median {ours * 1000:7.1f} ms")
+        print(f"ratio Copilot / Claude Code      {ours / theirs:.2f}x  (target <= 1x)")
+        print(f"per hook process: Claude Code {theirs / 3 * 1000:.1f} ms, Copilot {ours / 2 * 1000:.1f} ms")
 
 
 def warm(state: Path, session: str, cwd: str, events: int) -> None:
@@ -192,9 +294,13 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=1000)
     parser.add_argument("--installed", action="store_true", help="time a regular install in a temporary venv")
     parser.add_argument("--compare", metavar="DIR", help="also time the hook from this source tree")
+    parser.add_argument("--hosts", action="store_true", help="one tool call's hooks, Claude Code's and Copilot's")
     args = parser.parse_args()
     if args.installed:
         installed(args)
+        return
+    if args.hosts:
+        per_call(args)
         return
 
     with tempfile.TemporaryDirectory() as tmp:

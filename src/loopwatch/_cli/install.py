@@ -6,7 +6,10 @@ reads `settings.json` (user: `~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`;
 `.claude/settings.json`; local: `.claude/settings.local.json`); Codex reads `hooks.json`
 next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`;
 project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
-trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`).
+trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`). A host
+may offer a `system` scope (`--system`): settings for every user that no project
+overrides, written readable by all (GitHub Copilot CLI: a policy file in
+/etc/github-copilot/policy.d/).
 
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
@@ -81,11 +84,17 @@ def _read(path: Path, inside: Path | None = None) -> dict[str, Any]:
 
 
 def _write(
-    path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None = None
+    path: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    dry_run: bool,
+    inside: Path | None = None,
+    scope: str = "user",
 ) -> bool:
     """Write the settings by `loopwatch._safefile`: no link planted beside the file is
-    followed, its mode is kept (a new one is 0600), a symlinked settings file is
-    edited where it points (within `inside`, a project's folder, for its settings)."""
+    followed, its mode is kept (a new one is 0600; 0644 for the `system` scope, which
+    every user's agent reads), a symlinked settings file is edited where it points
+    (within `inside`, a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
     text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
@@ -93,11 +102,13 @@ def _write(
         click.echo(text, nl=False)
         return True
     try:
-        kept = safefile.write(path, text, links="edit", backup=True, inside=inside)
+        mode = 0o644 if scope == "system" else 0o600
+        kept = safefile.write(path, text, mode=mode, links="edit", backup=True, inside=inside)
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
-        raise BadInput(f"{path}: cannot write: {exc.strerror or exc}; nothing was changed") from None
+        hint = " (the system settings are every user's: run this as root)" if scope == "system" else ""
+        raise BadInput(f"{path}: cannot write: {exc.strerror or exc}{hint}; nothing was changed") from None
     if kept is not None:
         click.echo(f"backup: {kept}")
     return True
@@ -133,6 +144,13 @@ _PROJECT = click.option(
 )
 _LOCAL = click.option(
     "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
+)
+_SYSTEM = click.option(
+    "--system",
+    "scope",
+    flag_value="system",
+    help="Settings for every user of this machine that no project can switch off, where the agent has them "
+    "(GitHub Copilot CLI: a policy file in /etc; run as root).",
 )
 _FILE = click.option(
     "--settings",
@@ -180,6 +198,7 @@ def _hosts_here() -> None:
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @click.option(
     "--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`)."
@@ -192,10 +211,12 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install claude-code            # ~/.claude/settings.json
     loopwatch install claude-code --project  # .claude/settings.json
     loopwatch install codex                  # ~/.codex/hooks.json
+    loopwatch install copilot                # ~/.copilot/hooks/loopwatch.json
+    sudo loopwatch install copilot --system  # /etc/github-copilot/policy.d/loopwatch.json
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
-    watches (`claude -p`, ...), ends a run that will not stop. Codex: the hook's
+    watches (`claude -p`, `copilot -p`, ...), ends a run that will not stop. Codex: the hook's
     entries are also trusted in ~/.codex/config.toml (Codex skips untrusted hooks
     silently); a Codex hook cannot end `codex exec`, so guard unattended runs with
     `loopwatch run -- codex exec --json`. Existing hooks are kept; running this
@@ -223,13 +244,15 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         after = found.install(before, command)
     except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
-    changed = _write(path, before, after, dry_run, inside)
+    changed = _write(path, before, after, dry_run, inside, scope)
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
     if dry_run:
         return
     _said_installed(found.title, path, changed, found.hooked_events, command)
+    if settings_file is None and scope in found.install_notes:
+        click.echo(found.install_notes[scope])
 
 
 def _said_installed(title: str, path: Path, changed: bool, events: tuple[str, ...], command: str) -> None:
@@ -307,6 +330,7 @@ def _trust_codex(
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @_DRY
 def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run: bool) -> None:
@@ -323,7 +347,7 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
         return
     inside = _project(scope, settings_file)
     before = _read(path, inside)
-    changed = _write(path, before, host_named(agent).uninstall(before), dry_run, inside)
+    changed = _write(path, before, host_named(agent).uninstall(before), dry_run, inside, scope)
     if not dry_run:
         click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
     if agent == "codex" and not dry_run:

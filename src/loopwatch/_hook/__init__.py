@@ -1,11 +1,13 @@
-"""`loopwatch hook`: the live guard Claude Code and Codex run around every tool call.
+"""`loopwatch hook`: the live guard an agent CLI (Claude Code, Codex, GitHub Copilot CLI, ...)
+runs around every tool call.
 
-    loopwatch hook [claude-code|codex|auto] < payload.json
+    loopwatch hook [HOST [EVENT]|auto] < payload.json
 
 Reads one hook event on stdin, feeds it to the session's monitor (state kept in
 SQLite between calls, see `loopwatch._hook.state`) and answers in the host's own
-terms: a nudge as additional context for the model, a block as the denial reason,
-a stop as `continue: false`. Installed by `loopwatch install`.
+terms (`loopwatch._hosts.<host>`): a nudge as additional context for the model, a block
+as the denial reason, a stop as the host honours one (`continue: false`; for a host that
+honours none, the host's headless process is ended). Installed by `loopwatch install`.
 
 It never gets in the way: any internal error, a locked or damaged database, a
 malformed payload or an unknown event means "allow", with one line in
@@ -48,8 +50,8 @@ Usage: loopwatch hook [HOST [EVENT]]
   State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
   Disable:  LOOPWATCH_MODE=off
   Profile:  attended (nudge, then block); unattended (nudge, then stop) for a
-            headless run (`claude -p`, `codex exec`, ...); force with
-            LOOPWATCH_PROFILE.
+            headless run (`claude -p`, `codex exec`, `copilot -p`, ...); force
+            with LOOPWATCH_PROFILE.
   Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
             $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout,
             keep_days, keep_sessions, trust_project, answer_within (25 s: it

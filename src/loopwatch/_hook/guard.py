@@ -34,7 +34,7 @@ from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
 from .._hosts import host as host_named
-from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, Payload
+from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, Host, Payload
 from .._hosts.monitors import monitor_for
 from .respond import Reply, reply
 from .settings import detect_profile
@@ -64,7 +64,7 @@ def handle(
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
         at = state.time(time.time(), _steady()) if now is None else now
-        decision, tool = _feed(payload, state, at, agent.switches_off)
+        decision, tool = _feed(payload, state, at, agent)
         outcome["decision"] = decision
         decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
         if decision.refused:
@@ -116,17 +116,16 @@ def _stopped_child(payload: Payload, store: Store) -> str | None:
     return None
 
 
-def _feed(
-    payload: Payload, state: SessionState, at: float, switches_off: Callable[..., str | None]
-) -> tuple[Decision, str | None]:
+def _feed(payload: Payload, state: SessionState, at: float, host: Host) -> tuple[Decision, str | None]:
     event, agent = payload.event, payload.agent or None
     if event == BEFORE:
         call = payload.calls[0]
         attempt = Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=agent)
-        written = switches_off(call, payload.cwd)
+        reported = host.reports_refusals
+        written = host.switches_off(call, payload.cwd)
         if written is not None:  # never the monitor's to weigh: the guard itself is at stake
-            return state.refuse(attempt, Guarded(written)), call.name
-        return state.before_call(attempt), call.name
+            return state.refuse(attempt, Guarded(written), reported=reported), call.name
+        return state.before_call(attempt, reported=reported), call.name
     if event in CALL_EVENTS:
         strongest, tool = ALLOWED, None
         for call in payload.calls:

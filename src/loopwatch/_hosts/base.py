@@ -51,6 +51,7 @@ __all__ = [
     "Payload",
     "PayloadError",
     "Reply",
+    "StateFolder",
     "SwitchOff",
     "ancestors",
     "text_field",
@@ -148,10 +149,24 @@ ALLOW_REPLY = Reply()
 
 
 class SwitchOff(NamedTuple):
-    """A setting that switches the guard off: the file that holds it, and what it does."""
+    """A setting that switches the guard off: the file that holds it, and what it does.
+    `kind`: "off" (the guard is off now), "later" (it will be, once the host reads the
+    file: a folder not trusted yet), or "undo" (not off, but a project's own hook runs
+    after loopwatch's and can undo what it checked)."""
 
     path: str
     what: str
+    kind: str = "off"
+
+
+class StateFolder(NamedTuple):
+    """A folder of the host's own state, known by the names it holds (every name of
+    `marker`): a folder walk (`scan`) enters or reads only its entries matching `keep`
+    (glob patterns) and leaves the rest out by name, never opened: settings, trust
+    lists, logs and caches are not transcripts."""
+
+    keep: tuple[str, ...]
+    marker: tuple[str, ...]
 
 
 class Host:
@@ -180,6 +195,14 @@ class Host:
     #: What the hook says the run was stopped with, beside the reason, when it ends a run
     #: (`end_run`): a host that ends runs by a signal says so here.
     ends_by: ClassVar[str] = ""
+    #: Does the host report a call its hook refused, after the refusal (Claude Code's
+    #: PostToolBatch does)? When it never does, a refusal is not remembered to be matched
+    #: later: with no call ids, it would be taken for the next real run of that call.
+    reports_refusals: ClassVar[bool] = True
+    #: What `install` tells the person after writing a scope's file (scope -> a sentence).
+    install_notes: ClassVar[Mapping[str, str]] = {}
+    #: Folders of the host's own state a folder walk reads only in part (`StateFolder`).
+    state_folders: ClassVar[tuple[StateFolder, ...]] = ()
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -253,8 +276,14 @@ class Host:
     # -- its settings --------------------------------------------------------------------------
 
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
-        """The file `install` writes for `scope`."""
+        """The file `install` writes for `scope`. A `system` scope (settings for every
+        user of the machine, which no project overrides) is written readable by all."""
         raise NotImplementedError
+
+    def unread(self, scope: str, path: Path) -> str | None:
+        """Why the host would not read `path`, the settings file of `scope`, as it stands
+        (its owner, its mode); None when nothing says so."""
+        return None
 
     def install(self, settings: Any, command: str) -> Any:
         """A copy of `settings` (the parsed file, {} when absent) with exactly one
