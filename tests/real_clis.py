@@ -34,6 +34,7 @@ class Cli(NamedTuple):
 CLIS: dict[str, Cli] = {
     "claude-code": Cli("@anthropic-ai/claude-code", "claude", ("2.1.197", "2.1.332")),
     "codex": Cli("@openai/codex", "codex", ("0.171.0",)),
+    "gemini-cli": Cli("@google/gemini-cli", "gemini", ("0.58.0", "0.61.0")),
 }
 
 _LOCK = threading.Lock()

@@ -16,9 +16,13 @@ from loopwatch._readers import read
 def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     config = Config.make()
     assert all(config.rule(name).role == "writer" for name in WRITERS), WRITERS
-    # A host adds no role of its own but Claude Code's poller: the defaults are the core's.
+    # A host adds no role of its own but these (pollers, and Gemini CLI's narration and
+    # sub-agent answer, never counted): the writers are the core's.
     assert {tool: rule.role for rules in HOST_TOOLS.values() for tool, rule in rules.items()} == {
-        "BashOutput": "poller"
+        "BashOutput": "poller",
+        "read_background_output": "poller",
+        "update_topic": "exempt",
+        "complete_task": "exempt",
     }
 
 

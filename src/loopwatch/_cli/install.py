@@ -6,7 +6,10 @@ reads `settings.json` (user: `~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`;
 `.claude/settings.json`; local: `.claude/settings.local.json`); Codex reads `hooks.json`
 next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`;
 project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
-trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`).
+trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`). Gemini
+CLI reads `settings.json` (user: `~/.gemini/settings.json`; project:
+`.gemini/settings.json`; system, `--system`: `/etc/gemini-cli/settings.json` or
+`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`, where the host also pins hooks on).
 
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
@@ -81,11 +84,17 @@ def _read(path: Path, inside: Path | None = None) -> dict[str, Any]:
 
 
 def _write(
-    path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None = None
+    path: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    dry_run: bool,
+    inside: Path | None = None,
+    mode: int = 0o600,
 ) -> bool:
     """Write the settings by `loopwatch._safefile`: no link planted beside the file is
-    followed, its mode is kept (a new one is 0600), a symlinked settings file is
-    edited where it points (within `inside`, a project's folder, for its settings)."""
+    followed, its mode is kept (a new one is `mode`: 0600, or 0644 for the machine's
+    settings, which every user's agent reads), a symlinked settings file is edited
+    where it points (within `inside`, a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
     text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
@@ -93,7 +102,7 @@ def _write(
         click.echo(text, nl=False)
         return True
     try:
-        kept = safefile.write(path, text, links="edit", backup=True, inside=inside)
+        kept = safefile.write(path, text, mode=mode, links="edit", backup=True, inside=inside)
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
@@ -133,6 +142,12 @@ _PROJECT = click.option(
 )
 _LOCAL = click.option(
     "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
+)
+_SYSTEM = click.option(
+    "--system",
+    "scope",
+    flag_value="system",
+    help="The machine's settings, which no project overrides (Gemini CLI: /etc/gemini-cli/settings.json).",
 )
 _FILE = click.option(
     "--settings",
@@ -180,6 +195,7 @@ def _hosts_here() -> None:
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @click.option(
     "--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`)."
@@ -192,6 +208,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install claude-code            # ~/.claude/settings.json
     loopwatch install claude-code --project  # .claude/settings.json
     loopwatch install codex                  # ~/.codex/hooks.json
+    loopwatch install gemini-cli --system    # /etc/gemini-cli/settings.json
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
@@ -199,8 +216,10 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     entries are also trusted in ~/.codex/config.toml (Codex skips untrusted hooks
     silently); a Codex hook cannot end `codex exec`, so guard unattended runs with
     `loopwatch run -- codex exec --json`. Existing hooks are kept; running this
-    twice changes nothing; the previous file is kept as *.loopwatch.bak. Disable at
-    any time with LOOPWATCH_MODE=off, or `loopwatch uninstall AGENT`.
+    twice changes nothing; the previous file is kept as *.loopwatch.bak. `--system`
+    (where the CLI has such a level) writes the machine's settings, which a project's
+    cannot switch off. Disable at any time with LOOPWATCH_MODE=off, or `loopwatch
+    uninstall AGENT`.
     """
     if agent is None:
         _hosts_here()
@@ -220,10 +239,10 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     inside = _project(scope, settings_file)
     before = _read(path, inside)
     try:
-        after = found.install(before, command)
+        after = found.install(before, command, scope if settings_file is None else "user")
     except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
-    changed = _write(path, before, after, dry_run, inside)
+    changed = _write(path, before, after, dry_run, inside, 0o644 if scope == "system" else 0o600)
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
@@ -307,10 +326,14 @@ def _trust_codex(
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @_DRY
 def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run: bool) -> None:
-    """Remove loopwatch's hook entries (only those) from an agent CLI's settings."""
+    """Remove loopwatch's hook entries (only those) from an agent CLI's settings.
+
+    Nothing else changes: a setting `install --system` wrote beside them (Gemini CLI's
+    `hooksConfig.enabled: true`, which keeps every hook on) stays."""
     if agent is None:
         raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)

@@ -11,7 +11,8 @@ how they answer. It holds, besides the monitor:
   reporting such a call afterwards (a callback, an output hook, a batch) does not have
   it counted: a blocked call never ran, and counting the refusal as its result would
   break the very streak that was blocked. A report is matched by call id, or by tool
-  and identifying input when either side has no id;
+  and identifying input when either side has no id. Not kept for a host that never
+  reports a refused call (`remember_refused=False`);
 - with `count_once` (a host that reports a completed call twice, as Claude Code does
   by PostToolUse and PostToolBatch), the ids of the calls already counted (`counted`).
   Off for frameworks: some models number their calls afresh each turn ("call_0"), and a
@@ -93,10 +94,13 @@ ALLOWED = Decision()
 class GuardSession:
     """One guarded run (of one agent). See the module docstring."""
 
-    def __init__(self, monitor: Monitor, *, count_once: bool = False) -> None:
+    def __init__(self, monitor: Monitor, *, count_once: bool = False, remember_refused: bool = True) -> None:
         self.monitor = monitor
         self.stopped: str | None = None  # the stop's reason, once stopped (for a person)
-        self.blocked: deque[tuple[str | None, bytes]] = deque(maxlen=_MAX_BLOCKED)
+        # Off (`remember_refused=False`) for a host that never reports a refused call: a
+        # refusal remembered would then wait for a report that never comes, and take the
+        # next run of the same call, after a change, for it (uncounted).
+        self.blocked: deque[tuple[str | None, bytes]] = deque(maxlen=_MAX_BLOCKED if remember_refused else 0)
         self.counted: deque[str] | None = deque(maxlen=_MAX_COUNTED) if count_once else None
 
     def before_call(self, attempt: Attempt) -> Decision:

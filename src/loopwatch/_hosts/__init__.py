@@ -21,6 +21,7 @@ __all__ = ["HOSTS", "WRITERS", "host"]
 HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "gemini-cli": "gemini_cli",
 }
 
 
@@ -43,6 +44,9 @@ WRITERS: dict[str, str | None] = {
     "NotebookEdit": "notebook_path",
     # Codex's patch tool (0.171.0 rollouts: `custom_tool_call` apply_patch).
     "apply_patch": None,
+    # Gemini CLI's (0.58.0 and 0.61.0: the tools it offers the model).
+    "write_file": "file_path",
+    "replace": "file_path",
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.
     "str_replace_editor": "path",
 }

@@ -12,6 +12,8 @@ when unknown). What a source adds to the user's configuration, under the user's 
   (`codex.shared_tool_rules`): a `[tools.Bash]` rule holds for a rollout's
   `exec_command` calls as for the hook's `Bash` ones.
 - Claude Code: polling a background shell (`BashOutput`) is waiting, not looping.
+- Gemini CLI: `update_topic` (narration) and `complete_task` (a sub-agent's answer)
+  are never counted; `read_background_output` is waiting.
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -36,6 +38,14 @@ __all__ = ["HOST_TOOLS", "config_for", "monitor_for"]
 #: Tool rules a host's tools get unless the configuration has its own for them.
 HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     "claude-code": {"BashOutput": ToolRule(role="poller")},
+    # Gemini CLI: `update_topic` only narrates (a title, a summary: no action), and
+    # `complete_task` is how a sub-agent hands back its result; reading a background
+    # command's output again is waiting.
+    "gemini-cli": {
+        "update_topic": ToolRule(role="exempt"),
+        "complete_task": ToolRule(role="exempt"),
+        "read_background_output": ToolRule(role="poller"),
+    },
 }
 
 
