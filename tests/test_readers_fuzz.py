@@ -128,6 +128,7 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
     folder = {
         "claude-code": "claude-code",
         "codex": "codex",
+        "gemini-cli": "gemini-cli",
         "openhands": "openhands",
         "chat": "chat",
         "verl": "verl",

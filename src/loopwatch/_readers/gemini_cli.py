@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .._core.events import Attempt, Event, ModelText, ToolCall, Turn, UserMessage
+from .._files import open_file
 from .._hosts import WRITERS
 from .._hosts.base import trim
 from .._hosts.gemini_cli import call_result, content_text, loopwatch_denial
@@ -58,6 +59,7 @@ __all__ = ["NAME", "read", "sniff"]
 NAME = "gemini-cli"
 
 _HEAD_KEYS = frozenset({"sessionId", "projectHash", "startTime"})
+_HEAD = 64 * 1024
 _STREAM_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 
 
@@ -79,28 +81,39 @@ def sniff(path: str, head: bytes) -> bool:
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     """The session in a Gemini CLI session file or stream-json output. Raises ReadError
     when the file is neither."""
+    head = _head(path, stream)
+    opening = head_objects(head, 1)
+    if not opening or "messages" in opening[0]:
+        # One JSON document (indented, or larger than the head): the whole form.
+        data = load_json(path, stream)
+        if not (isinstance(data, dict) and _HEAD_KEYS <= data.keys() and isinstance(data.get("messages"), list)):
+            raise ReadError("not a Gemini CLI session: no sessionId, projectHash, startTime and messages")
+        yield _session(path, data, [(f"messages[{i}]", m) for i, m in enumerate(data["messages"])], [])
+        return
     skipped: list[str] = []
     records = JsonLines(path, stream, skipped)
-    ahead = records.peek(2)
-    if not ahead:
-        raise ReadError("not a Gemini CLI session: no JSON object on its lines")
-    if len(ahead) == 1 and isinstance(ahead[0][1].get("messages"), list) and _HEAD_KEYS <= ahead[0][1].keys():
-        yield _session(path, ahead[0][1], [(f"messages[{i}]", m) for i, m in enumerate(ahead[0][1]["messages"])], [])
-        return
-    first = ahead[0][1]
-    if first.get("type") == "init":
+    ahead = records.peek(1)
+    first = ahead[0][1] if ahead else {}
+    if kind_of(first) == "init":
         session = Session(NAME, str(first.get("session_id") or session_name(path)), (), skipped=skipped)
         session.events = _stream_events(records, session)
         yield session
         return
     if not _HEAD_KEYS <= first.keys():
-        if stream is None:
-            data = load_json(path)  # one JSON document over several lines
-            if isinstance(data, dict) and _HEAD_KEYS <= data.keys() and isinstance(data.get("messages"), list):
-                yield _session(path, data, [(f"messages[{i}]", m) for i, m in enumerate(data["messages"])], [])
-                return
         raise ReadError("not a Gemini CLI session: its first record has no sessionId, projectHash, startTime")
     yield _session(path, first, _applied(records, skipped), skipped)
+
+
+def _head(path: str, stream: BinaryIO | None) -> bytes:
+    """The file's first 64 KiB, read without consuming the stream."""
+    if stream is not None:
+        peek = getattr(stream, "peek", None)
+        return peek(_HEAD)[:_HEAD] if peek is not None else b""
+    try:
+        with open_file(path) as fh:
+            return fh.read(_HEAD)
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from exc
 
 
 def _applied(records: JsonLines, skipped: list[str]) -> list[tuple[str, dict[str, Any]]]:
