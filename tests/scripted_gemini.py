@@ -78,6 +78,8 @@ class ScriptedGemini:
         self.requests: list[Request] = []
         #: function name -> the parameters schema Gemini CLI offered for it
         self.tools: dict[str, dict] = {}
+        #: scenario -> the conversation (`contents`) of its latest turn, as the CLI sent it
+        self.contents: dict[str, list[dict]] = {}
         self._lock = threading.Lock()
         owner = self
 
@@ -172,6 +174,7 @@ class ScriptedGemini:
                 schema = declaration.get("parametersJsonSchema") or declaration.get("parameters")
                 if isinstance(schema, dict):
                     self.tools[str(name)] = schema
+            self.contents[scenario or ""] = contents
             answered = ",".join(f"tool:{name}" for name, _ in calls) or "text"
             self.requests.append(Request(scenario, step, "turn", model, subagent, results, texts, answered))
             n = len(self.requests)
