@@ -6,8 +6,8 @@
   scripted Gemini API (`scripted_gemini.ScriptedGemini`) with an API key and trusts the
   work folder (as a user who answered its questions once), `loopwatch install
   gemini-cli` run there as a user would, then `gemini -p ... -o stream-json
-  --approval-mode yolo` in its own process group, which must be empty when it exits
-  (`Finished.leftover`: processes the CLI left behind, killed).
+  --approval-mode yolo` in its own process group, which must be empty when it exits:
+  a process the CLI left behind is killed and fails the test.
 
 Everything here is written for these tests; the settings are the ones Gemini CLI 0.58.0
 and 0.61.0 read.
@@ -120,7 +120,6 @@ class Finished:
     code: int
     lines: list[dict]  # stream-json lines
     stderr: str
-    leftover: list[int]  # processes of the run's group still alive when the CLI exited (killed)
 
     def of_type(self, kind: str) -> list[dict]:
         return [line for line in self.lines if line.get("type") == kind]
@@ -206,8 +205,8 @@ class GeminiRun:
         return [self.binary, "-p", prompt, "-o", "stream-json", "--approval-mode", "yolo", "-m", MODEL, *extra]
 
     def gemini(self, prompt: str, *extra: str, timeout: float = 240, argv: list[str] | None = None) -> Finished:
-        """One headless run, in a process group of its own; what is left of the group
-        when the CLI exits is killed and reported (`Finished.leftover`)."""
+        """One headless run, in a process group of its own; a process of the group left
+        when the CLI exits is killed and fails the test."""
         process = subprocess.Popen(
             argv or self.argv(prompt, *extra),
             cwd=self.work,
@@ -228,6 +227,7 @@ class GeminiRun:
         if leftover:
             os.killpg(process.pid, signal.SIGKILL)
             time.sleep(0.2)
+            raise AssertionError(f"gemini left processes behind (killed): {leftover}")
         lines = []
         for line in out.splitlines():
             line = line.strip()
@@ -236,7 +236,7 @@ class GeminiRun:
                     lines.append(json.loads(line))
                 except ValueError:
                     pass
-        return Finished(process.returncode, lines, err, leftover)
+        return Finished(process.returncode, lines, err)
 
     def sessions(self) -> list[Path]:
         """The session files Gemini CLI wrote (`~/.gemini/tmp/<project>/chats/`), main
