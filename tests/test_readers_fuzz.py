@@ -129,6 +129,7 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
         "claude-code": "claude-code",
         "codex": "codex",
         "copilot": "copilot",
+        "gemini-cli": "gemini-cli",
         "openhands": "openhands",
         "chat": "chat",
         "verl": "verl",

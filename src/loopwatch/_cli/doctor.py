@@ -88,6 +88,17 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
             lines.append(Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}"))
         else:
             lines.append(Line("info", f"{off.path}: {off.what}"))
+    not_here = host.runs_here(cwd, env)
+    if not_here is not None:
+        lines.append(Line("problem", not_here))
+    for variable, (value, setter) in trust.env_file_settings(host, cwd, env).items():
+        lines.append(
+            Line(
+                "info",
+                f"{variable}={value} is set by {setter}, which {host.title} hands to its hooks: "
+                "the hook does not trust it (a project may only tighten)",
+            )
+        )
     if not found:
         lines.append(Line("problem", f"the hook is not installed: run `loopwatch install {name}`"))
     else:

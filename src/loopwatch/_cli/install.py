@@ -9,7 +9,8 @@ project: `.codex/hooks.json`) and runs them only once trusted: `install` records
 trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`). A host
 may offer a `system` scope (`--system`): settings for every user that no project
 overrides, written readable by all (GitHub Copilot CLI: a policy file in
-/etc/github-copilot/policy.d/).
+/etc/github-copilot/policy.d/; Gemini CLI: `/etc/gemini-cli/settings.json` or
+`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`, where the host also pins hooks on).
 
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
@@ -150,7 +151,7 @@ _SYSTEM = click.option(
     "scope",
     flag_value="system",
     help="Settings for every user of this machine that no project can switch off, where the agent has them "
-    "(GitHub Copilot CLI: a policy file in /etc; run as root).",
+    "(GitHub Copilot CLI: a policy file in /etc; Gemini CLI: /etc/gemini-cli/settings.json; run as root).",
 )
 _FILE = click.option(
     "--settings",
@@ -213,6 +214,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install codex                  # ~/.codex/hooks.json
     loopwatch install copilot                # ~/.copilot/hooks/loopwatch.json
     sudo loopwatch install copilot --system  # /etc/github-copilot/policy.d/loopwatch.json
+    loopwatch install gemini-cli --system    # /etc/gemini-cli/settings.json
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
@@ -220,8 +222,10 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     entries are also trusted in ~/.codex/config.toml (Codex skips untrusted hooks
     silently); a Codex hook cannot end `codex exec`, so guard unattended runs with
     `loopwatch run -- codex exec --json`. Existing hooks are kept; running this
-    twice changes nothing; the previous file is kept as *.loopwatch.bak. Disable at
-    any time with LOOPWATCH_MODE=off, or `loopwatch uninstall AGENT`.
+    twice changes nothing; the previous file is kept as *.loopwatch.bak. `--system`
+    (where the CLI has such a level) writes the machine's settings, which a project's
+    cannot switch off. Disable at any time with LOOPWATCH_MODE=off, or `loopwatch
+    uninstall AGENT`.
     """
     if agent is None:
         _hosts_here()
@@ -241,7 +245,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     inside = _project(scope, settings_file)
     before = _read(path, inside)
     try:
-        after = found.install(before, command)
+        after = found.install(before, command, scope if settings_file is None else "user")
     except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
     changed = _write(path, before, after, dry_run, inside, scope)
@@ -334,7 +338,10 @@ def _trust_codex(
 @_FILE
 @_DRY
 def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run: bool) -> None:
-    """Remove loopwatch's hook entries (only those) from an agent CLI's settings."""
+    """Remove loopwatch's hook entries (only those) from an agent CLI's settings.
+
+    Nothing else changes: a setting `install --system` wrote beside them (Gemini CLI's
+    `hooksConfig.enabled: true`, which keeps every hook on) stays."""
     if agent is None:
         raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)

@@ -72,10 +72,20 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "sql": ("description",),
             "session_store_sql": ("description",),
         },
-        # Gemini CLI (its tool docs; corpus-tb2 sessions): the description is "shown
-        # to the user".
+        # Gemini CLI 0.58.0 and 0.61.0 (the function declarations each sends the model;
+        # corpus-tb2 sessions): the shell's `description` is "shown to the user", its
+        # `is_background` and `delay_ms` say how to wait; `replace`'s `instruction` and
+        # `enter_plan_mode`'s `reason` are prose about what the call does;
+        # `wait_for_previous` (on the tools that offer it) only orders parallel calls.
+        # `dir_path` stays: where a command runs changes what it does. Not here:
+        # `update_topic` (narration only: never counted, `hosts.monitors.HOST_TOOLS`).
         "gemini-cli": {
-            "run_shell_command": ("description",),
+            "run_shell_command": ("description", "is_background", "delay_ms"),
+            "replace": ("instruction",),
+            "enter_plan_mode": ("reason",),
+            "invoke_agent": ("wait_for_previous",),
+            "read_background_output": ("delay_ms", "wait_for_previous"),
+            "list_background_processes": ("wait_for_previous",),
         },
         # OpenHands CodeAct tools (corpus-tb2 sessions): the model's own risk rating
         # and a soft timeout say nothing of what runs.

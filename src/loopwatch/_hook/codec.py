@@ -172,8 +172,9 @@ def registry() -> _Registry:
     global _REGISTRY
     if _REGISTRY is None:
         from .session import SessionState
+        from .spawns import Spawns
 
-        _REGISTRY = _Registry(_classes((SessionState,)))
+        _REGISTRY = _Registry(_classes((SessionState, Spawns)))
     return _REGISTRY
 
 

@@ -22,6 +22,7 @@ HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "copilot": "copilot",
+    "gemini-cli": "gemini_cli",
 }
 
 
@@ -44,6 +45,9 @@ WRITERS: dict[str, str | None] = {
     "NotebookEdit": "notebook_path",
     # Codex's patch tool (0.171.0 rollouts: `custom_tool_call` apply_patch).
     "apply_patch": None,
+    # Gemini CLI's (0.58.0 and 0.61.0: the tools it offers the model).
+    "write_file": "file_path",
+    "replace": "file_path",
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.
     "str_replace_editor": "path",
 }

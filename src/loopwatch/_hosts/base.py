@@ -113,9 +113,10 @@ class Payload:
     `GUARD_EVENTS`, or the host's own name for an event the guard does not know), `native`
     the host's; `agent` is "" for the main agent; `calls` holds the call(s) of a tool
     event (a batch may hold several); `oversize` says stdin was larger than the limit and
-    only the identifying fields could be read."""
+    only the identifying fields could be read; `stamp` is when the host says the event
+    happened (epoch seconds, its clock), None where it does not say."""
 
-    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "session")
+    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "session", "stamp")
 
     def __init__(
         self,
@@ -127,9 +128,10 @@ class Payload:
         calls: tuple[Call, ...] = (),
         oversize: bool = False,
         native: str | None = None,
+        stamp: float | None = None,
     ) -> None:
         self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
-        self.calls, self.oversize = calls, oversize
+        self.calls, self.oversize, self.stamp = calls, oversize, stamp
         self.native = event if native is None else native
 
 
@@ -203,6 +205,15 @@ class Host:
     install_notes: ClassVar[Mapping[str, str]] = {}
     #: Folders of the host's own state a folder walk reads only in part (`StateFolder`).
     state_folders: ClassVar[tuple[StateFolder, ...]] = ()
+    #: The tools a main agent runs a sub-agent with, for a host whose payloads do not
+    #: say which agent a call is of (Gemini CLI): the hook tells a sub-agent's calls by
+    #: when they come, between that call's before and after events (`_hook.spawns`).
+    #: Empty where payloads name the agent (Claude Code's `agent_id`).
+    spawn_tools: ClassVar[frozenset[str]] = frozenset()
+    #: The tools with which a (sub-)agent hands back its result and ends: never refused
+    #: and never answered with a stop. Refusing it keeps a stopped sub-agent running
+    #: (Gemini CLI's `complete_task`: it retries to its turn limit).
+    finish_tools: ClassVar[frozenset[str]] = frozenset()
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -257,6 +268,12 @@ class Host:
         process that is not this host."""
         return None
 
+    def headless_process(self, pid: int, argv: list[str]) -> str | None:
+        """`headless` for a running process (`pid`, its `argv`), for a host whose headless
+        runs show in more than the command line (Gemini CLI: no terminal on stdin or
+        stdout). The default: the command line alone."""
+        return self.headless(argv)
+
     def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
         """The profile what the host put in the hook's environment implies, and why;
         None when it says nothing (the process tree is asked next)."""
@@ -285,9 +302,10 @@ class Host:
         (its owner, its mode); None when nothing says so."""
         return None
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         """A copy of `settings` (the parsed file, {} when absent) with exactly one
-        loopwatch hook per hooked event, running `command`."""
+        loopwatch hook per hooked event, running `command`. `scope` is the settings
+        scope the file is (a host may write more at a level no project overrides)."""
         raise NotImplementedError
 
     def uninstall(self, settings: Any) -> Any:
@@ -303,6 +321,24 @@ class Host:
         user hooks, and so the guard, off. Read only; a file that cannot be read is not
         reported."""
         return []
+
+    def runs_here(self, cwd: Path, env: Mapping[str, str]) -> str | None:
+        """Why the host would run no hook at all in `cwd` (Gemini CLI: a folder the user
+        has not trusted), else None. Read only."""
+        return None
+
+    def env_files(self, cwd: Path, env: Mapping[str, str]) -> list[Path]:
+        """A project's files whose variables the host puts into its hooks' environment
+        (Gemini CLI's `.env`), for a session started in `cwd`: the user's own excepted.
+        `loopwatch._trust` lets what they set only tighten the guard."""
+        return []
+
+    def started_environ(self) -> dict[str, str] | None:
+        """The environment the host's session process (an ancestor of this hook) was
+        started with, where the host adds variables of its own to its hooks' afterwards
+        (a `.env` it loads): what the user set is there, what the host added is not.
+        None where this cannot be read or does not apply."""
+        return None
 
     #: A project settings file that can switch user hooks off, and what in it does so
     #: (regular expressions, searched in a call's input as JSON text: a write tool's path
@@ -393,7 +429,7 @@ class JsonHooks(Host):
         out["hooks"] = new_hooks
         return out
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         out = self.uninstall(settings)
         hooks = out.get("hooks")
         if hooks is None:
@@ -434,6 +470,8 @@ class ClaudeStyle(JsonHooks):
 
         verdict = decision.verdict
         event = payload.event
+        if payload.calls and all(call.name in self.finish_tools for call in payload.calls):
+            return warn(verdict)  # an agent handing back its result: never refused, never stopped
         if event == BEFORE:
             if decision.blocks and decision.message is not None:
                 return self.refuse(

@@ -419,8 +419,8 @@ class Copilot(JsonHooks):
     def _without(self, group: Any) -> Any:
         return None if self.commands(group) else group
 
-    def install(self, settings: Any, command: str) -> Any:
-        out = super().install(settings, command)
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
+        out = super().install(settings, command, scope)
         return {"version": out.pop("version", 1), **out}
 
     def unread(self, scope: str, path: Path) -> str | None:

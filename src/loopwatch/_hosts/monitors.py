@@ -13,6 +13,8 @@ when unknown). What a source adds to the user's configuration, under the user's 
   `exec_command` calls as for the hook's `Bash` ones.
 - Claude Code: polling a background shell (`BashOutput`) is waiting, not looping.
 - GitHub Copilot CLI: the same for `read_bash`; its `create` and `edit` write files.
+- Gemini CLI: `update_topic` (narration) and `complete_task` (a sub-agent's answer)
+  are never counted; `read_background_output` is waiting.
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -42,6 +44,14 @@ HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     "copilot": {
         **{tool: ToolRule(role="writer") for tool in copilot.WRITERS},
         "read_bash": ToolRule(role="poller"),
+    },
+    # Gemini CLI: `update_topic` only narrates (a title, a summary: no action), and
+    # `complete_task` is how a sub-agent hands back its result; reading a background
+    # command's output again is waiting.
+    "gemini-cli": {
+        "update_topic": ToolRule(role="exempt"),
+        "complete_task": ToolRule(role="exempt"),
+        "read_background_output": ToolRule(role="poller"),
     },
 }
 
