@@ -36,10 +36,10 @@ from itertools import islice
 from typing import Any
 
 from .._core.config import Config
+from .._encode import decode_json, encode_json
 from .._readers import HEAD_SIZE
 from .evaluation import Case, Replayed, replay_case
 from .replay import SessionResult, replay_file
-from .results import decode_json, encode_json
 
 __all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
 

@@ -11,7 +11,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
 from .._analysis import crossval
 from .._analysis.crossval import CrossValidation, show_value
@@ -27,6 +26,7 @@ from .._analysis.evaluation import (
     make_cases,
     replay_cases,
 )
+from .._encode import json_bytes
 from ._common import config_options, engine_options, make_config, progress_bar, use_ray
 
 if TYPE_CHECKING:
@@ -262,10 +262,13 @@ def evaluate(
       loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
     """
     config = make_config(config_path, profile or "unattended", mode)
+    from .paths import named
+
+    inputs = [*named(paths), *[p for p in (labels_path, *outcome_paths, config_path) if p]]
     if report_path is not None:
         from .page_output import check_page_output
 
-        check_page_output(report_path)
+        check_page_output(report_path, inputs)
     replay = _engine(engine, address, jobs)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
     groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
@@ -285,6 +288,7 @@ def evaluate(
                 corpus=corpus,
                 jobs=jobs or None,
                 progress=not no_progress,
+                inputs=inputs,
             )
 
     if folds or groups is not None:
@@ -308,7 +312,9 @@ def evaluate(
 
 
 def print_json(report: dict[str, Any]) -> None:
-    sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    """`--json`, by `loopwatch._encode`: any name, any number."""
+    sys.stdout.buffer.write(json_bytes(report, indent=True) + b"\n")
+    sys.stdout.buffer.flush()
 
 
 def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[Replayed]]:

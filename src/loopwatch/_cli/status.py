@@ -68,10 +68,10 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
         click.echo("no hooked sessions yet", err=as_json)
         return
     if as_json:
-        import orjson
+        from .._encode import json_bytes
 
         for item in details:
-            click.echo(orjson.dumps(item).decode())
+            click.echo(json_bytes(item).decode())
         return
     for item in details:
         _show(item, full=session is not None)
