@@ -112,9 +112,10 @@ def test_evaluate_json_with_any_name_and_any_number(runs):
 
 
 def test_the_encoder_itself():
-    from loopwatch._encode import json_bytes, text
+    from loopwatch._encode import json_bytes, text, visible
 
     value = {"name": "a\udcffb", "tokens": BIG, "cost": float("nan"), (1, 2): "tuple key"}
     assert json.loads(json_bytes(value)) == {"name": "a\udcffb", "tokens": BIG, "cost": None, "(1, 2)": "tuple key"}
     assert json.loads(json_bytes({"plain": 1}, indent=True)) == {"plain": 1}
     assert text("run-\udcff.jsonl") == "run-\\xff.jsonl" and text("café") == "café"
+    assert visible("run-\udcff") == "run-\\xff"

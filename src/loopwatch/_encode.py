@@ -1,6 +1,6 @@
 """Data as output: the one encoder for everything loopwatch writes out of a session
 (`scan --json` and `--out`, the report page, `evaluate`/`calibrate --json`,
-`run --record`, Ray's blocks).
+`run --record`, Ray's blocks) and for the text it shows on a terminal.
 
 It never fails on a name or a number:
 
@@ -14,6 +14,12 @@ It never fails on a name or a number:
 
 `json_bytes` tries orjson first (fast, and the common case) and the standard library
 for what orjson refuses, so one odd record never costs the others their speed.
+
+`visible(text)` is the one place where text from data is made safe for a terminal:
+escape sequences, C0 and C1 controls, bidirectional overrides and other invisible
+format characters become visible escapes (`\\x1b`, `\\u202e`), so a tool name, a file
+name or a session id cannot write the clipboard (OSC 52), clear the screen, retitle
+the window or hide a verdict line. It escapes; it does not quote, wrap or cut.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from typing import Any
 
-__all__ = ["decode_json", "encode_json", "json_bytes", "text"]
+__all__ = ["decode_json", "encode_json", "json_bytes", "text", "visible"]
 
 
 def json_bytes(value: Any, *, indent: bool = False) -> bytes:
@@ -94,3 +101,32 @@ def text(value: str) -> str:
 def _surrogate(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+# Anything outside printable ASCII, tab and newline is looked at one by one.
+_LOOKED_AT = re.compile(r"[^\t\n\x20-\x7e]")
+# Unicode's control (Cc), format (Cf: bidirectional overrides and isolates, zero-width
+# characters), surrogate (Cs), line and paragraph separator (Zl, Zp) categories.
+_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def visible(value: str) -> str:
+    """`value` for a terminal (see the module docstring): printable text, tab and
+    newline as they are; everything else escaped, a C0 control as `\\x1b`, other
+    code points as `\\u202e`, a byte that was not UTF-8 as `\\xff`. Escaping twice
+    changes nothing more."""
+    if value.isascii() and value.isprintable():
+        return value
+    return _LOOKED_AT.sub(_visible, value)
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    if unicodedata.category(char) not in _ESCAPED:
+        return char
+    code = ord(char)
+    if code < 0x20:
+        return f"\\x{code:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return _surrogate(match)
+    return f"\\u{code:04x}"

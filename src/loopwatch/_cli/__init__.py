@@ -34,12 +34,20 @@ COMMANDS = {
 }
 
 
-#: Commands that handle the signals themselves: `run` (it passes Ctrl-C and SIGTERM on
-#: to the agent), `mcp-proxy` (it ends its server), `hook`.
+#: Commands that hand their streams and signals to another program: `run` (the agent's
+#: terminal; it passes Ctrl-C and SIGTERM on), `mcp-proxy` (the protocol), `hook`.
 _OWN_STREAMS = frozenset({"run", "mcp-proxy", "hook"})
 
 
 class LazyGroup(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Every command's output passes `terminal.visible_streams` (text from data is
+        never written to the terminal raw)."""
+        from .terminal import visible_streams
+
+        with visible_streams():
+            return super().main(*args, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         """An interrupt ends a command with 128 + the signal (130 for Ctrl-C), never 1:
         `scan` says 1 for "a session was stopped"."""
@@ -91,6 +99,9 @@ def cli() -> None:
     """
     ctx = click.get_current_context()
     if ctx.invoked_subcommand in _OWN_STREAMS:
+        from .terminal import release
+
+        release()
         return
     if threading.current_thread() is threading.main_thread():  # where signals are handled
         ends = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -296,10 +296,11 @@ def _write_profile(
 
 
 def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 140)
+    from .terminal import console as make_console
+
+    console = make_console(width=None if sys.stdout.isatty() else 140)
     table = Table(
         title="per session (most in a row; churn: fewest distinct calls in a window with no write)",
         title_justify="left",

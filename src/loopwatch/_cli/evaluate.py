@@ -369,16 +369,18 @@ def _pct(ratio: float, places: int = 0) -> str:
 
 
 def print_folds(report: CrossValidation) -> None:
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    from . import terminal
+
+    console = terminal.console(width=None if sys.stdout.isatty() else 120)
     by = report.folds_by
     if by:
         split = f"one fold per {by} ({report.folds}), margin {report.margin}"
     else:
         split = f"{report.folds} folds (seed {report.seed}, margin {report.margin})"
-    console.print(f"{report.sessions} sessions, {split}, {report.candidates} settings tried per fold", markup=False)
+    console.print(f"{report.sessions} sessions, {split}, {report.candidates} settings tried per fold")
     table = Table(title="out of fold (chosen on the other folds) vs the configuration as given", title_justify="left")
     for column in ("", "out of fold", "95% interval", "as configured"):
         table.add_column(column, justify="left" if not column else "right")
@@ -444,9 +446,9 @@ def print_folds(report: CrossValidation) -> None:
     console.print("chosen per fold:")
     for fold in report.per_fold:
         name = f"{by} {fold.group}" if fold.group is not None else f"fold {fold.fold}"
-        console.print(f"  {name} ({fold.sessions} sessions): " + _values(fold.chosen), markup=False)
+        console.print(f"  {name} ({fold.sessions} sessions): " + _values(fold.chosen))
         if fold.figures is not None:
-            console.print("    held out: " + _held(fold.figures), markup=False)
+            console.print("    held out: " + _held(fold.figures))
     console.print("chosen on all sessions: " + _values(report.chosen))
     paths = oof.outcomes.stopped_paths + oof.stop.false_paths
     if paths:
@@ -454,7 +456,7 @@ def print_folds(report: CrossValidation) -> None:
         for path in paths:
             console.print(f"  {path}")
     for path, error in report.errors:
-        console.print(f"[red]could not read[/red] {path}: {error}")
+        console.print(Text.assemble(("could not read", "red"), f" {path}: {error}"))
 
 
 def _held(figures: Figures) -> str:
@@ -487,10 +489,12 @@ def _values(values: dict[str, Any]) -> str:
 
 
 def _print(report: Evaluation) -> None:
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    from . import terminal
+
+    console = terminal.console(width=None if sys.stdout.isatty() else 120)
     all_ = report.detectors["all"]
     if report.labelled:
         stop = all_.stop
@@ -562,4 +566,4 @@ def _print(report: Evaluation) -> None:
         for path in all_.stop.false_paths:
             console.print(f"  {path}")
     for path, error in report.errors:
-        console.print(f"[red]could not read[/red] {path}: {error}")
+        console.print(Text.assemble(("could not read", "red"), f" {path}: {error}"))
