@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from typing import Any
 
 __all__ = ["decode_json", "encode_json", "json_bytes", "text", "visible"]
@@ -121,6 +120,8 @@ def visible(value: str) -> str:
 
 
 def _visible(match: re.Match[str]) -> str:
+    import unicodedata
+
     char = match.group()
     if unicodedata.category(char) not in _ESCAPED:
         return char

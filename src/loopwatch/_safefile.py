@@ -1,8 +1,9 @@
 """Writing a file safely: the one way loopwatch writes a file (results, the report page,
 `run --record`, calibrations and profiles, settings files, Codex's config.toml).
 
-`Output(path)` is a file being written; `write(path, data)` writes one whole. Either way
-the file is complete or absent:
+`Output(path)` is a file being written; `write(path, data)` writes one whole (and
+`scratch(folder)` a private scratch file on the way to one). Either way the file is
+complete or absent:
 
 - the content goes to a fresh file with a unique name beside the target
   (`O_CREAT | O_EXCL | O_NOFOLLOW`), synced, then renamed over the target: a reader
@@ -32,14 +33,13 @@ them: the command says them in one line.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Self
 
-__all__ = ["BACKUP_SUFFIX", "Interrupted", "Output", "UnsafeWrite", "check", "ending", "write"]
+__all__ = ["BACKUP_SUFFIX", "Interrupted", "Output", "UnsafeWrite", "check", "ending", "scratch", "write"]
 
 BACKUP_SUFFIX = ".loopwatch.bak"
 
@@ -147,7 +147,7 @@ class Output:
             mode = stat.S_IMODE(self.previous.st_mode) & 0o777 if keep and self.previous is not None else 0o600
         self.mode = mode
         self._temporary = self.target.with_name(
-            f".{self.target.name}.loopwatch-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+            f".{self.target.name}.loopwatch-{os.getpid()}-{os.urandom(6).hex()}.tmp"
         )
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(self._temporary, flags, 0o600)
@@ -231,6 +231,23 @@ def write(
                 copy.stream.write(previous)
         output.stream.write(blob)
     return kept
+
+
+def scratch(folder: _Path, prefix: str = "loopwatch-") -> tuple[BinaryIO, Path]:
+    """A private scratch file in `folder`, for data on its way to an output (a long
+    session's part of the report page), and its path: a fresh unique name
+    (`O_EXCL | O_NOFOLLOW`), 0600. Whoever reads it last removes it."""
+    path = Path(folder) / f"{prefix}{os.getpid()}-{os.urandom(8).hex()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        stream = os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        _unlink(path)
+        raise
+    return stream, path
 
 
 def _unlink(path: Path) -> None:

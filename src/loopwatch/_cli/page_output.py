@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -66,11 +66,14 @@ def write_page(
     number of files that could not be read. The page is written by
     `loopwatch._safefile` (private, complete or absent, never over one of `inputs`);
     a disk that cannot take it is one line and exit 2."""
+    import tempfile
+    from itertools import chain
+
     from .. import _safefile as safefile
     from .._analysis.outcomes import load_groups
-    from .._html import Sources, report_data
-    from .._html.page import render
-    from .._html.sessions import error_row
+    from .._html import Sources, report_head
+    from .._html.page import write_page as write_html
+    from .._html.sessions import collect, error_row
 
     tables = list(tables)
     columns: dict[str, dict[str, str]] = {}
@@ -81,17 +84,31 @@ def write_page(
             columns[column] = {}  # no TSV given has this column: the page leaves it empty
     sources = Sources(labels, corpus or ".", outcomes, columns)
     items = list(items)
-    with progress_bar(len(items), "report", progress, 10) as bar:
-        data = report_data(
-            items, config, sources, title=title, format=format, excerpts=excerpts, jobs=jobs, progress=bar.advance
-        )
-    data["sessions"] = [error_row(label, why) for label, why in problems] + data["sessions"]
+    failed = 0
+
+    def counted(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        nonlocal failed
+        for row in rows:
+            failed += bool(row["error"])
+            yield row
+
+    # The sessions are written to the page as they are replayed, their timelines by way
+    # of scratch files in a private folder removed at the end: a session of any length
+    # is never held.
     try:
-        with safefile.Output(output, inputs=inputs) as page:
-            page.stream.write(render(data).encode("utf-8"))
+        with (
+            tempfile.TemporaryDirectory(prefix="loopwatch-report-") as spool,
+            progress_bar(len(items), "report", progress, 10) as bar,
+            safefile.Output(output, inputs=inputs) as page,
+        ):
+            rows = collect(
+                items, config, sources, format=format, excerpts=excerpts, jobs=jobs, progress=bar.advance, spool=spool
+            )
+            head = report_head(sources, title=title, excerpts=excerpts)
+            write_html(page.stream, head, counted(chain((error_row(label, why) for label, why in problems), rows)))
     except safefile.UnsafeWrite as exc:
         _refuse(str(exc))
     except OSError as exc:
         _refuse(f"{output}: cannot write: {exc.strerror or exc}")
     click.echo(f"wrote {output}", err=True)
-    return sum(1 for s in data["sessions"] if s["error"])
+    return failed
