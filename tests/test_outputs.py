@@ -88,6 +88,14 @@ def test_an_output_that_is_also_an_input_is_refused_before_anything_is_touched(t
     assert snapshot(tmp_path) == before  # nothing replaced, nothing left beside it
 
 
+@pytest.mark.parametrize("option", ["--transcript", "--config"])
+def test_run_never_records_over_a_file_it_reads(tmp_path, transcript, option):
+    before = snapshot(tmp_path)
+    done = invoke("run", "--record", transcript, option, transcript, "--", sys.executable, "-c", "pass")
+    assert done.exit_code == 2 and "this command also reads that file" in done.stderr, done.output
+    assert snapshot(tmp_path) == before
+
+
 @pytest.mark.parametrize("option", ["--out", "--report"])
 def test_a_hard_link_to_an_input_is_the_input(tmp_path, transcript, option):
     pytest.importorskip("jinja2")
