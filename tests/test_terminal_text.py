@@ -166,3 +166,17 @@ def test_run_says_a_tool_name_as_text(tmp_path):
     ours = "\n".join(line for line in text.splitlines() if line.startswith("loopwatch: "))
     assert "Bash" in ours, text
     assert RAW.findall(ours) == [], ours
+
+
+def test_a_character_cut_between_two_writes_is_still_made_visible():
+    import io
+
+    from loopwatch._cli.terminal import _VisibleBytes
+
+    raw = io.BytesIO()
+    stream = _VisibleBytes(raw)
+    data = ("é" + CLEAR + BIDI + " ok\n").encode()
+    for i in range(len(data)):  # a byte at a time: every character cut
+        stream.write(data[i : i + 1])
+    stream.flush()
+    assert raw.getvalue().decode() == "é\\x1b[2J\\x1b[H\\u202e ok\n"

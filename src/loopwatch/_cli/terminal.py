@@ -93,7 +93,7 @@ class _VisibleBytes(io.RawIOBase):
 
     def write(self, data: Any) -> int:
         blob = bytes(data)
-        if blob.isascii() and not _has_controls(blob):
+        if blob.isascii() and not _has_controls(blob) and not self._decoder.getstate()[0]:
             self.raw.write(blob)
         else:
             self.raw.write(visible(self._decoder.decode(blob)).encode("utf-8"))
