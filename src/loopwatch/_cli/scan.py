@@ -85,7 +85,7 @@ def scan(
       my-agent --events | loopwatch scan -
 
     Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
-    be read (or bad usage).
+    be read, or an output written (or bad usage); 130 or 143 after Ctrl-C or SIGTERM.
     """
     config = make_config(config_path, profile, mode)
     if format_name is not None:
