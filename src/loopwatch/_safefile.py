@@ -32,6 +32,7 @@ them: the command says them in one line.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -133,14 +134,13 @@ class Output:
         """`owner`: the file whose owner root's writes keep (default: the target)."""
         self.path = Path(path)
         self.target = check(path, links, inside, inputs)
-        self.target.parent.mkdir(parents=True, exist_ok=True)
         try:
             info = os.lstat(self.target)  # `check` resolved a link to edit; one to replace is replaced
         except FileNotFoundError:
             info = None
         self.previous = info if info is not None and stat.S_ISREG(info.st_mode) else None
         if self.previous is not None and not replace:
-            raise FileExistsError(17, "File exists", str(path))
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
         self._replace = replace
         if mode is None:
             keep = links == "edit" and self.previous is not None
@@ -221,6 +221,7 @@ def write(
     """Write `data` as the whole file at `path` (see the module docstring). Returns the
     backup's path when one was written."""
     blob = data.encode("utf-8") if isinstance(data, str) else data
+    Path(check(path, links, inside)).parent.mkdir(parents=True, exist_ok=True)  # a settings folder not made yet
     with Output(path, mode=mode, links=links, inside=inside, inputs=inputs, replace=replace) as output:
         kept: Path | None = None
         if backup and output.previous is not None:
