@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from .._files import NOT_REGULAR
 
-__all__ = ["LeftOut", "Target", "expand", "is_transcript_name"]
+__all__ = ["LeftOut", "Target", "expand", "is_transcript_name", "named"]
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj", ".cast")
 TRANSCRIPT_NAMES = frozenset({"agent.log"})
@@ -176,6 +176,20 @@ def expand(arguments: Iterable[str], left_out: LeftOut | None = None) -> Iterato
                     yield from add(Target(match, match))
         else:
             yield from add(Target(argument, argument, problem="no such file or folder"))
+
+
+def named(arguments: Iterable[str]) -> Iterator[str]:
+    """The files the arguments name themselves, or match as a glob: those a command
+    will read whatever their name (a file found by walking a folder is not one; a
+    command leaves its own output out of a walk instead). For the checks made before
+    a command writes: its outputs may not be among them."""
+    for argument in arguments:
+        if argument == "-" or os.path.isdir(argument):
+            continue
+        if os.path.lexists(argument):
+            yield argument
+        elif _GLOB_CHARS & set(argument):
+            yield from (match for match in _glob(argument) if not os.path.isdir(match))
 
 
 def walk(folder: str, left_out: LeftOut | None = None) -> Iterator[Target]:
