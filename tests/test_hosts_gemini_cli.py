@@ -389,14 +389,14 @@ def test_the_env_file_gemini_cli_loads(tmp_path):
     home, work = tmp_path / "home", tmp_path / "home" / "code" / "work"
     work.mkdir(parents=True)
     env = {"HOME": str(home)}
-    assert HOST.env_files(work, env) == []
+    assert HOST.env_files(str(work), env) == []
     (home / ".env").write_text("LOOPWATCH_MODE=off\n")
-    assert HOST.env_files(work, env) == []  # the user's own
+    assert HOST.env_files(str(work), env) == []  # the user's own
     (tmp_path / "home" / "code" / ".env").write_text("A=1\n")
-    assert HOST.env_files(work, env) == [home / "code" / ".env"]
+    assert HOST.env_files(str(work), env) == [str(home / "code" / ".env")]
     (work / ".gemini").mkdir()
     (work / ".gemini" / ".env").write_text("B=2\n")
-    assert HOST.env_files(work, env) == [work / ".gemini" / ".env"]  # the first found wins
+    assert HOST.env_files(str(work), env) == [str(work / ".gemini" / ".env")]  # the first found wins
 
 
 # -- a project's .env may only tighten ---------------------------------------------------------

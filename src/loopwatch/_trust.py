@@ -226,10 +226,8 @@ def env_file_settings(host: Any, cwd: str | os.PathLike[str], env: Mapping[str, 
     `Host`) loads them for a session started in `cwd`, set: name -> (value, file).
     What a project would put into the hook's environment, whatever the environment
     here holds (for `doctor`)."""
-    from pathlib import Path
-
     found: dict[str, tuple[str, str]] = {}
-    for path in host.env_files(Path(cwd), env):
+    for path in host.env_files(os.fspath(cwd), env):
         for key, value in dotenv(path).items():
             if key in ENV_NAMES:
                 found.setdefault(key, (value, str(path)))

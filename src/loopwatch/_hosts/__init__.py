@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .base import Host
 
-__all__ = ["HOSTS", "WRITERS", "host"]
+__all__ = ["HOSTS", "HOST_WRITERS", "WRITERS", "host"]
 
 #: Every agent CLI loopwatch guards live: its name -> its module in this package, which
 #: defines `HOST` (the contract is `base.Host`). Imported on first use: the hook loads
@@ -23,6 +23,14 @@ HOSTS: dict[str, str] = {
     "codex": "codex",
     "copilot": "copilot",
     "gemini-cli": "gemini_cli",
+}
+
+
+#: Per host, tools whose success writes a file but whose names are too common to be writers
+#: for every source (SWE-agent's `edit` is a command): writers in that host's runs only.
+HOST_WRITERS: dict[str, dict[str, str | None]] = {
+    # GitHub Copilot CLI 1.0.89 and 1.0.102: `create {path, file_text}`, `edit {path, old_str, new_str}`.
+    "copilot": {"create": "path", "edit": "path"},
 }
 
 

@@ -285,6 +285,10 @@ class Host:
         its stop answer, nothing more to do."""
         return False
 
+    #: The event `probe_payload` is, in the host's words, where its payloads name none (the
+    #: hook's command line does: `loopwatch hook HOST EVENT`); None where they do.
+    probe_event: ClassVar[str | None] = None
+
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
         """A harmless after-call payload, as the host would send it, for `doctor`'s dry
         run (`folder` is a throwaway folder the payload may name files in)."""
@@ -327,10 +331,11 @@ class Host:
         has not trusted), else None. Read only."""
         return None
 
-    def env_files(self, cwd: Path, env: Mapping[str, str]) -> list[Path]:
+    def env_files(self, cwd: str, env: Mapping[str, str]) -> list[str]:
         """A project's files whose variables the host puts into its hooks' environment
         (Gemini CLI's `.env`), for a session started in `cwd`: the user's own excepted.
-        `loopwatch._trust` lets what they set only tighten the guard."""
+        `loopwatch._trust` lets what they set only tighten the guard. (Paths as text: the
+        hook asks on every call, and pathlib is not on its way.)"""
         return []
 
     def started_environ(self) -> dict[str, str] | None:
@@ -649,9 +654,9 @@ _DIGEST_CHARS = 1 << 16  # a string is hashed in pieces: no second copy of a lar
 def digest(value: Any) -> str:
     """A digest of the whole of a JSON value, read without recursion (the nesting a
     payload may have is the parser's limit, not ours) and in bounded pieces."""
-    import hashlib
+    from .._core.fingerprint import blake2b  # the bare BLAKE2: hashlib would load OpenSSL
 
-    hasher = hashlib.blake2b(digest_size=8)
+    hasher = blake2b(digest_size=8)
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()

@@ -66,9 +66,8 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import (
     AFTER,
@@ -89,6 +88,9 @@ from .base import (
     text_field,
     trim,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "BLOCKED",
@@ -247,6 +249,8 @@ def gemini_home(env: Mapping[str, str]) -> str:
 
 def system_settings(env: Mapping[str, str]) -> Path:
     """The system settings file, which no project overrides (`getSystemSettingsPath`)."""
+    from pathlib import Path  # here, not at import: the hook never needs it
+
     if env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH"):
         return Path(env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"])
     if sys.platform == "darwin":
@@ -423,6 +427,8 @@ class GeminiCli(ClaudeStyle):
     # -- its settings --------------------------------------------------------------------------
 
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
+        from pathlib import Path  # here, not at import: the hook never needs it
+
         if scope == "user":
             return Path(gemini_home(env)) / ".gemini" / "settings.json"
         if scope == "system":
@@ -446,6 +452,8 @@ class GeminiCli(ClaudeStyle):
         return out
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
+        from pathlib import Path  # here, not at import: the hook never needs it
+
         system_file = system_settings(env)
         pinned = _hooks_config(read_json(system_file)).get("enabled") is True
         files = [
@@ -476,6 +484,8 @@ class GeminiCli(ClaudeStyle):
 
     def runs_here(self, cwd: Path, env: Mapping[str, str]) -> str | None:
         """Gemini CLI's folder trust (`checkPathTrust`): hooks run only in a trusted folder."""
+        from pathlib import Path  # here, not at import: the hook never needs it
+
         if env.get("GEMINI_RESTRICTED_MODE") == "true" or env.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
             return "GEMINI_RESTRICTED_MODE or GEMINI_CLI_TRUST_WORKSPACE=false is set: Gemini CLI runs no hooks"
         if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
@@ -502,7 +512,7 @@ class GeminiCli(ClaudeStyle):
             "(`gemini -p` refuses to start; interactively it asks): trust the folder when Gemini CLI asks"
         )
 
-    def env_files(self, cwd: Path, env: Mapping[str, str]) -> list[Path]:
+    def env_files(self, cwd: str, env: Mapping[str, str]) -> list[str]:
         """The one `.env` Gemini CLI loads (`findEnvFile`: the first of `.gemini/.env` and
         `.env` from `cwd` up to the root, then the user's `~/.gemini/.env`, `~/.env`),
         when it is a project's."""
@@ -513,7 +523,7 @@ class GeminiCli(ClaudeStyle):
             for candidate in (os.path.join(folder, ".gemini", ".env"), os.path.join(folder, ".env")):
                 if os.path.isfile(candidate):
                     real = os.path.join(os.path.realpath(os.path.dirname(candidate)), os.path.basename(candidate))
-                    return [] if real in own else [Path(candidate)]
+                    return [] if real in own else [candidate]
             parent = os.path.dirname(folder)
             if parent == folder:
                 return []

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from .._core.config import Config, ToolRule
 from .._core.monitor import Monitor
 from .._core.verdict import Verdict
-from . import codex, copilot
+from . import HOST_WRITERS, codex
 
 __all__ = ["HOST_TOOLS", "config_for", "monitor_for"]
 
@@ -42,7 +42,7 @@ HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     # GitHub Copilot CLI: its writing tools, under names too common to be writers for
     # every source (SWE-agent's `edit` is a command); `read_bash` reads a running shell.
     "copilot": {
-        **{tool: ToolRule(role="writer") for tool in copilot.WRITERS},
+        **{tool: ToolRule(role="writer") for tool in HOST_WRITERS["copilot"]},
         "read_bash": ToolRule(role="poller"),
     },
     # Gemini CLI: `update_topic` only narrates (a title, a summary: no action), and
