@@ -17,6 +17,9 @@ compared with the label:
   escaped by itself), and on `yes` sessions further before their onset (they ended the
   work before the loop).
 
+These words are `TERMS`, defined here once: `evaluate`, `calibrate` and the report
+print them from there, and `judgement` words one session's first stop with them.
+
 Outcomes (`loopwatch._analysis.outcomes`: did the session solve its task?) need no hand labels:
 a stop on a session that succeeded ended successful work (`Harm.stopped`), reported
 with whether it came before or after the session's last file change; a nudge there
@@ -42,7 +45,7 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._core.config import Config, params_with
 from .._core.monitor import Monitor
@@ -53,6 +56,9 @@ from .replay import Agents
 
 __all__ = [
     "EARLY_STEPS",
+    "HARM",
+    "TERMS",
+    "Term",
     "Case",
     "Evaluation",
     "Figures",
@@ -68,6 +74,7 @@ __all__ = [
     "first_interventions",
     "harm",
     "judge",
+    "judgement",
     "last_write",
     "load_labels",
     "make_cases",
@@ -205,10 +212,10 @@ def _step(text: str | None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _load(path: str, corpus: str) -> tuple[list[Any], dict[str, int], str]:
+def _load(path: str, corpus: str, format: str | None = None) -> tuple[list[Any], dict[str, int], str]:
     from .._readers import ReadError, read
 
-    sessions = list(read(os.path.join(corpus, path)))
+    sessions = list(read(os.path.join(corpus, path), format))
     if not sessions:
         raise ReadError("no session in file")
     session = sessions[0]
@@ -357,19 +364,89 @@ def last_write(events: Iterable[Any], step_of: dict[str, int]) -> int | None:
 EARLY_STEPS = 3
 
 
-def judge(label: Label, step: int | None) -> str | None:
+class Term(NamedTuple):
+    """One word of the harm yardstick: its key in `--json`, its name counted (a table's
+    column, a card of the report), one session's (the report's label column), and what
+    it means. `of("nudge")` is the same word for first nudges."""
+
+    key: str
+    name: str
+    one: str
+    meaning: str
+
+    def of(self, act: str) -> Term:
+        return self._replace(name=self.name.replace("stop", act), one=self.one.replace("stop", act))
+
+
+#: The yardstick's words, in the order they are printed. A stop on `no`, on `brief` and
+#: before the onset are harm by the labels (`HARM`; their sum is `false`); an early stop
+#: is not; a stop on a session that succeeded is harm by its outcome, the worst there is.
+TERMS: dict[str, Term] = {
+    "false": Term(
+        "false_stops", "false stops", "false stop", "every stop the labels call harm: on no, on brief, before the onset"
+    ),
+    "no": Term("false_stops_on_no", "stops on no", "stop on no", "a stop on a session labelled no: it never looped"),
+    "brief": Term(
+        "stops_on_brief",
+        "stops on brief",
+        "stop on brief",
+        "a stop on a session labelled brief: it looped, and would have escaped by itself",
+    ),
+    "before_onset": Term(
+        "stops_before_onset",
+        "stops before the onset",
+        "stop before the onset",
+        f"a stop more than {EARLY_STEPS} steps before a labelled loop's onset: it ended the work before the loop",
+    ),
+    "early": Term(
+        "early_stops_on_yes",
+        "early stops",
+        "early stop",
+        f"a stop at most {EARLY_STEPS} steps before the onset of a loop the agent never escaped: not harm",
+    ),
+    "succeeded": Term(
+        "stops_on_succeeded",
+        "stops on succeeded",
+        "stop on succeeded",
+        "a stop on a session that solved its task: the worst outcome",
+    ),
+}
+
+#: The kinds of stop the labels call harm (`TERMS` keys): `Score.false_stops` sums them.
+HARM = ("no", "brief", "before_onset")
+
+
+def classify(label: Label, step: int | None) -> str | None:
     """What a label makes of a stop (or nudge) at `step`: None when there was none;
     `caught` at or after a loop's onset; `early` at most EARLY_STEPS before the onset
-    of a loop the agent never escaped (not harm); else `false` (harm): on a session
-    that never looped (`no`), on one that escaped (`brief`), or further before a
-    loop's onset."""
+    of a loop the agent never escaped (not harm); else the harm it is (a `HARM` key):
+    `no` (a session that never looped), `brief` (one that escaped), `before_onset`."""
     if step is None:
         return None
-    if label.label != "yes" or label.onset is None:
-        return "false"
+    if label.label in ("no", "brief"):
+        return label.label
+    if label.onset is None:
+        return "before_onset"
     if step >= label.onset:
         return "caught"
-    return "early" if label.onset - step <= EARLY_STEPS else "false"
+    return "early" if label.onset - step <= EARLY_STEPS else "before_onset"
+
+
+def judge(label: Label, step: int | None) -> str | None:
+    """`classify`, with every harm as `false`: None, `caught`, `early` or `false`."""
+    kind = classify(label, step)
+    return "false" if kind in HARM else kind
+
+
+def judgement(label: Label | None, step: int | None) -> str | None:
+    """One session's first stop against its hand label, in `TERMS`'s words (`caught`,
+    `missed`, `left alone` for a `no` or `brief` session not stopped); None unlabelled."""
+    if label is None:
+        return None
+    kind = classify(label, step)
+    if kind is None:
+        return "missed" if label.label == "yes" else "left alone"
+    return "caught" if kind == "caught" else TERMS[kind].one
 
 
 @dataclass
@@ -423,46 +500,40 @@ class Score:
 
 
 def score(pairs: Iterable[tuple[Label, int | None]]) -> Score:
-    """Score (label, step of the intervention or None) pairs."""
+    """Score (label, step of the intervention or None) pairs (`classify`)."""
     result = Score()
     for label, step in pairs:
+        kind = classify(label, step)
+        if kind in HARM:
+            result.false_paths.append(label.path)
         if label.label == "no":
             result.no += 1
-            if step is not None:
-                result.false_no += 1
-                result.false_paths.append(label.path)
+            result.false_no += kind == "no"
         elif label.label == "brief":
             result.brief += 1
-            if step is not None:
-                result.brief_stopped += 1
-                result.false_paths.append(label.path)
+            result.brief_stopped += kind == "brief"
         else:
             result.yes += 1
             assert label.onset is not None and label.end is not None
             result.looping_steps += label.end - label.onset + 1
-            verdict = judge(label, step)
-            if verdict == "early":
-                result.early_yes += 1
-                continue
-            if verdict == "false":
-                result.before_onset += 1
-                result.false_paths.append(label.path)
-                continue
-            if step is None:
-                continue
-            result.caught += 1
-            result.delays.append(step - label.onset)
-            result.saved_steps += max(0, label.end - step)
+            result.early_yes += kind == "early"
+            result.before_onset += kind == "before_onset"
+            if kind == "caught":
+                assert step is not None
+                result.caught += 1
+                result.delays.append(step - label.onset)
+                result.saved_steps += max(0, label.end - step)
     return result
 
 
-def replay_case(case: Case, corpus: str, configs: list[Config]) -> Replayed:
-    """One case replayed under each configuration (`first_interventions`); a file that
-    cannot be read is a `Replayed` with `error` set."""
+def replay_case(case: Case, corpus: str, configs: list[Config], format: str | None = None) -> Replayed:
+    """One case replayed under each configuration (`first_interventions`), its file read
+    as `format` (None: detected); a file that cannot be read is a `Replayed` with
+    `error` set."""
     from .._readers import ReadError
 
     try:
-        events, step_of, source = _load(case.path, corpus)
+        events, step_of, source = _load(case.path, corpus, format)
     except (ReadError, OSError) as exc:
         return Replayed(case, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a reader bug must not end an evaluation of hundreds of files
@@ -482,14 +553,19 @@ Replay = Callable[..., "list[Replayed]"]
 
 
 def replay_cases(
-    cases: list[Case], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
+    cases: list[Case],
+    corpus: str,
+    configs: list[Config],
+    jobs: int | None = None,
+    progress: Any = None,
+    format: str | None = None,
 ) -> list[Replayed]:
     """Replay every case under every configuration, in parallel (`jobs` processes,
-    default one per core; `pool.in_order`), in the order given. `progress(n)` is called
-    as sessions finish."""
+    default one per core; `pool.in_order`), in the order given, each file read as
+    `format` (None: detected). `progress(n)` is called as sessions finish."""
     results = []
     for result in in_order(
-        partial(replay_case, corpus=corpus, configs=configs),
+        partial(replay_case, corpus=corpus, configs=configs, format=format),
         cases,
         jobs,
         lost=lambda case: Replayed(case, error=LOST),
@@ -502,11 +578,16 @@ def replay_cases(
 
 
 def replay_many(
-    labels: list[Label], corpus: str, configs: list[Config], jobs: int | None = None, progress: Any = None
+    labels: list[Label],
+    corpus: str,
+    configs: list[Config],
+    jobs: int | None = None,
+    progress: Any = None,
+    format: str | None = None,
 ) -> list[tuple[Label, str | None, list[Interventions]]]:
     """`replay_cases` for labelled sessions: per label, (label, read error or None,
     what `first_interventions` found under each configuration)."""
-    done = replay_cases([Case(label.path, label) for label in labels], corpus, configs, jobs, progress)
+    done = replay_cases([Case(label.path, label) for label in labels], corpus, configs, jobs, progress, format)
     return [(label, r.error, r.results) for label, r in zip(labels, done)]
 
 
@@ -721,13 +802,18 @@ class Sweep:
 
 
 def sweep_thresholds(
-    labels: list[Label], corpus: str, config: Config, jobs: int | None = None, progress: Any = None
+    labels: list[Label],
+    corpus: str,
+    config: Config,
+    jobs: int | None = None,
+    progress: Any = None,
+    format: str | None = None,
 ) -> dict[str, Sweep]:
     """Each signal of `config` alone at each threshold of `SWEEP`, scored on the
     labelled sessions that could be read."""
     grid = [(name, value) for name, values in SWEEP.items() for value in values if name in config.signals]
     configs = [with_param(only(config, name), name, SWITCH[name], value) for name, value in grid]
-    results = replay_many(labels, corpus, configs, jobs, progress)
+    results = replay_many(labels, corpus, configs, jobs, progress, format)
     settings: dict[str, list[SweepSetting]] = {}
     for k, (name, value) in enumerate(grid):
         s = score((label, r[k].stop) for label, error, r in results if not error)

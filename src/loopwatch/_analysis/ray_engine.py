@@ -398,7 +398,12 @@ _IN_FLIGHT = 4
 
 
 def replay_cases_ray(
-    cases: list[Case], corpus: str, configs: list[Config], progress: Any = None, address: str | None = None
+    cases: list[Case],
+    corpus: str,
+    configs: list[Config],
+    progress: Any = None,
+    address: str | None = None,
+    format: str | None = None,
 ) -> list[Replayed]:
     """`evaluation.replay_cases` on Ray: the same `Replayed` per case, in order."""
     connect(address)
@@ -411,7 +416,7 @@ def replay_cases_ray(
     results: list[Replayed] = []
     refs: list[Any] = []
     for case in cases:
-        refs.append(remote.remote(case, corpus, configs_ref))
+        refs.append(remote.remote(case, corpus, configs_ref, format))
         if len(refs) - len(results) >= limit:
             results.append(_get(refs[len(results)], cases[len(results)], progress))
     while len(results) < len(refs):

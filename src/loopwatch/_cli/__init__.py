@@ -13,23 +13,29 @@ from typing import Any
 
 import click
 
+from .. import _exits as exits
+from ._common import CONTEXT
+
 __all__ = ["cli"]
 
 #: command -> "module:attribute". Add a command by adding a line here.
 COMMANDS = {
     "scan": ("loopwatch._cli.scan:scan", "Find loops in recorded sessions (files, folders, globs, -)."),
-    "evaluate": ("loopwatch._cli.evaluate:evaluate", "Measure detection against hand-labelled sessions."),
+    "evaluate": (
+        "loopwatch._cli.evaluate:evaluate",
+        "Measure detection on sessions with hand labels or known outcomes.",
+    ),
     "report": (
         "loopwatch._cli.report_page:report",
         "Write recorded sessions as one HTML page (offline, self-contained).",
     ),
     "calibrate": ("loopwatch._cli.calibrate:calibrate", "Show the figures behind each threshold, per session."),
     "run": ("loopwatch._cli.run:run", "Run an agent command and stop it when it goes in circles."),
-    "install": ("loopwatch._cli.install:install", "Install the hook into Claude Code or Codex settings."),
-    "uninstall": ("loopwatch._cli.install:uninstall", "Remove loopwatch's hook entries."),
+    "install": ("loopwatch._cli.install:install", "Install the live guard into an agent CLI's settings."),
+    "uninstall": ("loopwatch._cli.install:uninstall", "Remove loopwatch's hook entries from an agent CLI."),
     "status": ("loopwatch._cli.status:status", "What loopwatch sees in recent hooked sessions."),
     "doctor": ("loopwatch._cli.doctor:doctor", "Check that the live guard is installed and works."),
-    "hook": ("loopwatch._cli.hook_command:hook", "Hook entry point for Claude Code and Codex (reads stdin)."),
+    "hook": ("loopwatch._cli.hook_command:hook", "The live guard an agent CLI runs around each tool call."),
     "mcp-proxy": ("loopwatch._cli.mcp_proxy:mcp_proxy", "Serve an MCP server's tools, guarded against loops (stdio)."),
 }
 
@@ -85,17 +91,23 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="loopwatch")
+@click.group(cls=LazyGroup, context_settings=CONTEXT, epilog=exits.epilog())
+@click.version_option(None, "-V", "--version", package_name="loopwatch")
 def cli() -> None:
     """loopwatch notices when an AI agent is going in circles, and stops the waste.
 
     \b
-    Scan recorded sessions:        loopwatch scan runs/ --json
-    Guard Claude Code or Codex:    loopwatch install claude-code
+    Scan recorded sessions:        loopwatch scan runs/
+    Guard your agent CLI:          loopwatch install claude-code
     Supervise any agent command:   loopwatch run -- my-agent --task x
     Guard an MCP server's tools:   loopwatch mcp-proxy -- my-mcp-server
-    Check thresholds on labels:    loopwatch evaluate --labels labels.tsv
+    Measure it on your sessions:   loopwatch evaluate --labels labels.tsv
+
+    \b
+    Every command: -h/--help; -o/--out FILE for each file it writes;
+    -j/--jobs N where it replays in parallel; --format where it reads
+    recordings; --mode off|warn|enforce; --json for machines. Piped,
+    the output is plain lines of at most 100 columns.
     """
     ctx = click.get_current_context()
     if ctx.invoked_subcommand in _OWN_STREAMS:

@@ -15,22 +15,77 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WRAPPER_CONTEXT",
+    "BadInput",
     "config_options",
+    "deprecated",
     "engine_options",
     "fail",
+    "format_option",
+    "jobs_option",
     "make_config",
+    "mode_option",
+    "out_option",
     "plural",
     "progress_bar",
     "use_ray",
 ]
+
+#: The context every command shares: `-h` as well as `--help`.
+CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 # The context of a command that wraps another command line (`run`, `mcp-proxy`): from
 # the first argument that is not an option of ours on, everything is that command's own.
 WRAPPER_CONTEXT: dict[str, Any] = {
     "ignore_unknown_options": True,
     "allow_interspersed_args": False,
-    "help_option_names": ["-h", "--help"],
+    **CONTEXT,
 }
+
+
+class BadInput(click.ClickException):
+    """Bad input that is not the command line's own shape (a file, a configuration, an
+    output that cannot be written): one line, `Error: ...`, as click words its errors,
+    and exit status 2 (`exits`). A mistake on the command line is click's `UsageError`."""
+
+    exit_code = 2
+
+
+def out_option(help: str, *, multiple: bool = False, metavar: str = "FILE") -> Any:
+    """`-o/--out FILE`: every file a command writes is named by it (a command that
+    writes several kinds takes it once per file and tells them by their names)."""
+    return click.option(
+        "-o", "--out", "out_paths" if multiple else "out_path", multiple=multiple, metavar=metavar, help=help
+    )
+
+
+def deprecated(old: str, new: str, dest: str, **kwargs: Any) -> Any:
+    """An option under a spelling kept for a release: hidden from `--help`, working as
+    `new` does, and saying so in one line on stderr each time it is used."""
+
+    def warn(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value not in (None, (), False):
+            click.echo(f"Warning: {old} is deprecated and will be removed in a later release; use {new}.", err=True)
+        return value
+
+    return click.option(old, dest, hidden=True, callback=warn, **kwargs)
+
+
+def jobs_option(func: Any) -> Any:
+    """`-j/--jobs N`, one validation for every command that replays in parallel."""
+    return click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Processes to use (default: one per core; never more than the cores or the files; 1: this process only).",
+    )(func)
+
+
+def mode_option(help: str = "Override the mode: enforce (act), warn (only say), off (do nothing).") -> Any:
+    """`--mode`, with the one set of names every command takes (`Config`'s)."""
+    from .._core.config import MODES
+
+    return click.option("--mode", type=click.Choice(list(MODES)), help=help)
 
 
 def format_option(func: Any) -> Any:
@@ -47,7 +102,7 @@ def format_option(func: Any) -> Any:
 
 
 def config_options(func: Any) -> Any:
-    func = click.option("--mode", type=click.Choice(["off", "warn", "enforce"]), help="Override the mode.")(func)
+    func = mode_option()(func)
     func = click.option(
         "--profile",
         type=click.Choice(["unattended", "attended"]),
@@ -100,10 +155,9 @@ def use_ray(engine: str, address: str | None) -> bool:
     return True
 
 
-def fail(command: str, message: str) -> NoReturn:
-    """Bad input: one line on stderr, `loopwatch COMMAND: message`, and exit 2."""
-    click.echo(f"loopwatch {command}: {message}", err=True)
-    sys.exit(2)
+def fail(message: str) -> NoReturn:
+    """Bad input: one line on stderr, `Error: message`, and exit 2 (`BadInput`)."""
+    raise BadInput(message)
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
@@ -115,8 +169,8 @@ def make_config(config_path: str | None, profile: str | None, mode: str | None) 
     overrides: dict[str, Any] = {k: v for k, v in (("profile", profile), ("mode", mode)) if v}  # Config fields
     try:
         return load_config(config_path, **overrides)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    except ConfigError as exc:  # a file's mistake, not the command line's: no usage block
+        raise BadInput(f"configuration: {exc}") from None
 
 
 class progress_bar:

@@ -14,7 +14,21 @@ from .._analysis.crossval import CrossValidation, calibration_toml
 from .._analysis.evaluation import Sweep, only, sweep_thresholds, with_checked
 from .._analysis.replay import replay_files
 from .._core.config import Config, ConfigError
-from ._common import config_options, fail, format_option, make_config, plural, progress_bar
+from .._analysis.evaluation import TERMS
+from .._analysis.figures import FIGURES
+from .. import _exits as exits
+from ._common import (
+    CONTEXT,
+    config_options,
+    deprecated,
+    fail,
+    format_option,
+    jobs_option,
+    make_config,
+    out_option,
+    plural,
+    progress_bar,
+)
 from .evaluate import (
     corpus_of,
     cross_validated,
@@ -25,6 +39,7 @@ from .evaluate import (
     outcomes_or_usage,
     print_folds,
     print_json,
+    replay_here,
 )
 from .paths import expand, named
 
@@ -44,12 +59,10 @@ _COLUMNS = (
     ("lines_most", "lines"),
     ("retry_longest", "retries"),
 )
-#: Characters of a session's name shown in the table.
-_NAME_WIDTH = 48
 
 
-@click.command()
-@click.argument("paths", nargs=-1)
+@click.command(context_settings=CONTEXT, epilog=exits.epilog("calibrate"))
+@click.argument("paths", nargs=-1, metavar="[FILE]...")
 @click.option(
     "--labels",
     "labels_path",
@@ -72,48 +85,43 @@ _NAME_WIDTH = 48
     help="Which sessions solved their task (as for `evaluate`); with --folds, harm is part of the choice.",
 )
 @click.option(
-    "--write-profile",
-    "profile_out",
-    type=click.Path(dir_okay=False),
-    metavar="PATH",
-    help="Write a loopwatch.toml for this agent: console repeats alike once numbers are masked may end "
-    "its runs, above the most its healthy sessions showed.",
-)
-@click.option(
     "--windows", default="12,20,30", show_default=True, help="Churn windows (calls) for the distinct-calls table."
 )
 @fold_options
-@click.option(
-    "--write",
-    "write_path",
-    type=click.Path(dir_okay=False),
-    help="With --folds: write the setting chosen on all sessions as a TOML calibration (load it with --config).",
+@out_option(
+    "Write the configuration these sessions call for, as TOML (load it with --config): with --folds, "
+    "the thresholds chosen out of fold, with their evidence; without, a profile for this agent, in which "
+    "console repeats alike once numbers are masked may end its runs above the most its healthy sessions "
+    "showed (never over an existing file).",
 )
 @config_options
 @format_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
-@click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
+@jobs_option
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@deprecated("--write", "-o/--out with --folds", "write_path", type=click.Path(dir_okay=False))
+@deprecated("--write-profile", "-o/--out", "profile_out", type=click.Path(dir_okay=False))
 def calibrate(
     paths: tuple[str, ...],
     labels_path: str | None,
     outcome_paths: tuple[str, ...],
     corpus: str | None,
-    profile_out: str | None,
     windows: str,
     folds: int,
     folds_by: str | None,
     seed: int,
     margin: int,
     resamples: int,
-    write_path: str | None,
+    out_path: str | None,
     config_path: str | None,
     profile: str | None,
     mode: str | None,
     format_name: str | None,
     as_json: bool,
-    jobs: int,
+    jobs: int | None,
     no_progress: bool,
+    write_path: str | None,
+    profile_out: str | None,
 ) -> None:
     """Show the figures a person needs to choose thresholds.
 
@@ -132,12 +140,12 @@ def calibrate(
     With --folds K (and --labels and/or --outcomes): the thresholds and the evidence
     rule chosen by cross-validation, as `evaluate --folds` measures them: chosen on K-1
     folds, scored on the one left out, with bootstrap intervals; then the setting chosen
-    on every session, which --write saves as a TOML calibration with its out-of-fold
+    on every session, which -o saves as a TOML calibration with its out-of-fold
     evidence in comments. Load it with `--config FILE` (or copy its tables into
     loopwatch.toml): its keys override any built-in calibration. --folds-by COLUMN
     holds out one group (an agent, a model) per fold instead, as `evaluate` does.
 
-    With --write-profile, a configuration for the agent these recordings are of. A raw
+    With -o and no --folds, a configuration for the agent these recordings are of. A raw
     console (`loopwatch run` on plain output, terminal recordings) only warns about
     lines that repeat once their numbers are masked (log templates, tables): nothing
     says they are a loop. Measured on healthy runs of one agent (all the sessions
@@ -148,23 +156,31 @@ def calibrate(
     Examples:
       loopwatch calibrate runs/
       loopwatch calibrate --labels ../shared/corpus/labels.tsv --json
-      loopwatch calibrate casts/ --outcomes casts/MANIFEST.tsv --write-profile loopwatch.toml
-      loopwatch calibrate runs/ --outcomes runs/ --folds 5 --write calibration.toml
+      loopwatch calibrate casts/ --outcomes casts/MANIFEST.tsv -o loopwatch.toml
+      loopwatch calibrate runs/ --outcomes runs/ --folds 5 -o calibration.toml
     """
+    write_path, profile_out = _outputs(out_path, write_path, profile_out, bool(folds or folds_by))
     config = make_config(config_path, profile or "unattended", mode)
     inputs = [*named(paths), *[p for p in (labels_path, *outcome_paths, config_path) if p]]
-    for option, path in (("--write", write_path), ("--write-profile", profile_out)):
+    for path, is_profile in ((write_path, False), (profile_out, True)):
         if path is not None:
-            _check_output(option, path, [*inputs, *(p for p in (write_path, profile_out) if p and p != path)])
-    if write_path and not (folds or folds_by):
-        raise click.UsageError(
-            "--write needs --folds K or --folds-by COLUMN: a calibration is written with its out-of-fold evidence"
-        )
+            _check_output("--out", path, inputs, is_profile)
     if folds or folds_by:
         cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
         groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
         validation = cross_validated(
-            cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, folds_by
+            cases,
+            corpus,
+            config,
+            folds,
+            seed,
+            margin,
+            resamples,
+            jobs,
+            no_progress,
+            groups,
+            folds_by,
+            replay_here(jobs, format_name),
         )
         if write_path:
             _write(write_path, validation, inputs)
@@ -202,7 +218,7 @@ def calibrate(
             else:
                 items.append((target.path, target.label))
         if not items and not problems:
-            fail("calibrate", f"no transcript found in {', '.join(paths)}")
+            fail(f"no transcript found in {', '.join(paths)}")
     else:
         assert labels is not None and corpus is not None, "no paths: --labels was given, and the corpus with it"
         items = [(os.path.join(corpus, label.path), label.path) for label in labels]
@@ -212,7 +228,7 @@ def calibrate(
     if not sessions:
         # Nothing to show: one line (the first problem; the count of the others).
         more = f" (and {plural(len(problems) - 1, 'more file')})" if len(problems) > 1 else ""
-        fail("calibrate", f"no session could be read: {problems[0]}{more}" if problems else "no session found")
+        fail(f"no session could be read: {problems[0]}{more}" if problems else "no session found")
     report: dict[str, Any] = {"sessions": sessions}
     if problems:
         report["unreadable"] = problems
@@ -220,7 +236,7 @@ def calibrate(
     if labels is not None:
         assert corpus is not None, "the corpus is set with --labels"
         with progress_bar(len(labels), "sweeping thresholds", not no_progress) as bar:
-            sweeps = sweep_thresholds(labels, corpus, config, jobs or None, bar.advance)
+            sweeps = sweep_thresholds(labels, corpus, config, jobs, bar.advance, format_name)
         report["thresholds"] = {name: sweep.as_json() for name, sweep in sweeps.items()}
     if profile_out is not None:
         report["profile"] = _write_profile(profile_out, report["sessions"], outcomes, inputs)
@@ -232,12 +248,30 @@ def calibrate(
             written = report["profile"]
             click.echo(
                 f"wrote {written['path']}: masked console repeats may end a run from {written['repeats']} copies "
-                f"in a row ({written['healthy_sessions']} healthy sessions, at most {written['lines_most']})"
+                f"in a row ({plural(written['healthy_sessions'], 'healthy session')}, at most {written['lines_most']})"
             )
     for problem in problems:
-        click.echo(f"loopwatch calibrate: cannot read {problem}", err=True)
+        click.echo(f"error {problem}", err=True)
     if problems:
         sys.exit(2)
+
+
+def _outputs(
+    out_path: str | None, write_path: str | None, profile_out: str | None, folds: bool
+) -> tuple[str | None, str | None]:
+    """The calibration to write (with --folds) and the profile (without), from `-o` and
+    the spellings it replaces, each of which keeps its own meaning."""
+    if sum(p is not None for p in (out_path, write_path, profile_out)) > 1:
+        raise click.UsageError("give one output: -o/--out FILE")
+    if write_path is not None and not folds:
+        raise click.UsageError(
+            "--write needs --folds K or --folds-by COLUMN: a calibration is written with its out-of-fold evidence"
+        )
+    if profile_out is not None and folds:
+        raise click.UsageError("--write-profile measures the sessions as they are: without --folds (or use -o)")
+    if out_path is None:
+        return write_path, profile_out
+    return (out_path, None) if folds else (None, out_path)
 
 
 def _passes(config: Config, sizes: list[int]) -> list[Config]:
@@ -253,14 +287,14 @@ def _sessions(
     items: list[tuple[str, str]],
     passes: list[Config],
     sizes: list[int],
-    jobs: int,
+    jobs: int | None,
     no_progress: bool,
     format_name: str | None,
 ) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     with progress_bar(len(items) * len(passes), "calibrating", not no_progress) as bar:
         for k, cfg in enumerate(passes):
-            for results in replay_files(items, cfg, format_name, jobs=jobs or None):
+            for results in replay_files(items, cfg, format_name, jobs=jobs):
                 for result in results:
                     key = f"{result.path}#{result.session}"
                     row = rows.setdefault(
@@ -292,7 +326,7 @@ def _write_profile(
         row for row in sessions if not row["error"] and (outcomes is None or outcomes.lookup(row["path"]) is True)
     ]
     if not healthy:
-        raise click.UsageError("--write-profile: no healthy session to measure (none read, or none resolved = yes)")
+        fail(f"--out {path}: no healthy session to measure a profile on (none read, or none resolved = yes)")
     most = max(int(row["calibration"].get("lines_most") or 0) for row in healthy)
     # One copy more than any healthy run showed, and never below the default.
     from .._core.signals.repeated_lines import Params
@@ -304,71 +338,73 @@ def _write_profile(
         f"# The most copies in a row of an output line cycle, numbers masked, in any of them: {most}.\n"
         "# Such repeats may end a run from one copy more.\n"
     ) + tomli_w.dumps({"signals": {"repeated_lines": {"repeats": repeats, "masked_can_stop": True}}})
-    _write_file("--write-profile", path, text, inputs, replace=False)
+    _write_file("--out", path, text, inputs, replace=False)
     return {"path": path, "healthy_sessions": len(healthy), "lines_most": most, "repeats": repeats}
 
 
 def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -> None:
-    from rich.table import Table
+    from .table import Column, print_lines, print_table
 
-    from .terminal import console as make_console
-
-    console = make_console(width=None if sys.stdout.isatty() else 140)
-    table = Table(
-        title="per session (most in a row; churn: fewest distinct calls in a window with no write)",
-        title_justify="left",
-    )
-    table.add_column("session")
-    table.add_column("calls", justify="right")
-    for _, title in _COLUMNS:
-        table.add_column(title, justify="right")
-    for w in sizes:
-        table.add_column(f"W={w}", justify="right")
     sessions = report["sessions"]
     per_file = Counter(row["path"] for row in sessions)
+    rows = []
     for row in sessions:
         figures = row["calibration"]
         cells = [_cell(figures.get(key)) for key, _ in _COLUMNS]
         churn = [_cell(row["churn_fewest_distinct"].get(str(w))) for w in sizes]
-        table.add_row(_name(row, per_file[row["path"]] > 1), str(row["actions"]), *cells, *churn)
-    console.print(table)
+        rows.append([str(row["actions"]), *cells, *churn, _name(row, per_file[row["path"]] > 1)])
+    columns = [Column(title, True) for title in ("calls", *(title for _, title in _COLUMNS), *(f"W={w}" for w in sizes))]
+    print_table(
+        "per session (most in a row; W=n: fewest distinct calls in a churn window of n calls with no write)",
+        [*columns, Column("session")],
+        rows,
+        name_last=True,
+    )
+    legend = [("calls", "the session's tool calls"), *((title, FIGURES[key].meaning) for key, title in _COLUMNS)]
+    print_lines([f"  {title}: {meaning}" for title, meaning in legend] + [""])
+    terms = TERMS["false"], TERMS["brief"]
     for name, sweep in sweeps.items():
-        table = Table(
-            title=f"{name}.{sweep.parameter} (default {sweep.default}; most aggressive with no false stop: "
-            f"{_cell(sweep.most_aggressive_without_false_stops)})",
-            title_justify="left",
+        safest = _cell(sweep.most_aggressive_without_false_stops)
+        print_table(
+            f"{name}.{sweep.parameter} alone (default {sweep.default}; most aggressive with no "
+            f"{terms[0].one}: {safest})",
+            [
+                Column(title, True)
+                for title in ("value", "recall", "caught", terms[0].name, terms[1].name, "median delay", "saved")
+            ],
+            [
+                [
+                    str(s.value),
+                    f"{s.recall:.0%}",
+                    str(s.caught),
+                    str(s.false_stops),
+                    str(s.stops_on_brief),
+                    "-" if s.median_delay is None else f"{s.median_delay:g}",
+                    f"{s.saved:.0%}",
+                ]
+                for s in sweep.settings
+            ],
         )
-        for column in ("value", "recall", "caught", "false stops", "median delay", "saved", "on brief"):
-            table.add_column(column, justify="right")
-        for s in sweep.settings:
-            table.add_row(
-                str(s.value),
-                f"{s.recall:.0%}",
-                str(s.caught),
-                str(s.false_stops),
-                "-" if s.median_delay is None else f"{s.median_delay:g}",
-                f"{s.saved:.0%}",
-                str(s.stops_on_brief),
-            )
-        console.print(table)
+    if sweeps:
+        print_lines([f"{terms[0].name}: {terms[0].meaning}; {terms[1].name} are among them."])
 
 
 def _write(path: str, report: CrossValidation, inputs: list[str]) -> None:
     text = calibration_toml(report, "loopwatch calibrate " + " ".join(sys.argv[1:]))
-    _write_file("--write", path, text, inputs)
+    _write_file("--out", path, text, inputs)
 
 
-def _check_output(option: str, path: str, inputs: list[str]) -> None:
+def _check_output(option: str, path: str, inputs: list[str], profile: bool) -> None:
     """One line and exit 2, before any work, when `path` cannot be written (see
-    `loopwatch._safefile`), is one of `inputs` or (`--write-profile`) exists."""
+    `loopwatch._safefile`), is one of `inputs` or (a profile) exists."""
     from .. import _safefile as safefile
 
     try:
         safefile.check(path, inputs=inputs)
     except safefile.UnsafeWrite as exc:
-        fail("calibrate", f"{option} {exc}")
-    if option == "--write-profile" and os.path.lexists(path):
-        fail("calibrate", f"{option} {path}: exists; remove it or name another file")
+        fail(f"{option} {exc}")
+    if profile and os.path.lexists(path):
+        fail(f"{option} {path}: exists; remove it or name another file")
 
 
 def _write_file(option: str, path: str, text: str, inputs: list[str], replace: bool = True) -> None:
@@ -379,17 +415,17 @@ def _write_file(option: str, path: str, text: str, inputs: list[str], replace: b
     try:
         safefile.write(path, text, replace=replace, inputs=inputs)
     except safefile.UnsafeWrite as exc:
-        fail("calibrate", f"{option} {exc}")
+        fail(f"{option} {exc}")
     except OSError as exc:
-        fail("calibrate", f"{option} {path}: cannot write: {exc.strerror or exc}")
+        fail(f"{option} {path}: cannot write: {exc.strerror or exc}")
 
 
 def _name(row: dict[str, Any], several: bool) -> str:
-    """A row's name: its file as given (its end, when long: many runs share a file name,
-    as `agent.log`, or a session id, as one task run by several models), and the
-    session when the file holds several."""
+    """A row's name, whole (never cut: many runs share a file name, as `agent.log`, or a
+    session id, as one task run by several models): its file as given, and the session
+    when the file holds several."""
     name: str = row["path"] + (f" [{row['session']}]" if several and row["session"] else "")
-    return name if len(name) <= _NAME_WIDTH else "…" + name[-(_NAME_WIDTH - 1) :]
+    return name
 
 
 def _cell(value: Any) -> str:

@@ -32,6 +32,8 @@ from .. import _trust as trust
 from .._hosts import HOSTS
 from .._hosts import host as host_named
 from .._hosts.base import AFTER, Host
+from .. import _exits as exits
+from ._common import CONTEXT
 from .dry_run import dry_run
 
 __all__ = ["CHECKS", "Line", "check_claude_code", "check_host", "doctor"]
@@ -68,10 +70,21 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
                 continue
             settings = json.loads(path.read_text(encoding="utf-8") or "{}")
         except (OSError, ValueError) as exc:
-            lines.append(Line("problem", f"{path}: unreadable ({exc}); {host.title} ignores a broken settings file"))
+            lines.append(
+                Line(
+                    "problem",
+                    f"{path}: unreadable ({exc}); {host.title} ignores a broken settings file: fix it, "
+                    f"or move it away and run `loopwatch install {name}` again",
+                )
+            )
             continue
         if not isinstance(settings, dict):
-            lines.append(Line("problem", f"{path}: not a JSON object"))
+            lines.append(
+                Line(
+                    "problem",
+                    f"{path}: not a JSON object; fix it, or move it away and run `loopwatch install {name}` again",
+                )
+            )
             continue
         commands = host.hooked(settings)
         if commands:
@@ -140,7 +153,13 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
     else:
         untrusted = {}
     if env.get("LOOPWATCH_MODE", "").strip().lower() == "off" and "LOOPWATCH_MODE" not in untrusted:
-        lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
+        lines.append(
+            Line(
+                "problem",
+                "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment; "
+                "unset it (`unset LOOPWATCH_MODE`) where you start the agent",
+            )
+        )
     lines.append(_version(host, env))
     return lines
 
@@ -191,7 +210,13 @@ def _project_command(name: str, command: str, env: Mapping[str, str], cwd: Path)
     binary = shutil.which("loopwatch", path=env.get("PATH"))
     inside = binary is not None and os.path.realpath(binary).startswith(os.path.realpath(cwd) + os.sep)
     if inside:
-        lines.append(Line("problem", f"the `loopwatch` on PATH here is the repository's ({binary}): not run"))
+        lines.append(
+            Line(
+                "problem",
+                f"the `loopwatch` on PATH here is the repository's ({binary}): not run; install loopwatch "
+                "for yourself (pipx install loopwatch) and put it first on PATH",
+            )
+        )
         return lines
     if binary is None:
         lines.append(
@@ -251,8 +276,9 @@ def _dry_run(host: Host, command: str, env: Mapping[str, str], cwd: Path) -> Lin
     folder."""
     ran = dry_run(command, lambda folder: host.probe_payload(folder, str(cwd)), env, cwd, _DRY_RUN_TIMEOUT)
     done = ran.done
+    reinstall = f"reinstall with `loopwatch install {host.name}`"
     if done is None:
-        return Line("problem", f"the hook command {ran.failure}: {command}")
+        return Line("problem", f"the hook command {ran.failure}; {reinstall}: {command}")
     why = (done.stderr.strip().splitlines() or [""])[-1][:200]
     if done.returncode != 0:
         return Line(
@@ -264,12 +290,18 @@ def _dry_run(host: Host, command: str, env: Mapping[str, str], cwd: Path) -> Lin
         try:
             json.loads(done.stdout)
         except ValueError:
-            return Line("problem", f"the hook command prints something that is not JSON: {done.stdout[:100]!r}")
+            return Line(
+                "problem", f"the hook command prints something that is not JSON ({done.stdout[:100]!r}); {reinstall}"
+            )
     if ran.log:
-        return Line("problem", f"the hook ran but could not check the call: {ran.log[:200]}")
+        return Line("problem", f"the hook ran but could not check the call ({ran.log[:200]}); {reinstall}")
     if not ran.wrote_state:
-        said = f" and said: {why}" if why else " (LOOPWATCH_MODE=off in its environment?)"
-        return Line("problem", f"the hook command ran but loopwatch did nothing{said}: {command}")
+        said = f" and said: {why}" if why else ""
+        return Line(
+            "problem",
+            f"the hook command ran but loopwatch did nothing{said}; remove LOOPWATCH_MODE=off from its "
+            f"environment, or {reinstall}: {command}",
+        )
     return Line("ok", f"hook runs: a dry-run call answered in {ran.took_ms:.0f} ms")
 
 
@@ -293,10 +325,10 @@ def _version(host: Host, env: Mapping[str, str]) -> Line:
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Line("problem", f"`{binary} --version` did not answer: {exc}")
+        return Line("problem", f"`{binary} --version` did not answer ({exc}); reinstall {host.title}")
     text = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
     if done.returncode != 0 or not text:
-        return Line("problem", f"`{binary} --version` failed (exit {done.returncode})")
+        return Line("problem", f"`{binary} --version` failed (exit {done.returncode}); reinstall {host.title}")
     # The first word that looks like a version: `2.1.197 (Claude Code)`, `codex-cli
     # 0.171.0`, `GitHub Copilot CLI 1.0.102.`
     import re
@@ -305,7 +337,7 @@ def _version(host: Host, env: Mapping[str, str]) -> Line:
     return Line("info", f"{host.title} {found.group(0) if found else text.split()[0]} ({binary})")
 
 
-@click.command()
+@click.command(context_settings=CONTEXT, epilog=exits.epilog("doctor"))
 @click.argument("hosts", nargs=-1, type=click.Choice(sorted(CHECKS)))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line: host, status, text.")
 def doctor(hosts: tuple[str, ...], as_json: bool) -> None:
@@ -319,8 +351,7 @@ def doctor(hosts: tuple[str, ...], as_json: bool) -> None:
     For each host: whether the hook is installed for every event it needs, whether the
     installed command runs (one dry-run call on a harmless payload, in a throwaway
     state folder), whether a project setting here would switch it off, and the agent
-    CLI's version. Exit status 0 when all is well, 1 when there is a problem (each one
-    is a line saying what to do), nothing installed included. Changes nothing.
+    CLI's version. Each problem is a line saying what to do. Changes nothing.
     """
     env = dict(os.environ)
     cwd = Path.cwd()

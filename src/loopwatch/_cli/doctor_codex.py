@@ -64,7 +64,10 @@ def check_codex(
 def _version(codex: str, env: dict[str, str]) -> tuple[bool, str]:
     path = shutil.which(codex, path=env.get("PATH"))
     if path is None:
-        return False, f"codex: `{codex}` not found on PATH (the hook needs Codex itself to run it)"
+        return False, (
+            f"codex: `{codex}` not found on PATH (the hook needs Codex itself to run it): "
+            f"install it (`npm install -g {host.HOST.package}`), or put it on PATH"
+        )
     try:
         done = subprocess.run(
             [path, "--version"],
@@ -76,7 +79,7 @@ def _version(codex: str, env: dict[str, str]) -> tuple[bool, str]:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"codex: `{path} --version` failed: {exc}"
+        return False, f"codex: `{path} --version` failed ({exc}); reinstall Codex"
     text = (done.stdout.strip() or done.stderr.strip()).splitlines()
     return done.returncode == 0, f"codex: {text[0] if text else 'no version printed'} ({path})"
 
@@ -182,10 +185,13 @@ def _runnable(settings: dict[str, Any], env: dict[str, str], cwd: str | None) ->
     ran = dry_run(command, lambda _folder: payload, run_env, cwd, _TIMEOUT)
     done = ran.done
     if done is None:
-        return False, f"codex: the hook command {ran.failure}: {command}"
+        return False, f"codex: the hook command {ran.failure}; reinstall with `loopwatch install codex`: {command}"
     if done.returncode != 0 or ran.log:
         why = ran.log or (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return False, f"codex: the hook command failed on a dry run: {why} (command: {command[:200]})"
+        return False, (
+            f"codex: the hook command failed on a dry run ({why}); reinstall with `loopwatch install codex` "
+            f"(command: {command[:200]})"
+        )
     return True, f"codex: runnable (a dry-run call answered in {ran.took_ms:.0f} ms)"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,8 @@ import click
 from .._analysis import crossval
 from .._analysis.crossval import CrossValidation, show_value
 from .._analysis.evaluation import (
-    EARLY_STEPS,
+    HARM,
+    TERMS,
     Case,
     Evaluation,
     Figures,
@@ -27,7 +28,20 @@ from .._analysis.evaluation import (
     replay_cases,
 )
 from .._encode import json_bytes
-from ._common import config_options, engine_options, make_config, progress_bar, use_ray
+from .. import _exits as exits
+from ._common import (
+    CONTEXT,
+    config_options,
+    deprecated,
+    engine_options,
+    format_option,
+    jobs_option,
+    make_config,
+    out_option,
+    plural,
+    progress_bar,
+    use_ray,
+)
 
 if TYPE_CHECKING:
     from .._analysis.evaluation import Label
@@ -191,21 +205,21 @@ def fold_groups(
     return {case.path: by_path.get(os.path.normpath(os.path.join(corpus, case.path)), "(not listed)") for case in cases}
 
 
-@click.command()
-@click.argument("paths", nargs=-1)
+@click.command(context_settings=CONTEXT, epilog=exits.epilog("evaluate"))
+@click.argument("paths", nargs=-1, metavar="[FILE]...")
 @_outcome_options
 @fold_options
 @config_options
+@format_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every figure, for machines.")
-@click.option("--jobs", type=int, default=0, help="Worker processes (default: one per core).")
+@jobs_option
 @engine_options
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False),
-    help="Also write the sessions as one HTML page, with their labels and outcomes (as `loopwatch report` does).",
+@out_option(
+    "Also write the sessions as one HTML page, with their labels and outcomes (as `loopwatch report` does).",
+    metavar="FILE.html",
 )
+@deprecated("--report", "-o/--out FILE.html", "report_path", type=click.Path(dir_okay=False))
 def evaluate(
     paths: tuple[str, ...],
     labels_path: str | None,
@@ -219,11 +233,13 @@ def evaluate(
     config_path: str | None,
     profile: str | None,
     mode: str | None,
+    format_name: str | None,
     as_json: bool,
-    jobs: int,
+    jobs: int | None,
     engine: str,
     address: str | None,
     no_progress: bool,
+    out_path: str | None,
     report_path: str | None,
 ) -> None:
     """Measure detection on recorded sessions: against hand labels, and against
@@ -260,8 +276,20 @@ def evaluate(
       loopwatch evaluate --outcomes ../shared/corpus/MANIFEST.tsv --folds 5
       loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds-by agent
       loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
+      loopwatch evaluate --labels labels.tsv -o evaluation.html
+
+    The harm yardstick, in the words every command and the report print:
+    false stops are the stops on no, the stops on brief and the stops before the
+    onset; an early stop is not harm; a stop on succeeded is the worst outcome.
     """
+    if out_path is not None and report_path is not None:
+        raise click.UsageError("-o/--out and --report name the same page: give one")
+    report_path = out_path or report_path
     config = make_config(config_path, profile or "unattended", mode)
+    if format_name is not None:
+        from .scan import _check_format
+
+        _check_format(format_name)
     from .paths import named
 
     inputs = [*named(paths), *[p for p in (labels_path, *outcome_paths, config_path) if p]]
@@ -269,7 +297,7 @@ def evaluate(
         from .page_output import check_page_output
 
         check_page_output(report_path, inputs)
-    replay = _engine(engine, address, jobs)
+    replay = _engine(engine, address, jobs, format_name)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
     groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
 
@@ -286,9 +314,11 @@ def evaluate(
                 outcomes=outcomes_or_usage(outcome_paths),
                 tables=[p for p in (labels_path, *outcome_paths) if p],
                 corpus=corpus,
-                jobs=jobs or None,
+                format=format_name,
+                jobs=jobs,
                 progress=not no_progress,
                 inputs=inputs,
+                root=os.path.abspath(corpus),
             )
 
     if folds or groups is not None:
@@ -302,7 +332,7 @@ def evaluate(
         page()
         sys.exit(2 if report.errors else 0)
     with progress_bar(len(cases), "replaying", not no_progress) as bar:
-        evaluation = evaluate_detectors(cases, corpus, config, jobs or None, bar.advance, replay)
+        evaluation = evaluate_detectors(cases, corpus, config, jobs, bar.advance, replay)
     if as_json:
         print_json(evaluation.as_json())
     else:
@@ -317,12 +347,19 @@ def print_json(report: dict[str, Any]) -> None:
     sys.stdout.buffer.flush()
 
 
-def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[Replayed]]:
+def _engine(engine: str, address: str | None, jobs: int | None, format_name: str | None) -> Replay:
+    """What replays the cases: here on `jobs` processes, or on Ray; every file read as
+    `format_name` when given."""
     if not use_ray(engine, address):
-        return partial(replay_cases, jobs=jobs or None)
+        return replay_here(jobs, format_name)
     from .._analysis.ray_engine import replay_cases_ray
 
-    return partial(replay_cases_ray, address=address)
+    return partial(replay_cases_ray, address=address, format=format_name)
+
+
+def replay_here(jobs: int | None, format_name: str | None) -> Replay:
+    """`replay_cases` on this machine: `jobs` processes (None: one per core)."""
+    return partial(replay_cases, jobs=jobs, format=format_name)
 
 
 def cross_validated(
@@ -333,7 +370,7 @@ def cross_validated(
     seed: int,
     margin: int,
     resamples: int,
-    jobs: int,
+    jobs: int | None,
     no_progress: bool,
     groups: dict[str, str] | None = None,
     folds_by: str | None = None,
@@ -355,7 +392,7 @@ def cross_validated(
                 resamples,
                 groups,
                 folds_by,
-                jobs or None,
+                jobs,
                 bar.advance,
                 replay,
             )
@@ -369,21 +406,14 @@ def _pct(ratio: float, places: int = 0) -> str:
 
 
 def print_folds(report: CrossValidation) -> None:
-    from rich.table import Table
-    from rich.text import Text
+    from .table import Column, print_lines, print_table
 
-    from . import terminal
-
-    console = terminal.console(width=None if sys.stdout.isatty() else 120)
     by = report.folds_by
     if by:
         split = f"one fold per {by} ({report.folds}), margin {report.margin}"
     else:
         split = f"{report.folds} folds (seed {report.seed}, margin {report.margin})"
-    console.print(f"{report.sessions} sessions, {split}, {report.candidates} settings tried per fold")
-    table = Table(title="out of fold (chosen on the other folds) vs the configuration as given", title_justify="left")
-    for column in ("", "out of fold", "95% interval", "as configured"):
-        table.add_column(column, justify="left" if not column else "right")
+    print_lines([f"{plural(report.sessions, 'session')}, {split}, {report.candidates} settings tried per fold"])
     oof, iv = report.out_of_fold, report.intervals
     assert report.configured is not None, "cross_validated measures the configuration as given"
     given = report.configured
@@ -405,32 +435,24 @@ def print_folds(report: CrossValidation) -> None:
             lambda f: "-" if f.stop.median_delay is None else f"{f.stop.median_delay:g}",
             interval("median_delay"),
         ),
-        (
-            f"stops before onset (more than {EARLY_STEPS} steps)",
-            lambda f: str(f.stop.before_onset),
-            interval("stops_before_onset"),
-        ),
-        ("stops on healthy (no)", lambda f: str(f.stop.false_no), interval("false_stops_on_no")),
-        ("stops on brief", lambda f: str(f.stop.brief_stopped), interval("stops_on_brief")),
-        (
-            f"early stops (within {EARLY_STEPS} of onset: not harm)",
-            lambda f: str(f.stop.early_yes),
-            interval("early_stops_on_yes"),
-        ),
+        (TERMS["no"].name, lambda f: str(f.stop.false_no), interval(TERMS["no"].key)),
+        (TERMS["brief"].name, lambda f: str(f.stop.brief_stopped), interval(TERMS["brief"].key)),
+        (TERMS["before_onset"].name, lambda f: str(f.stop.before_onset), interval(TERMS["before_onset"].key)),
+        (f"{TERMS['early'].name} (not harm)", lambda f: str(f.stop.early_yes), interval(TERMS["early"].key)),
         ("looping steps saved", lambda f: _pct(f.stop.saved), "-"),
         (
-            "stops on succeeded",
+            TERMS["succeeded"].name,
             lambda f: f"{f.outcomes.stopped} of {f.outcomes.succeeded}",
-            interval("stops_on_succeeded"),
+            interval(TERMS["succeeded"].key),
         ),
-        ("  of them: session's own agent / sub-agent", _agents, "-"),
+        ("  of them: own agent / sub-agent", _agents, "-"),
         (
-            "  of them: before / after the last file change",
+            "  of them: before / after last write",
             lambda f: f"{f.outcomes.stopped_before_last_write} / {f.outcomes.stopped_after_last_write}",
             "-",
         ),
         (
-            "nudged, succeeded",
+            "nudges on succeeded",
             lambda f: f"{f.outcomes.nudged} ({_pct(f.outcomes.nudged_rate, 1)})",
             interval("nudges_on_succeeded_rate", True),
         ),
@@ -440,23 +462,30 @@ def print_folds(report: CrossValidation) -> None:
             interval("stops_on_failed"),
         ),
     ]
-    for title, cell, ci in rows:
-        table.add_row(title, cell(oof), ci, cell(given))
-    console.print(table)
-    console.print("chosen per fold:")
+    print_table(
+        "out of fold (chosen on the other folds) vs the configuration as given",
+        [Column(""), Column("out of fold", True), Column("95% interval", True), Column("as configured", True)],
+        [[title, cell(oof), ci, cell(given)] for title, cell, ci in rows],
+    )
+    lines = ["chosen per fold:"]
     for fold in report.per_fold:
         name = f"{by} {fold.group}" if fold.group is not None else f"fold {fold.fold}"
-        console.print(f"  {name} ({fold.sessions} sessions): " + _values(fold.chosen))
+        lines.append(f"  {name} ({plural(fold.sessions, 'session')}): " + _values(fold.chosen))
         if fold.figures is not None:
-            console.print("    held out: " + _held(fold.figures))
-    console.print("chosen on all sessions: " + _values(report.chosen))
+            lines.append("    held out: " + _held(fold.figures))
+    lines.append("chosen on all sessions: " + _values(report.chosen))
     paths = oof.outcomes.stopped_paths + oof.stop.false_paths
     if paths:
-        console.print("out-of-fold stops on succeeded, healthy or before onset:")
-        for path in paths:
-            console.print(f"  {path}")
-    for path, error in report.errors:
-        console.print(Text.assemble(("could not read", "red"), f" {path}: {error}"))
+        lines.append(f"out-of-fold {TERMS['succeeded'].name} and {TERMS['false'].name}:")
+        lines += [f"  {path}" for path in paths]
+    print_lines(lines)
+    _print_errors(report.errors)
+
+
+def _print_errors(errors: Sequence[tuple[str, str]]) -> None:
+    """The sessions that could not be read, on stderr, as `scan` lists them."""
+    for path, error in errors:
+        click.echo(f"error {path}: {error}", err=True)
 
 
 def _held(figures: Figures) -> str:
@@ -466,14 +495,15 @@ def _held(figures: Figures) -> str:
     if stop.yes:
         delay = "-" if stop.median_delay is None else f"{stop.median_delay:g}"
         parts.append(
-            f"recall {stop.caught}/{stop.yes}, delay {delay}, before onset {stop.before_onset} (early {stop.early_yes})"
+            f"recall {stop.caught}/{stop.yes}, delay {delay}, {TERMS['before_onset'].name} {stop.before_onset} "
+            f"({TERMS['early'].name} {stop.early_yes})"
         )
     if stop.no:
-        parts.append(f"on healthy {stop.false_no} of {stop.no}")
+        parts.append(f"{TERMS['no'].name} {stop.false_no} of {stop.no}")
     if stop.brief:
-        parts.append(f"on brief {stop.brief_stopped} of {stop.brief}")
+        parts.append(f"{TERMS['brief'].name} {stop.brief_stopped} of {stop.brief}")
     if out.succeeded:
-        parts.append(f"stops on succeeded {out.stopped} of {out.succeeded}, nudged {out.nudged}")
+        parts.append(f"{TERMS['succeeded'].name} {out.stopped} of {out.succeeded}, nudged {out.nudged}")
     if out.failed:
         parts.append(f"stops on failed {out.failed_stopped} of {out.failed}")
     return "; ".join(parts) or "no labelled session and no outcome"
@@ -489,81 +519,80 @@ def _values(values: dict[str, Any]) -> str:
 
 
 def _print(report: Evaluation) -> None:
-    from rich.table import Table
-    from rich.text import Text
+    from .table import Column, print_lines, print_table
 
-    from . import terminal
-
-    console = terminal.console(width=None if sys.stdout.isatty() else 120)
     all_ = report.detectors["all"]
     if report.labelled:
         stop = all_.stop
-        console.print(
-            f"{report.labelled} labelled sessions: {stop.yes} loops (yes), {stop.brief} brief, {stop.no} healthy (no)"
+        print_lines(
+            [
+                f"{plural(report.labelled, 'labelled session')}: {plural(stop.yes, 'loop')} (yes), {stop.brief} brief, "
+                f"{stop.no} never looped (no)"
+            ]
         )
-        for what in ("stop", "nudge"):
-            table = Table(title=f"first {what}", title_justify="left")
-            false = "false stops" if what == "stop" else "false nudges"
-            for column in (
-                "detector",
-                "recall",
-                "caught",
-                "median delay",
-                "saved",
-                false,
-                "(on no / brief / before onset)",
-                "early (not harm)",
-            ):
-                table.add_column(column, justify="left" if column == "detector" else "right")
+        for act in ("stop", "nudge"):
+            terms = [TERMS[key].of(act) for key in ("false", *HARM, "early")]
+            catching: list[list[str]] = []
+            harmful: list[list[str]] = []
             for name, figures in report.detectors.items():
-                f = figures.stop if what == "stop" else figures.nudge
+                f = figures.stop if act == "stop" else figures.nudge
                 delay = "-" if f.median_delay is None else f"{f.median_delay:g}"
-                table.add_row(
-                    name,
-                    _pct(f.recall),
-                    f"{f.caught}/{f.yes}",
-                    delay,
-                    _pct(f.saved),
-                    str(f.false_stops),
-                    f"{f.false_no} / {f.brief_stopped} / {f.before_onset}",
-                    str(f.early_yes),
-                )
-            console.print(table)
+                catching.append([name, _pct(f.recall), f"{f.caught}/{f.yes}", delay, _pct(f.saved)])
+                harmful.append([name, *map(str, (f.false_stops, f.false_no, f.brief_stopped, f.before_onset, f.early_yes))])
+            print_table(
+                f"first {act}: loops caught",
+                [Column("detector"), *(Column(t, True) for t in ("recall", "caught", "median delay", "saved"))],
+                catching,
+            )
+            print_table(
+                f"first {act}: harm by the labels ({terms[-1].name}: not harm)",
+                [Column("detector"), *(Column(t.name, True) for t in terms)],
+                harmful,
+            )
     out = all_.outcomes
     if out.succeeded or out.failed:
-        console.print(
-            f"{report.with_outcome} sessions with a known outcome: {out.succeeded} solved their task, {out.failed} failed"
+        print_lines(
+            [
+                f"{plural(report.with_outcome, 'session')} with a known outcome: {out.succeeded} solved their task, "
+                f"{out.failed} failed"
+            ]
         )
-        table = Table(title="by outcome", title_justify="left")
-        for column in (
-            "detector",
-            "stops on succeeded",
-            "(own agent / sub-agent)",
-            "(before / after last write)",
-            "nudged, succeeded",
-            "stops on failed",
-            "failed steps saved",
-        ):
-            table.add_column(column, justify="left" if column == "detector" else "right")
+        harm_rows: list[list[str]] = []
+        saved_rows: list[list[str]] = []
         for name, figures in report.detectors.items():
             o = figures.outcomes
-            table.add_row(
-                name,
-                f"{o.stopped} ({_pct(o.stopped_rate, 1)})",
-                _agents(figures),
-                f"{o.stopped_before_last_write} / {o.stopped_after_last_write}",
-                f"{o.nudged} ({_pct(o.nudged_rate, 1)})",
-                f"{o.failed_stopped}/{o.failed}",
-                _pct(o.saved),
+            harm_rows.append(
+                [
+                    name,
+                    f"{o.stopped} ({_pct(o.stopped_rate, 1)})",
+                    _agents(figures),
+                    f"{o.stopped_before_last_write} / {o.stopped_after_last_write}",
+                    f"{o.nudged} ({_pct(o.nudged_rate, 1)})",
+                ]
             )
-        console.print(table)
-        if out.stopped_paths:
-            console.print("stopped although they solved their task (whole detector):")
-            for path in out.stopped_paths:
-                console.print(f"  {path}")
+            saved_rows.append([name, f"{o.failed_stopped}/{o.failed}", _pct(o.saved)])
+        print_table(
+            "by outcome: harm",
+            [
+                Column("detector"),
+                Column(TERMS["succeeded"].name, True),
+                Column("(own / sub-agent)", True),
+                Column("(before / after write)", True),
+                Column("nudges on succeeded", True),
+            ],
+            harm_rows,
+        )
+        print_table(
+            "by outcome: savings",
+            [Column("detector"), Column("stops on failed", True), Column("failed steps saved", True)],
+            saved_rows,
+        )
+    lines: list[str] = []
+    if out.stopped_paths:
+        lines.append(f"{TERMS['succeeded'].name} (whole detector):")
+        lines += [f"  {path}" for path in out.stopped_paths]
     if all_.stop.false_paths:
-        console.print("false stops (whole detector):")
-        for path in all_.stop.false_paths:
-            console.print(f"  {path}")
-    for path, error in report.errors:
-        console.print(Text.assemble(("could not read", "red"), f" {path}: {error}"))
+        lines.append(f"{TERMS['false'].name} (whole detector):")
+        lines += [f"  {path}" for path in all_.stop.false_paths]
+    print_lines(lines)
+    _print_errors(report.errors)

@@ -35,6 +35,8 @@ from .._hosts import HOSTS
 from .._hosts import host as host_named
 from .._hosts.base import OURS, SettingsError
 from .._hosts.base import is_ours as _command_is_ours
+from .. import _exits as exits
+from ._common import CONTEXT, BadInput
 
 __all__ = ["OURS", "install", "is_ours", "settings_path", "uninstall"]
 
@@ -123,13 +125,7 @@ def _write_trust(config: Path, text: str) -> None:
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; Codex's trust was not recorded") from None
     except OSError as exc:
-        raise click.ClickException(f"{config}: cannot write: {exc.strerror or exc}") from None
-
-
-class BadInput(click.ClickException):
-    """One line, exit status 2."""
-
-    exit_code = 2
+        raise BadInput(f"{config}: cannot write: {exc.strerror or exc}") from None
 
 
 _AGENT = click.argument("agent", type=click.Choice(list(HOSTS)), required=False)
@@ -194,7 +190,7 @@ def _hosts_here() -> None:
     click.echo("Then `loopwatch doctor HOST` checks that the guard is in place and runs.")
 
 
-@click.command()
+@click.command(context_settings=CONTEXT, epilog=exits.epilog("install"))
 @_AGENT
 @_SCOPE
 @_PROJECT
@@ -254,16 +250,19 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         return
     if dry_run:
         return
-    _said_installed(found.title, path, changed, found.hooked_events, command)
+    _said_installed(agent, found.title, path, changed, found.hooked_events, command)
     if settings_file is None and scope in found.install_notes:
         click.echo(found.install_notes[scope])
 
 
-def _said_installed(title: str, path: Path, changed: bool, events: tuple[str, ...], command: str) -> None:
+def _said_installed(
+    name: str, title: str, path: Path, changed: bool, events: tuple[str, ...], command: str
+) -> None:
     click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {', '.join(events)}")
     click.echo(f"{title} now runs, around every tool call: {command}")
     if not command.startswith("loopwatch "):
         click.echo("(this Python's path is written there: remove or move this environment, and the guard goes with it)")
+    click.echo(f"Check that it works: loopwatch doctor {name}")
 
 
 def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path | None:
@@ -302,7 +301,7 @@ def _trust_codex(
     except codex_trust.TrustError as exc:
         if not dry_run:
             click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {events}")
-        raise click.ClickException(f"NOT active yet: {exc}") from None
+        raise BadInput(f"NOT active yet: {exc}") from None
     if dry_run:
         if text is not None:
             click.echo(f"# and in {config}:")
@@ -329,7 +328,7 @@ def _trust_codex(
     )
 
 
-@click.command()
+@click.command(context_settings=CONTEXT, epilog=exits.epilog("uninstall"))
 @_AGENT
 @_SCOPE
 @_PROJECT

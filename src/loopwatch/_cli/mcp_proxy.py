@@ -10,22 +10,20 @@ import click
 
 from .._core.config import ConfigError
 from .._trust import load_config
-from ._common import WRAPPER_CONTEXT
+from .. import _exits as exits
+from ._common import WRAPPER_CONTEXT, BadInput, mode_option
 
 __all__ = ["mcp_proxy"]
 
-_EPILOG = """\b
+_EPILOG = (
+    """\b
 In an MCP client's configuration (Claude Desktop, Cursor, ...):
   "command": "loopwatch",
   "args": ["mcp-proxy", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me/src"]
 
-\b
-Exit status:
-  0      the client closed the connection
-  1      the wrapped server could not be reached (it exited, or failed to start up)
-  2      bad usage or configuration
-  126, 127  the server command could not be started (not executable, not found)
 """
+    + exits.epilog("mcp-proxy")
+)
 
 
 @click.command(
@@ -46,11 +44,7 @@ Exit status:
     is_flag=True,
     help="attended profile: after a block, stop (refuse every later call) if the loop goes on.",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["off", "warn", "enforce"]),
-    help="enforce (default): nudge, block and stop. warn: forward everything, only log. off: a plain proxy.",
-)
+@mode_option("enforce (default): nudge, block and stop. warn: forward everything, only log. off: a plain proxy.")
 @click.option(
     "--config",
     "config_path",
@@ -80,8 +74,8 @@ def mcp_proxy(
         overrides["mode"] = mode
     try:
         config = load_config(config_path, **overrides)
-    except ConfigError as exc:
-        raise click.UsageError(f"configuration: {exc}") from None
+    except ConfigError as exc:  # a file's mistake, not the command line's: no usage block
+        raise BadInput(f"configuration: {exc}") from None
     try:
         from ..adapters.mcp_proxy import serve
     except ImportError as exc:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .._analysis.evaluation import Label
     from .._analysis.outcomes import Outcomes
 
-__all__ = ["check_page_output", "write_page"]
+__all__ = ["PageSummary", "check_page_output", "relative_items", "write_page"]
 
 
 def check_page_output(path: str, inputs: Iterable[str] = ()) -> None:
@@ -38,8 +38,71 @@ def check_page_output(path: str, inputs: Iterable[str] = ()) -> None:
 
 
 def _refuse(message: str) -> NoReturn:
-    context = click.get_current_context(silent=True)
-    fail(context.info_name if context is not None and context.info_name else "report", message)
+    fail(message)
+
+
+def relative_items(
+    arguments: Iterable[str], items: Iterable[tuple[str, str]]
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The files `(path, label)` named on the page relative to what was scanned: the
+    folder holding every folder argument and every other file (None, names unchanged,
+    when only standard input was read)."""
+    items = list(items)
+    folders = [os.path.abspath(a) for a in arguments if a != "-" and os.path.isdir(a)]
+    roots = list(folders)
+    for path, _ in items:
+        if path == "-":
+            continue
+        full = os.path.abspath(path)
+        if not any(full.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders):
+            roots.append(os.path.dirname(full))
+    if not roots:
+        return items, None
+    base = os.path.commonpath(roots)
+    return [(path, label if path == "-" else os.path.relpath(os.path.abspath(path), base)) for path, label in items], base
+
+
+class PageSummary:
+    """What a page holds, counted as its rows are written: for the line the command
+    prints, and its exit status (`failed`)."""
+
+    def __init__(self) -> None:
+        self.sessions = self.failed = self.stopped = self.nudged = self.harmed = 0
+        self.judged: dict[str, int] = {}
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.failed += bool(row["error"])
+        if row["format"] is None:
+            return
+        self.sessions += 1
+        self.stopped += row["verdict"] == "stop"
+        self.nudged += row["verdict"] == "nudge"
+        self.harmed += row["verdict"] == "stop" and row["outcome"] == "succeeded"
+        if row["judgement"]:
+            self.judged[row["judgement"]] = self.judged.get(row["judgement"], 0) + 1
+
+    def lines(self, output: str, labels: bool, outcomes: bool, root: str | None) -> list[str]:
+        from .._analysis.evaluation import HARM, TERMS
+        from ._common import plural
+
+        where = f"; paths relative to {root}" if root else ""
+        said = [
+            f"wrote {output}: {plural(self.sessions, 'session')}{where}",
+            f"  {self.stopped} stopped, {self.nudged} nudged only"
+            + (f", {plural(self.failed, 'file')} could not be read" if self.failed else ""),
+        ]
+        if outcomes:
+            said.append(f"  {TERMS['succeeded'].name}: {self.harmed}")
+        if labels:
+            kinds = [(TERMS[key], self.judged.get(TERMS[key].one, 0)) for key in HARM]
+            total = sum(n for _, n in kinds)
+            said.append(
+                f"  {TERMS['false'].name}: {total} ("
+                + ", ".join(f"{n} {term.name.removeprefix('stops ')}" for term, n in kinds)
+                + f"); caught {self.judged.get('caught', 0)}, missed {self.judged.get('missed', 0)}"
+            )
+        said.append("  each row opens its session's timeline; a session's own link is the page's #session=...")
+        return said
 
 
 def write_page(
@@ -58,14 +121,16 @@ def write_page(
     progress: bool = True,
     title: str | None = None,
     inputs: Iterable[str] = (),
-) -> int:
+    root: str | None = None,
+) -> PageSummary:
     """Replay the files `(path, label)` and write the page to `output`, with their hand
     `labels` (paths relative to `corpus`) and `outcomes` where given, and the agent and
     model columns of the TSV files among `tables`; `problems` are
-    `(label, why)` for files that cannot be read at all, listed as such. Returns the
-    number of files that could not be read. The page is written by
-    `loopwatch._safefile` (private, complete or absent, never over one of `inputs`);
-    a disk that cannot take it is one line and exit 2."""
+    `(label, why)` for files that cannot be read at all, listed as such; `root`, the
+    folder the labels are relative to (said on the page). Says on stderr what the page
+    holds, and returns it. The page is written by `loopwatch._safefile` (private,
+    complete or absent, never over one of `inputs`); a disk that cannot take it is one
+    line and exit 2."""
     import tempfile
     from itertools import chain
 
@@ -84,12 +149,11 @@ def write_page(
             columns[column] = {}  # no TSV given has this column: the page leaves it empty
     sources = Sources(labels, corpus or ".", outcomes, columns)
     items = list(items)
-    failed = 0
+    summary = PageSummary()
 
     def counted(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        nonlocal failed
         for row in rows:
-            failed += bool(row["error"])
+            summary.add(row)
             yield row
 
     # The sessions are written to the page as they are replayed, their timelines by way
@@ -104,11 +168,12 @@ def write_page(
             rows = collect(
                 items, config, sources, format=format, excerpts=excerpts, jobs=jobs, progress=bar.advance, spool=spool
             )
-            head = report_head(sources, title=title, excerpts=excerpts)
+            head = report_head(sources, title=title, excerpts=excerpts, root=root)
             write_html(page.stream, head, counted(chain((error_row(label, why) for label, why in problems), rows)))
     except safefile.UnsafeWrite as exc:
         _refuse(str(exc))
     except OSError as exc:
         _refuse(f"{output}: cannot write: {exc.strerror or exc}")
-    click.echo(f"wrote {output}", err=True)
-    return failed
+    for line in summary.lines(output, labels is not None, outcomes is not None, root):
+        click.echo(line, err=True)
+    return summary

@@ -9,9 +9,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import click
+
 from .._analysis.replay import SessionResult
 from ._common import plural
 from .paths import LeftOut
+from .table import PLAIN_WIDTH, plain_width
 
 __all__ = ["Totals", "first_block", "print_problems", "print_table"]
 
@@ -81,10 +84,7 @@ def _console(stderr: bool = False) -> Any:
     from .terminal import console
 
     stream = sys.stderr if stderr else sys.stdout
-    # Piped output is read by people too (in CI logs): wide enough for paths, unless
-    # $COLUMNS says how wide (`get_terminal_size` reads it first).
-    width = None if stream.isatty() else shutil.get_terminal_size((200, 24)).columns
-    return console(stderr, width)
+    return console(stderr, None if stream.isatty() else shutil.get_terminal_size((PLAIN_WIDTH, 24)).columns)
 
 
 def _at(action: int | None, ref: str | None, after: bool = False) -> str:
@@ -132,14 +132,22 @@ _TABLE_MIN_WIDTH = 140
 
 
 def print_table(rows: list[SessionResult], totals: Totals) -> None:
-    """The sessions that looped, then the totals, on stdout."""
+    """The sessions that looped, then the totals, on stdout: on a terminal, a table as
+    wide as the terminal (short paragraphs on a narrow one); piped or redirected, plain
+    lines of at most `plain_width()` columns, with no box drawing and no styles."""
+    if not sys.stdout.isatty():
+        width = plain_width()
+        for line in [*_paragraphs(rows, totals, width), *_wrapped(summary(totals), width)]:
+            click.echo(line)
+        return
     console = _console()
     if rows and console.width < _TABLE_MIN_WIDTH:
-        _print_list(console, rows, totals)
+        for line in _paragraphs(rows, totals, console.width):
+            console.print(line, style="bold" if line and not line.startswith(" ") else None, soft_wrap=True)
     elif rows:
         _print_rows(console, rows, totals)
-    for line in summary(totals):
-        console.print(line)
+    for line in _wrapped(summary(totals), console.width):
+        console.print(line, soft_wrap=True)
 
 
 def _cells(result: SessionResult, totals: Totals) -> tuple[str, ...]:
@@ -175,24 +183,35 @@ def _print_rows(console: Any, rows: list[SessionResult], totals: Totals) -> None
     console.print(table)
 
 
-def _print_list(console: Any, rows: list[SessionResult], totals: Totals) -> None:
-    """The table's rows as short paragraphs, for a narrow terminal."""
-    import textwrap
-
-    width = console.width
+def _paragraphs(rows: list[SessionResult], totals: Totals, width: int) -> list[str]:
+    """The table's rows as short paragraphs of lines within `width` (a path is never
+    cut: one longer than the width has its line to itself)."""
+    lines: list[str] = []
     for result in rows:
         name, signal, began, stopped, wasted, saw = _cells(result, totals)
-        console.print(name.replace("\n", " "), style="bold")
-        lines = [f"{signal}: {saw}", f"loop began at {_inline(began)}"]
+        lines.append(name.replace("\n", " "))
+        said = [f"{signal}: {saw}", f"loop began at {_inline(began)}"]
         if result.verdict:
-            lines[-1] += f"; stopped {_inline(stopped)}"
-            lines.append(f"wasted after the stop: {wasted.replace(chr(10), ', ')}")
+            said[-1] += f"; stopped {_inline(stopped)}"
+            said.append(f"wasted after the stop: {wasted.replace(chr(10), ', ')}")
         else:
-            lines.append(wasted)
-        for line in lines:
-            text = textwrap.fill(line, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
-            console.print(text, soft_wrap=True)
-        console.print()
+            said.append(wasted)
+        for line in said:
+            lines += _wrap(line, width, "  ", "    ")
+        lines.append("")
+    return lines
+
+
+def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False, break_long_words=False
+    ) or [first.rstrip()]
+
+
+def _wrapped(lines: list[str], width: int) -> list[str]:
+    return [part for line in lines for part in _wrap(line, width, "", "  ")]
 
 
 def _inline(where: str) -> str:

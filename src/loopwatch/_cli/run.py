@@ -15,30 +15,27 @@ from .._core.config import ConfigError
 from .._files import NOT_REGULAR
 from .._supervise import FORMATS, Limits, Supervisor, write_record
 from .._trust import load_config
-from ._common import WRAPPER_CONTEXT
+from .. import _exits as exits
+from ._common import WRAPPER_CONTEXT, BadInput, deprecated, mode_option, out_option
 
 __all__ = ["run"]
 
-_EPILOG = """\b
-Exit status:
-  the command's own    when it ended by itself (128+N if signal N ended it)
-  86                   loopwatch ended it: a loop
-  87                   loopwatch ended it: no output for --idle seconds
-  88                   loopwatch ended it: --max-runtime reached
-  126, 127             the command could not be started (not executable, not found)
-  2                    bad usage or configuration
+_EPILOG = (
+    exits.epilog("run")
+    + """
 
 \b
 Examples:
   loopwatch run -- aider --yes --message "fix the tests"
-  loopwatch run --idle 600 --record run.json -- claude -p "fix it" --output-format stream-json --verbose
+  loopwatch run --idle 600 -o run.json -- claude -p "fix it" --output-format stream-json --verbose
   loopwatch run --mode warn -- codex exec --json "fix the tests"
   loopwatch run --pty -- claude "fix the failing tests"
 """
+)
 
 
 #: Options of `run` that agent command lines commonly have too: not flagged after the command.
-_COMMON_OPTIONS = {"--config", "--mode", "--help"}
+_COMMON_OPTIONS = {"--config", "--mode", "--help", "--out"}
 
 
 def _warn_misplaced(ctx: click.Context, command: tuple[str, ...]) -> None:
@@ -88,11 +85,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option(
     "--max-runtime", type=float, metavar="SECONDS", callback=_seconds, help="End the run when it has lasted this long."
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["warn", "enforce"]),
-    help="enforce (default): end the run on a loop. warn: only print warnings. "
-    "--idle and --max-runtime apply in both modes.",
+@mode_option(
+    "enforce (default): end the run on a loop. warn: only print warnings. off: watch nothing. "
+    "--idle and --max-runtime apply in every mode."
 )
 @click.option(
     "--config",
@@ -110,13 +105,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     callback=_seconds,
     help="When ending the run: time between SIGTERM and SIGKILL to the command's process group.",
 )
-@click.option(
-    "--record",
-    "record_path",
-    type=click.Path(dir_okay=False, writable=True),
-    metavar="PATH",
-    help="Write a JSON record of the run here (command, times, how it ended, "
-    "the loop record and calibration figures). Without it, one summary line on stderr.",
+@out_option(
+    "Write a JSON record of the run to FILE (command, times, how it ended, "
+    "the loop record and calibration figures). Without it, one summary line on stderr."
 )
 @click.option(
     "--transcript",
@@ -143,6 +134,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     help="Keep the whole command line in the record. By default the record keeps the program "
     "and its option names only: values and arguments (an --api-key, a prompt) are masked.",
 )
+@deprecated("--record", "-o/--out", "record_path", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
     events: str,
@@ -151,10 +143,11 @@ def run(
     mode: str | None,
     config_path: str | None,
     grace: float,
-    record_path: str | None,
+    out_path: str | None,
     transcript: str,
     use_pty: bool,
     record_argv: bool,
+    record_path: str | None,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND and end it when it goes in circles.
@@ -173,20 +166,23 @@ def run(
     colours then (many accept --color=always or FORCE_COLOR=1), and interactive ones
     want a terminal: give them one with --pty.
     """
+    if out_path is not None and record_path is not None:
+        raise click.UsageError("-o/--out and --record name the same record: give one")
+    record_path = out_path or record_path
     if record_path is not None:
         folder = os.path.dirname(os.path.abspath(record_path))
         if not os.path.isdir(folder):
-            raise click.BadParameter(f"folder {folder} does not exist", param_hint="--record")
+            raise click.BadParameter(f"folder {folder} does not exist", param_hint="--out")
         read = [p for p in (config_path, transcript if transcript not in ("auto", "off") else None) if p]
         try:
             safefile.check(record_path, inputs=read)  # never the transcript followed, nor the configuration
         except safefile.UnsafeWrite as exc:
-            raise click.BadParameter(str(exc), param_hint="--record") from None
+            raise click.BadParameter(str(exc), param_hint="--out") from None
     overrides: dict[str, Any] = {"mode": mode} if mode else {}  # Config fields
     try:
         config = load_config(config_path, **overrides)
-    except ConfigError as exc:
-        raise click.UsageError(f"configuration: {exc}") from None
+    except ConfigError as exc:  # a file's mistake, not the command line's: no usage block
+        raise BadInput(f"configuration: {exc}") from None
 
     _warn_misplaced(click.get_current_context(), command)
     sys.stdout.flush()

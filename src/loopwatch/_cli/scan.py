@@ -15,44 +15,47 @@ from .._analysis.pool import default_jobs
 from .._analysis.replay import SessionResult, replay_files
 from .._analysis.results import OutputError, ResultWriter, check_results, open_results, record_line
 from .._core.config import Config
-from ._common import config_options, engine_options, fail, format_option, make_config, progress_bar, use_ray
+from .. import _exits as exits
+from ._common import (
+    CONTEXT,
+    config_options,
+    deprecated,
+    engine_options,
+    fail,
+    format_option,
+    jobs_option,
+    make_config,
+    out_option,
+    progress_bar,
+    use_ray,
+)
 from .paths import LeftOut, Target, expand, named
 from .report import Totals, first_block, print_problems, print_table
 
 _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings=CONTEXT, epilog=exits.epilog("scan"))
 @click.argument("paths", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session per line, instead of the table.")
-@click.option(
-    "--out",
-    "out_path",
-    metavar="FILE",
-    help="Also write one row per session to FILE, as the scan goes: .jsonl, or .parquet (needs loopwatch[parquet]).",
+@out_option(
+    "Also write FILE as the scan goes (repeatable): rows of every session as .jsonl, or .parquet "
+    "(needs loopwatch[parquet]); or, for a name ending .html, the sessions as one report page, as "
+    "`loopwatch report` writes it (they are replayed again for it).",
+    multiple=True,
 )
 @config_options
 @format_option
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    help="Processes to use (default: one per core; never more than the cores or the files; 1 scans in this process).",
-)
+@jobs_option
 @engine_options
 @click.option(
     "--no-progress", is_flag=True, help="No progress bar (it is shown only on a terminal, for 10 files or more)."
 )
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False),
-    help="Also write the sessions as one HTML page (as `loopwatch report` does; they are replayed again for it).",
-)
+@deprecated("--report", "-o/--out FILE.html", "report_path", type=click.Path(dir_okay=False))
 def scan(
     paths: tuple[str, ...],
     as_json: bool,
-    out_path: str | None,
+    out_paths: tuple[str, ...],
     config_path: str | None,
     profile: str | None,
     mode: str | None,
@@ -79,19 +82,20 @@ def scan(
     Examples:
       loopwatch scan examples/runaway.jsonl
       loopwatch scan runs/ --json > results.jsonl
-      loopwatch scan runs/ --out results.parquet
-      loopwatch scan 'trajs/**/*.traj' --jobs 4
-      loopwatch scan s3-mounted/rollouts/ --engine ray --address auto --out results.parquet
+      loopwatch scan runs/ -o results.parquet -o report.html
+      loopwatch scan 'trajs/**/*.traj' -j 4
+      loopwatch scan s3-mounted/rollouts/ --engine ray --address auto -o results.parquet
       my-agent --events | loopwatch scan -
 
-    Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
-    be read, or an output written (or bad usage); 130 or 143 after Ctrl-C or SIGTERM.
+    On a terminal the sessions are a table as wide as the terminal; piped or
+    redirected, plain lines of at most 100 columns (--json for machines).
     """
+    out_path, report_path = _outputs(out_paths, report_path)
     config = make_config(config_path, profile, mode)
     if format_name is not None:
         _check_format(format_name)
     if report_path is not None and "-" in paths:
-        raise click.UsageError("--report replays the files again: it cannot read standard input twice")
+        raise click.UsageError("a report page replays the files again: it cannot read standard input twice")
     # Every output is checked before anything is read or written: never a file the
     # scan reads, nor the other output.
     inputs = [*named(paths), *([config_path] if config_path else [])]
@@ -99,7 +103,7 @@ def scan(
         try:
             check_results(out_path, [*inputs, *([report_path] if report_path else [])])
         except OutputError as exc:
-            fail("scan", f"--out {exc}")
+            fail(f"--out {exc}")
     if report_path is not None:
         from .page_output import check_page_output
 
@@ -116,12 +120,12 @@ def scan(
             rows_out = files.enter_context(open_results(out_path, inputs=inputs)) if out_path is not None else None
             status = _scan(paths, as_json, config, format_name, replay, no_progress, out, rows_out, outputs)
     except OutputError as exc:
-        fail("scan", f"--out {exc}")
+        fail(f"--out {exc}")
     if report_path is not None:
-        from .page_output import write_page
+        from .page_output import relative_items, write_page
 
         targets = list(_targets(paths, outputs))
-        items = [(t.path, t.label) for t in targets if not t.problem]
+        items, root = relative_items(paths, [(t.path, t.label) for t in targets if not t.problem])
         unread = [(t.label, t.problem) for t in targets if t.problem]
         write_page(
             report_path,
@@ -132,8 +136,26 @@ def scan(
             jobs=jobs,
             progress=not no_progress,
             inputs=[*inputs, *([out_path] if out_path else [])],
+            root=root,
         )
     sys.exit(status)
+
+
+#: The names `-o` takes for a report page; any other is a results file (`results`).
+PAGE_SUFFIXES = (".html", ".htm")
+
+
+def _outputs(out_paths: tuple[str, ...], report_path: str | None) -> tuple[str | None, str | None]:
+    """The results file and the report page named by `-o` (by their names) and the old
+    `--report`; at most one of each."""
+    pages = [p for p in out_paths if p.lower().endswith(PAGE_SUFFIXES)] + ([report_path] if report_path else [])
+    rows = [p for p in out_paths if not p.lower().endswith(PAGE_SUFFIXES)]
+    if len(pages) > 1 or len(rows) > 1:
+        raise click.UsageError(
+            "-o/--out names one results file (.jsonl or .parquet) and one report page (.html) at most",
+            ctx=click.get_current_context(),
+        )
+    return (rows[0] if rows else None), (pages[0] if pages else None)
 
 
 def _scan(

@@ -15,14 +15,21 @@ from typing import Any, NoReturn
 
 import click
 
-from ._common import fail
+from .. import _exits as exits
+from ._common import CONTEXT, fail, plural
 
 __all__ = ["status"]
 
 
-@click.command()
+@click.command(context_settings=CONTEXT, epilog=exits.epilog("status"))
 @click.argument("session", required=False)
-@click.option("--limit", default=10, show_default=True, help="Sessions (and decisions per session) to show.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Sessions (and decisions per session) to show.",
+)
 @click.option(
     "--json",
     "as_json",
@@ -63,7 +70,7 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
     except (sqlite3.Error, OSError) as exc:
         _fail(f"cannot read the hook's state in {path}: {exc}")
     if not rows and session:
-        raise click.ClickException(f"no session starting with {session!r}")
+        fail(f"no hooked session starting with {session!r} (`loopwatch status` lists them)")
     if not rows:
         click.echo("no hooked sessions yet", err=as_json)
         return
@@ -77,9 +84,23 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
         _show(item, full=session is not None)
 
 
+#: What the hook says of a mode no configuration file set.
+_DEFAULT_ORIGIN = "mode: default"
+
+
+def _origin(origin: str, mode: str | None) -> str:
+    """Which file set the mode; when none did, the mode it is and why."""
+    if not origin.startswith(_DEFAULT_ORIGIN):
+        return origin
+    rest = origin[len(_DEFAULT_ORIGIN) :]
+    if mode in (None, "enforce"):
+        return f"mode: enforce (the default: no loopwatch.toml sets a mode){rest}"
+    return f"mode: {mode} (set by LOOPWATCH_MODE: no loopwatch.toml sets a mode){rest}"
+
+
 def _fail(message: str) -> NoReturn:
     """One line on stderr and exit 2: the state could not be read."""
-    fail("status", message)
+    fail(message)
 
 
 def _details(store: Any, row: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -93,6 +114,7 @@ def _details(store: Any, row: dict[str, Any], limit: int) -> dict[str, Any]:
         record = state.monitor.record()
         item.update(
             origin=getattr(state, "origin", ""),
+            mode=record["mode"],
             profile_reason=state.profile_reason,
             stopped=state.stopped,
             warnings=record["warnings"],
@@ -151,12 +173,15 @@ def _show(item: dict[str, Any], full: bool) -> None:
     agent = f" agent {item['agent']}" if item["agent"] else ""
     shown.print(f"session {item['session']}{agent}", style="bold", soft_wrap=True)
     why = f" ({item['profile_reason']})" if item.get("profile_reason") else ""
+    counts = ", ".join(
+        plural(item[key], noun) for key, noun in (("actions", "tool call"), ("nudges", "nudge"), ("blocks", "block"))
+    )
     click.echo(
         f"  {item['host']}, {item['profile']}{why}; last call {_ago(item['updated'])}; "
-        f"{item['actions']} tool calls, {item['nudges']} nudges, {item['blocks']} blocks, {item['stops']} stops"
+        f"{counts}, {plural(item['stops'], 'stop')}"
     )
     if item.get("origin"):
-        click.echo(f"  {item['origin']}")
+        click.echo(f"  {_origin(item['origin'], item.get('mode'))}")
     if item.get("error"):
         click.echo(f"  {item['error']}")
     if item.get("stopped"):

@@ -206,9 +206,16 @@ class ActionCycle(Message):
 
     def fields(self) -> dict[str, Any]:
         return super().fields() | {
-            "names": tools_phrase(self.names),
+            "names": tools_phrase(_first_rotation(self.names)),
             "again": " and begun again" if self.begun_again else "",
         }
+
+
+def _first_rotation(names: tuple[str, ...]) -> tuple[str, ...]:
+    """A cycle named from the rotation of its steps that sorts first: a cycle has no first
+    step, and its finding is made wherever a round ends, so the nudge and the stop of one
+    loop name it alike."""
+    return min((names[k:] + names[:k] for k in range(len(names))), default=names)
 
 
 class ShiftingCycle(ActionCycle):
@@ -247,7 +254,7 @@ class RecurringError(Message):
     """`same_error`: one error back from varied calls (`capped`: the calls counted
     reached the number remembered, so there may be more)."""
 
-    template = "the same {tool} error came back {count} times from {calls}{more} different calls{over}"
+    template = "the same {tool} error came back {count} times from {from_calls}{over}"
     hint_template = (
         "variations of the same call keep failing the same way; find the cause of this error "
         "(read it, check the environment) before another variation"
@@ -257,7 +264,9 @@ class RecurringError(Message):
         self.tool, self.count, self.calls, self.capped, self.span = tool, count, calls, capped, span
 
     def fields(self) -> dict[str, Any]:
-        return super().fields() | {"more": " or more" if self.capped else ""}
+        if self.calls == 1 and not self.capped:
+            return super().fields() | {"from_calls": "one call"}
+        return super().fields() | {"from_calls": f"{self.calls}{' or more' if self.capped else ''} different calls"}
 
 
 class InventedTool(Message):
@@ -317,7 +326,7 @@ _HOW = {
     "exact": "",
     "retry": " (a retry message)",
     "failing": " (a failing cycle)",
-    "burst": " (in one burst)",
+    "burst": " (close together: too quick for an agent's rounds)",
     "masked": " (alike once numbers are masked)",
     "waiting": " (alone each time: a heartbeat, waiting)",
 }
@@ -328,7 +337,8 @@ class RepeatedOutput(Message):
 
     `how`: `exact` (repeated numbers and all, over time), `retry` (a retry message is
     among the lines), `failing` (a failing cycle, over time), `burst` (exact or failing,
-    but in one burst), `masked` (alike only once numbers are masked) or `waiting` (one
+    but too close together to be an agent's rounds: a burst of output, or copies a
+    second apart), `masked` (alike only once numbers are masked) or `waiting` (one
     line alone each time, a beat apart: a heartbeat)."""
 
     template = "{what} repeated {count} times in a row{how_text}"

@@ -22,7 +22,7 @@ It does not split a session by sub-agent: give each agent its own monitor.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import messages
@@ -61,8 +61,13 @@ _MAX_SEEN = 64
 class Monitor:
     """Watches one agent session. See the module docstring.
 
-    `config` is a `Config`; keyword arguments build one instead
-    (`Monitor(mode="warn", signals={"repeat": {"threshold": 4}})`).
+    `config` is a `Config` (`loopwatch.load_config`); or the settings, by keyword, build
+    one as a loopwatch.toml would (`Monitor(mode="warn", signals={"repeat": {"threshold":
+    4}})`): `mode` (enforce, warn, off), `profile` (unattended, attended), `stop` (may
+    the attended profile stop), `warn_every` (seconds between warnings), `signals`
+    (thresholds, by signal), `tools` (rules, by tool name), `evidence` (`confirm`,
+    `second_signal`), `calibration` (auto, none). A setting left out keeps its default;
+    a mistaken one is a `ConfigError` naming the nearest valid key.
     `on_warning` is called with each WARN verdict; if it raises it is not called again.
     `extra_signals` are signals of your own (instances of `Signal` subclasses, with
     their params): consulted after the built-in ones, under the same policy. Their
@@ -76,9 +81,32 @@ class Monitor:
         *,
         on_warning: Callable[[Verdict], object] | None = None,
         extra_signals: Iterable[Signal[Any]] = (),
-        **kwargs: Any,
+        mode: str | None = None,
+        profile: str | None = None,
+        stop: bool | None = None,
+        warn_every: float | None = None,
+        signals: Mapping[str, Any] | None = None,
+        tools: Mapping[str, Any] | None = None,
+        evidence: Mapping[str, Any] | None = None,
+        calibration: str | None = None,
     ) -> None:
-        self.config = config if config is not None else Config.make(**kwargs)
+        given = {
+            key: value
+            for key, value in (
+                ("mode", mode),
+                ("profile", profile),
+                ("stop", stop),
+                ("warn_every", warn_every),
+                ("signals", signals),
+                ("tools", tools),
+                ("evidence", evidence),
+                ("calibration", calibration),
+            )
+            if value is not None
+        }
+        if config is not None and given:
+            raise TypeError(f"Monitor: give a config or settings ({', '.join(given)}), not both")
+        self.config = config if config is not None else Config.make(**given)
         self._signals: list[Signal[Any]] = []
         for name, cls in SIGNALS.items():
             params = self.config.params(name)

@@ -36,8 +36,12 @@ __all__ = ["main"]
 _LOG_LIMIT = 1 << 20  # hook.log is rotated past 1 MiB
 _MAX_PAYLOAD = 8 * 1024 * 1024  # stdin read; a larger payload is drained and only identified
 
-USAGE = """\
-Usage: loopwatch hook [HOST [EVENT]]
+#: The first line of `--help` and of an error, as click words them for every other command.
+_USAGE_LINE = "Usage: loopwatch hook [OPTIONS] [HOST [EVENT]]"
+
+USAGE = (
+    _USAGE_LINE
+    + """
 
   Read one agent CLI's hook event (JSON) on stdin and answer it: allow, nudge
   the model, deny a call that repeats with nothing changed, or end a run that
@@ -59,7 +63,21 @@ Usage: loopwatch hook [HOST [EVENT]]
             answers by then, whatever holds its state). A project's
             loopwatch.toml, and the environment a project's settings set, may
             only tighten the guard.
+
+Options:
+  -h, --help  Show this message and exit.
 """
+)
+
+
+def usage() -> str:
+    """`--help`, as click shows every other command's: the exit status from the one table."""
+    import textwrap
+
+    from .. import _exits
+    from .._hosts import HOSTS
+
+    return f"{USAGE.format(hosts=', '.join(HOSTS))}\n{textwrap.indent(_exits.epilog('hook', marked=False), '  ')}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,13 +85,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help") for a in args):
-        sys.stdout.write(USAGE.format(hosts=", ".join(HOSTS)))
+        sys.stdout.write(usage())
         return 0
     host = args[0] if args else "auto"
     event = args[1] if len(args) > 1 else None
     if (host not in HOSTS and host != "auto") or len(args) > 2:
         names = ", ".join([*HOSTS, "auto"])
-        sys.stderr.write(f"Error: loopwatch hook: expected HOST [EVENT], HOST one of {names}; got {' '.join(args)!r}\n")
+        sys.stderr.write(
+            f"{_USAGE_LINE}\nTry 'loopwatch hook -h' for help.\n\n"
+            f"Error: expected HOST [EVENT], HOST one of {names}; got {' '.join(args)!r}\n"
+        )
         return 0  # a typo in a settings file must not block the agent: allow, loudly
     # Claude Code hands a project's `.claude/settings.json` "env" to hooks, Gemini CLI a
     # project's `.env`: what the project set is taken out before anything reads the

@@ -19,14 +19,26 @@ from .sessions import CALL_FIELDS, Sources, collect
 __all__ = ["Sources", "report_data", "report_head", "report_page"]
 
 
-def report_head(sources: Sources, *, title: str | None = None, excerpts: bool = False) -> dict[str, Any]:
-    """The page's facts, all but its sessions (`page.write_page` takes them as they come)."""
+def report_head(
+    sources: Sources, *, title: str | None = None, excerpts: bool = False, root: str | None = None
+) -> dict[str, Any]:
+    """The page's facts, all but its sessions (`page.write_page` takes them as they come):
+    `root` is the folder the sessions' paths are relative to; `terms` and `figures` the
+    words the page prints (`evaluation.TERMS`, `figures.FIGURES`), defined once for the
+    command line and the page."""
+    from .._analysis.evaluation import HARM, TERMS
+    from .._analysis.figures import FIGURES
+
     return {
         "title": title or "loopwatch report",
         "excerpts": excerpts,
         "labels": sources.has_labels,
         "outcomes": sources.outcomes is not None,
         "call_fields": list(CALL_FIELDS),
+        "root": root,
+        "terms": {key: term._asdict() for key, term in TERMS.items()},
+        "harm": list(HARM),
+        "figures": {key: figure._asdict() for key, figure in FIGURES.items()},
     }
 
 
@@ -40,11 +52,12 @@ def report_data(
     excerpts: bool = False,
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    root: str | None = None,
 ) -> dict[str, Any]:
     """The page's data: every session of the files `(path, label)`, replayed, held
     (`loopwatch report` streams them to the page instead)."""
     sessions = collect(items, config, sources, format=format, excerpts=excerpts, jobs=jobs, progress=progress)
-    return {**report_head(sources, title=title, excerpts=excerpts), "sessions": list(sessions)}
+    return {**report_head(sources, title=title, excerpts=excerpts, root=root), "sessions": list(sessions)}
 
 
 def report_page(items: Iterable[tuple[str, str]], config: Config, sources: Sources, **options: Any) -> str:

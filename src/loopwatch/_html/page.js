@@ -32,10 +32,17 @@
   function money(c) { return c === null || c === undefined ? "-" : "$" + c.toFixed(2); }
   function dash(v) { return v === null || v === undefined || v === "" ? "-" : String(v); }
 
+  // The harm yardstick's words (loopwatch's evaluation.TERMS): the same on the page as
+  // in `evaluate` and `calibrate`. HARM: the kinds of stop the labels call harm.
+  const T = D.terms;
+  const HARM = D.harm;
+  const HARMFUL = new Set(HARM.map(function (key) { return T[key].one; }));
+
   // -- totals -------------------------------------------------------------------------
   function sums(rows) {
     const t = { sessions: 0, stopped: 0, nudged: 0, actions: 0, waste: 0, tokens: null, cost: null, estimated: false,
-      errors: 0, succeededStopped: 0, missed: 0, falseStops: 0 };
+      errors: 0, succeededStopped: 0, missed: 0, falseStops: 0, harm: {} };
+    for (const key of HARM) t.harm[key] = 0;
     for (const s of rows) {
       if (s.error) t.errors += 1;
       if (s.format === null) continue;
@@ -50,7 +57,7 @@
         if (s.outcome === "succeeded") t.succeededStopped += 1;
       } else if (s.verdict === "nudge") t.nudged += 1;
       if (s.judgement === "missed") t.missed += 1;
-      if (s.judgement === "false stop" || s.judgement === "early stop") t.falseStops += 1;
+      for (const key of HARM) if (s.judgement === T[key].one) { t.harm[key] += 1; t.falseStops += 1; }
     }
     return t;
   }
@@ -67,11 +74,16 @@
       ["tokens saved", t.tokens === null ? "-" : approx + compact(t.tokens), t.tokens === null ? "not recorded" : ""],
       ["cost saved", t.cost === null ? "-" : approx + money(t.cost), t.cost === null ? "not recorded" : ""],
     ];
-    if (D.outcomes) cards.push(["stops on succeeded", count(t.succeededStopped), "the worst outcome", t.succeededStopped ? "bad" : ""]);
-    if (D.labels) cards.push(["missed loops", count(t.missed), count(t.falseStops) + (t.falseStops === 1 ? " false stop" : " false stops"), t.falseStops ? "bad" : ""]);
+    if (D.outcomes) cards.push([T.succeeded.name, count(t.succeededStopped), "the worst outcome", t.succeededStopped ? "bad" : "", T.succeeded.meaning]);
+    if (D.labels) {
+      // every kind of harm the labels see, counted in the headline
+      const kinds = HARM.map(function (key) { return count(t.harm[key]) + " " + T[key].name.replace(/^stops /, ""); });
+      cards.push([T["false"].name, count(t.falseStops), kinds.join(", "), t.falseStops ? "bad" : "", T["false"].meaning]);
+      cards.push(["missed loops", count(t.missed), "labelled yes, not stopped", t.missed ? "bad" : ""]);
+    }
     if (t.errors) cards.push(["unreadable", count(t.errors), "files with an error", "bad"]);
-    for (const [name, value, note, tone] of cards) {
-      const card = el("div", { class: "card" + (tone ? " " + tone : ""), "data-total": name });
+    for (const [name, value, note, tone, meaning] of cards) {
+      const card = el("div", { class: "card" + (tone ? " " + tone : ""), "data-total": name, title: meaning || null });
       card.appendChild(el("div", { class: "value" }, value));
       card.appendChild(el("div", { class: "name" }, name));
       if (note) card.appendChild(el("div", { class: "note" }, note));
@@ -87,7 +99,8 @@
     if (D.outcomes) lists.push(["Stopped although they succeeded", S.filter(function (s) { return s.verdict === "stop" && s.outcome === "succeeded"; }), "stop-succeeded"]);
     if (D.labels) {
       lists.push(["Loops missed (labelled yes, not stopped)", S.filter(function (s) { return s.judgement === "missed"; }), "missed"]);
-      lists.push(["False stops (labelled no, or stopped before the labelled onset)", S.filter(function (s) { return s.judgement === "false stop" || s.judgement === "early stop"; }), "false-stops"]);
+      lists.push([T["false"].name[0].toUpperCase() + T["false"].name.slice(1) + " (" + HARM.map(function (key) { return T[key].name; }).join(", ") + ")",
+        S.filter(function (s) { return HARMFUL.has(s.judgement); }), "false-stops"]);
     }
     for (const [title, rows, key] of lists) {
       const part = el("div", { class: "list", "data-list": key });
@@ -130,7 +143,9 @@
       const head = el("tr");
       const cols = [key, "sessions", "stopped", "nudged", "actions", "actions saved", "tokens saved", "cost saved"];
       if (D.outcomes) cols.push("stops on succeeded");
-      if (D.labels) cols.push("missed", "false stops");
+      if (D.outcomes) cols.pop();
+      if (D.outcomes) cols.push(T.succeeded.name);
+      if (D.labels) cols.push("missed", T["false"].name);
       for (const c of cols) head.appendChild(el("th", { scope: "col" }, c));
       table.appendChild(el("thead")).appendChild(head);
       const body = el("tbody");
@@ -627,17 +642,39 @@
     return svg;
   }
 
-  function openSession(index) {
+  // A session's own address: the page's with #session=<its name in the table>, so a
+  // session can be sent or bookmarked, and opens as the page loads.
+  function sessionKey(s) { return cell(s, "path"); }
+  function openFromAddress() {
+    const match = /^#session=(.*)$/.exec(location.hash);
+    if (!match) return;
+    let key = match[1];
+    try { key = decodeURIComponent(key); } catch (e) { return; }
+    const s = S.find(function (x) { return sessionKey(x) === key; });
+    if (s) openSession(s.index, true);
+  }
+
+  function openSession(index, fromAddress) {
     const s = S[index];
+    if (!fromAddress) {
+      const hash = "#session=" + encodeURIComponent(sessionKey(s));
+      if (location.hash !== hash) history.pushState(null, "", hash);
+    }
     const box = document.getElementById("session");
     box.hidden = false;
     box.textContent = "";
     box.setAttribute("data-session", s.id);
     box.setAttribute("data-index", index);
     const close = el("button", { type: "button", class: "close", "aria-label": "close the session" }, "close");
-    close.addEventListener("click", function () { box.hidden = true; });
+    close.addEventListener("click", function () {
+      box.hidden = true;
+      if (location.hash) history.pushState(null, "", location.pathname + location.search);
+    });
     box.appendChild(close);
-    box.appendChild(el("h2", {}, s.path));
+    const title = el("h2", {}, s.path + " ");
+    title.appendChild(el("a", { href: "#session=" + encodeURIComponent(sessionKey(s)), class: "permalink",
+      title: "this session's own link" }, "link"));
+    box.appendChild(title);
     const facts = [["session", s.id], ["format", s.format], ["agent", s.agent], ["model", s.model], ["actions", count(s.actions)],
       ["outcome", s.outcome], ["label", s.label ? s.label + (s.label_onset ? " (loop from step " + s.label_onset + " to " + s.label_end + ")" : "") + ": " + s.judgement : null]];
     const line = el("p", { class: "facts" });
@@ -661,10 +698,16 @@
     layout.appendChild(left);
     const aside = el("aside", { class: "calibration" });
     aside.appendChild(el("h3", {}, "calibration figures"));
+    aside.appendChild(el("p", { class: "note" }, "What this session showed of each signal, for choosing thresholds (loopwatch calibrate)."));
     const cal = el("dl");
-    for (const key of Object.keys(s.calibration || {}).sort()) {
+    const known = Object.keys(D.figures).filter(function (key) { return key in (s.calibration || {}); });
+    const others = Object.keys(s.calibration || {}).filter(function (key) { return !(key in D.figures); }).sort();
+    for (const key of known.concat(others)) {
       const v = s.calibration[key];
-      cal.appendChild(el("dt", {}, key));
+      const words = D.figures[key] || { name: key, meaning: "a figure of a signal registered outside loopwatch" };
+      const dt = el("dt", { title: key }, words.name);
+      dt.appendChild(el("span", { class: "meaning" }, words.meaning));
+      cal.appendChild(dt);
       cal.appendChild(el("dd", {}, typeof v === "object" && v !== null ? JSON.stringify(v) : dash(v)));
     }
     if (!cal.children.length) cal.appendChild(el("dd", {}, "none"));
@@ -716,11 +759,16 @@
     if (next) { e.preventDefault(); next.focus(); }
   });
 
+  if (D.root) document.getElementById("hint").appendChild(document.createTextNode(" Paths are relative to " + D.root + "."));
   showTotals();
   showLists();
   showGroups();
   header();
   controls();
   refresh();
+  window.addEventListener("popstate", function () {
+    if (/^#session=/.test(location.hash)) openFromAddress(); else document.getElementById("session").hidden = true;
+  });
+  openFromAddress();
   document.documentElement.setAttribute("data-ready", "true");
 })();

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, BinaryIO
 
-from .._analysis.evaluation import Label
+from .._analysis.evaluation import Label, judgement
 from .._analysis.outcomes import Outcomes
 from .._analysis.pool import LOST, default_jobs, in_order
 from .._analysis.replay import SessionResult, replay_steps
@@ -175,7 +175,7 @@ def _row(
         "label_onset": label.onset if label else None,
         "label_end": label.end if label else None,
         "stop_step": stop_step,
-        "judgement": _judgement(label, stop_step),
+        "judgement": judgement(label, stop_step),
         "error": result.error,
         "calibration": record["calibration"],
         "interventions": [
@@ -192,20 +192,6 @@ def _step(verdict: dict[str, Any] | None, step_of: dict[str, int]) -> int | None
     if verdict is None:
         return None
     return step_of.get(verdict["source_ref"] or "") or max(1, verdict["at_action"])
-
-
-def _judgement(label: Label | None, stop_step: int | None) -> str | None:
-    """What the first stop was, against the hand label (`evaluation.score`'s rules)."""
-    if label is None:
-        return None
-    if label.label == "no":
-        return "false stop" if stop_step is not None else "healthy"
-    if label.label == "brief":
-        return "stop on brief" if stop_step is not None else "brief"
-    if stop_step is None:
-        return "missed"
-    assert label.onset is not None
-    return "early stop" if stop_step < label.onset else "caught"
 
 
 class _Timeline:

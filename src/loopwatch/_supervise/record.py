@@ -144,7 +144,8 @@ class Outcome:
         if strongest is not None and strongest.severity >= 0.5:
             return f"strongest sign of a loop: {strongest.description}"
         if self.monitor.actions:
-            return f"no loop seen in {self.monitor.actions} tool calls"
+            calls = self.monitor.actions
+            return f"no loop seen in {calls} tool call{'' if calls == 1 else 's'}"
         return f"no loop seen (most copies of an output line cycle in a row: {figures.get('lines_most', 0)})"
 
 
