@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from loopwatch._cli import cli
 
 from conftest import healthy_events, jsonl, looping_events
+from terminal_support import in_terminal, shown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +57,7 @@ def test_a_command_like_no_other_gets_no_suggestion():
 
 def test_calibrate_on_a_missing_path_exits_2_with_one_line(tmp_path):
     line = one_line_error(invoke("calibrate", "--no-progress", tmp_path / "nowhere"))
-    assert line == f"loopwatch calibrate: no session could be read: {tmp_path / 'nowhere'}: no such file or folder"
+    assert line == f"Error: no session could be read: {tmp_path / 'nowhere'}: no such file or folder"
 
 
 def test_calibrate_on_a_folder_with_no_transcript_exits_2_with_one_line(tmp_path):
@@ -64,7 +65,7 @@ def test_calibrate_on_a_folder_with_no_transcript_exits_2_with_one_line(tmp_path
     empty.mkdir()
     (empty / "notes.md").write_text("# notes\n")  # not a transcript by its name: left out of a folder walk
     line = one_line_error(invoke("calibrate", "--no-progress", empty))
-    assert line == f"loopwatch calibrate: no transcript found in {empty}"
+    assert line == f"Error: no transcript found in {empty}"
 
 
 @pytest.mark.parametrize("name", ["notes.md", "notes.txt"])
@@ -72,7 +73,7 @@ def test_calibrate_on_a_text_file_of_no_format_exits_2_with_one_line(tmp_path, n
     plain = tmp_path / name
     plain.write_text("Remember to water the plants.\n")
     line = one_line_error(invoke("calibrate", "--no-progress", plain))
-    assert line.startswith(f"loopwatch calibrate: no session could be read: {plain}: unknown format")
+    assert line.startswith(f"Error: no session could be read: {plain}: unknown format")
 
 
 def test_calibrate_shows_what_it_read_and_still_exits_2_for_what_it_could_not(tmp_path):
@@ -85,9 +86,7 @@ def test_calibrate_shows_what_it_read_and_still_exits_2_for_what_it_could_not(tm
     report = json.loads(result.stdout)
     assert [row["path"] for row in report["sessions"]] == [str(good)]
     assert report["unreadable"] == [f"{plain}: unknown format (use --format to name it)"]
-    assert result.stderr.splitlines() == [
-        f"loopwatch calibrate: cannot read {plain}: unknown format (use --format to name it)"
-    ]
+    assert result.stderr.splitlines() == [f"error {plain}: unknown format (use --format to name it)"]
 
 
 def test_calibrate_format_reads_a_file_its_name_does_not_tell(tmp_path):
@@ -188,11 +187,12 @@ def test_the_scan_report_is_readable_at_80_columns(tmp_path, monkeypatch):
     assert "Scanned 1 file: 1 session, 6 actions." in text
 
 
-def test_the_scan_table_stays_a_table_when_wide(tmp_path, monkeypatch):
+def test_the_scan_table_stays_a_table_when_wide(tmp_path):
+    """On a terminal, that is: piped, the scan prints plain lines (test_cli_conventions)."""
     (tmp_path / "loop.jsonl").write_text(jsonl(looping_events()))
-    monkeypatch.chdir(tmp_path)
-    result = invoke("scan", "--no-progress", "loop.jsonl", env={"COLUMNS": "160"})
-    lines = result.stdout.splitlines()
+    status, text = in_terminal("scan", "--no-progress", "loop.jsonl", columns=160, cwd=tmp_path)
+    lines = shown(text).splitlines()
+    assert status == 1, text
     assert "what loopwatch saw" in lines[1] and max(map(len, lines)) <= 160
 
 

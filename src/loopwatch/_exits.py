@@ -26,16 +26,28 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("1", "scan", "a session would have been stopped"),
     ("1", "doctor", "a problem was found (each one a line saying what to do), or nothing is installed"),
     ("1", "mcp-proxy", "the wrapped server went away (it exited, or failed to start up)"),
-    ("2", "*", "bad input: the command line, a file missing or unreadable, an invalid configuration, "
-     "an output that cannot be written"),
+    (
+        "2",
+        "*",
+        (
+            "bad input: the command line, a file missing or unreadable, an invalid configuration, "
+            "an output that cannot be written"
+        ),
+    ),
     ("86", "run", "loopwatch ended the command: a loop"),
     ("87", "run", "loopwatch ended the command: no output for --idle seconds"),
     ("88", "run", "loopwatch ended the command: --max-runtime reached"),
     ("N", "run", "the command's own status, when it ended by itself (128+N if signal N ended it)"),
     ("126, 127", "run, mcp-proxy", "the command could not be started (not executable, not found)"),
     ("130, 143", "*", "ended by Ctrl-C or SIGTERM (128 + the signal); nothing half-written is left"),
-    ("0", "hook", "always: an agent CLI takes any other status for a refused or failed call; "
-     "what went wrong is on stderr and in hook.log"),
+    (
+        "0",
+        "hook",
+        (
+            "always: an agent CLI takes any other status for a refused or failed call; "
+            "what went wrong is on stderr and in hook.log"
+        ),
+    ),
 )
 
 
@@ -62,5 +74,11 @@ def epilog(command: str | None = None, marked: bool = True) -> str:
     lines.append("Exit status:" if command else "Exit status (each command's --help gives its own):")
     for status, who, meaning in rows(command):
         where = "" if command or who.startswith("*") else f"{who}: "
-        lines += textwrap.wrap(f"{where}{meaning}", 78, initial_indent=f"  {status:<9} ", subsequent_indent=" " * 12, break_on_hyphens=False)
+        lines += textwrap.wrap(
+            f"{where}{meaning}",
+            78,
+            initial_indent=f"  {status:<9} ",
+            subsequent_indent=" " * 12,
+            break_on_hyphens=False,
+        )
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 import click
@@ -30,6 +31,9 @@ __all__ = [
     "use_ray",
 ]
 
+#: What an option factory returns: a decorator of a command's function.
+Decorator = Callable[[Any], Any]
+
 #: The context every command shares: `-h` as well as `--help`.
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
@@ -50,7 +54,7 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
-def out_option(help: str, *, multiple: bool = False, metavar: str = "FILE") -> Any:
+def out_option(help: str, *, multiple: bool = False, metavar: str = "FILE") -> Decorator:
     """`-o/--out FILE`: every file a command writes is named by it (a command that
     writes several kinds takes it once per file and tells them by their names)."""
     return click.option(
@@ -58,7 +62,7 @@ def out_option(help: str, *, multiple: bool = False, metavar: str = "FILE") -> A
     )
 
 
-def deprecated(old: str, new: str, dest: str, **kwargs: Any) -> Any:
+def deprecated(old: str, new: str, dest: str, **kwargs: Any) -> Decorator:
     """An option under a spelling kept for a release: hidden from `--help`, working as
     `new` does, and saying so in one line on stderr each time it is used."""
 
@@ -81,7 +85,7 @@ def jobs_option(func: Any) -> Any:
     )(func)
 
 
-def mode_option(help: str = "Override the mode: enforce (act), warn (only say), off (do nothing).") -> Any:
+def mode_option(help: str = "Override the mode: enforce (act), warn (only say), off (do nothing).") -> Decorator:
     """`--mode`, with the one set of names every command takes (`Config`'s)."""
     from .._core.config import MODES
 

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 import click
 import tomli_w
 
+from .. import _exits as exits
 from .._analysis.crossval import CrossValidation, calibration_toml
-from .._analysis.evaluation import Sweep, only, sweep_thresholds, with_checked
+from .._analysis.evaluation import TERMS, Sweep, only, sweep_thresholds, with_checked
+from .._analysis.figures import FIGURES
 from .._analysis.replay import replay_files
 from .._core.config import Config, ConfigError
-from .._analysis.evaluation import TERMS
-from .._analysis.figures import FIGURES
-from .. import _exits as exits
 from ._common import (
     CONTEXT,
     config_options,
@@ -353,7 +352,9 @@ def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -
         cells = [_cell(figures.get(key)) for key, _ in _COLUMNS]
         churn = [_cell(row["churn_fewest_distinct"].get(str(w))) for w in sizes]
         rows.append([str(row["actions"]), *cells, *churn, _name(row, per_file[row["path"]] > 1)])
-    columns = [Column(title, True) for title in ("calls", *(title for _, title in _COLUMNS), *(f"W={w}" for w in sizes))]
+    columns = [
+        Column(title, True) for title in ("calls", *(title for _, title in _COLUMNS), *(f"W={w}" for w in sizes))
+    ]
     print_table(
         "per session (most in a row; W=n: fewest distinct calls in a churn window of n calls with no write)",
         [*columns, Column("session")],

@@ -28,11 +28,11 @@ from typing import NamedTuple
 
 import click
 
+from .. import _exits as exits
 from .. import _trust as trust
 from .._hosts import HOSTS
 from .._hosts import host as host_named
 from .._hosts.base import AFTER, Host
-from .. import _exits as exits
 from ._common import CONTEXT
 from .dry_run import dry_run
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .. import _exits as exits
 from .._analysis import crossval
 from .._analysis.crossval import CrossValidation, show_value
 from .._analysis.evaluation import (
@@ -21,14 +22,12 @@ from .._analysis.evaluation import (
     Evaluation,
     Figures,
     Replay,
-    Replayed,
     evaluate_detectors,
     load_labels,
     make_cases,
     replay_cases,
 )
 from .._encode import json_bytes
-from .. import _exits as exits
 from ._common import (
     CONTEXT,
     config_options,
@@ -526,8 +525,10 @@ def _print(report: Evaluation) -> None:
         stop = all_.stop
         print_lines(
             [
-                f"{plural(report.labelled, 'labelled session')}: {plural(stop.yes, 'loop')} (yes), {stop.brief} brief, "
-                f"{stop.no} never looped (no)"
+                (
+                    f"{plural(report.labelled, 'labelled session')}: {plural(stop.yes, 'loop')} (yes), {stop.brief} brief, "
+                    f"{stop.no} never looped (no)"
+                )
             ]
         )
         for act in ("stop", "nudge"):
@@ -538,7 +539,9 @@ def _print(report: Evaluation) -> None:
                 f = figures.stop if act == "stop" else figures.nudge
                 delay = "-" if f.median_delay is None else f"{f.median_delay:g}"
                 catching.append([name, _pct(f.recall), f"{f.caught}/{f.yes}", delay, _pct(f.saved)])
-                harmful.append([name, *map(str, (f.false_stops, f.false_no, f.brief_stopped, f.before_onset, f.early_yes))])
+                harmful.append(
+                    [name, *map(str, (f.false_stops, f.false_no, f.brief_stopped, f.before_onset, f.early_yes))]
+                )
             print_table(
                 f"first {act}: loops caught",
                 [Column("detector"), *(Column(t, True) for t in ("recall", "caught", "median delay", "saved"))],
@@ -553,8 +556,10 @@ def _print(report: Evaluation) -> None:
     if out.succeeded or out.failed:
         print_lines(
             [
-                f"{plural(report.with_outcome, 'session')} with a known outcome: {out.succeeded} solved their task, "
-                f"{out.failed} failed"
+                (
+                    f"{plural(report.with_outcome, 'session')} with a known outcome: {out.succeeded} solved their task, "
+                    f"{out.failed} failed"
+                )
             ]
         )
         harm_rows: list[list[str]] = []

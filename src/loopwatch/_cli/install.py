@@ -30,12 +30,12 @@ from typing import Any
 
 import click
 
+from .. import _exits as exits
 from .. import _safefile as safefile
 from .._hosts import HOSTS
 from .._hosts import host as host_named
 from .._hosts.base import OURS, SettingsError
 from .._hosts.base import is_ours as _command_is_ours
-from .. import _exits as exits
 from ._common import CONTEXT, BadInput
 
 __all__ = ["OURS", "install", "is_ours", "settings_path", "uninstall"]
@@ -255,9 +255,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         click.echo(found.install_notes[scope])
 
 
-def _said_installed(
-    name: str, title: str, path: Path, changed: bool, events: tuple[str, ...], command: str
-) -> None:
+def _said_installed(name: str, title: str, path: Path, changed: bool, events: tuple[str, ...], command: str) -> None:
     click.echo(f"{'installed into' if changed else 'already installed in'} {path}: {', '.join(events)}")
     click.echo(f"{title} now runs, around every tool call: {command}")
     if not command.startswith("loopwatch "):

@@ -8,22 +8,19 @@ from typing import Any, NoReturn
 
 import click
 
+from .. import _exits as exits
 from .._core.config import ConfigError
 from .._trust import load_config
-from .. import _exits as exits
 from ._common import WRAPPER_CONTEXT, BadInput, mode_option
 
 __all__ = ["mcp_proxy"]
 
-_EPILOG = (
-    """\b
+_EPILOG = """\b
 In an MCP client's configuration (Claude Desktop, Cursor, ...):
   "command": "loopwatch",
   "args": ["mcp-proxy", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me/src"]
 
-"""
-    + exits.epilog("mcp-proxy")
-)
+""" + exits.epilog("mcp-proxy")
 
 
 @click.command(

@@ -59,7 +59,9 @@ def relative_items(
     if not roots:
         return items, None
     base = os.path.commonpath(roots)
-    return [(path, label if path == "-" else os.path.relpath(os.path.abspath(path), base)) for path, label in items], base
+    return [
+        (path, label if path == "-" else os.path.relpath(os.path.abspath(path), base)) for path, label in items
+    ], base
 
 
 class PageSummary:

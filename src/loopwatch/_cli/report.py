@@ -184,12 +184,12 @@ def _print_rows(console: Any, rows: list[SessionResult], totals: Totals) -> None
 
 
 def _paragraphs(rows: list[SessionResult], totals: Totals, width: int) -> list[str]:
-    """The table's rows as short paragraphs of lines within `width` (a path is never
-    cut: one longer than the width has its line to itself)."""
+    """The table's rows as short paragraphs of lines within `width` (a path longer than
+    the width is folded onto the next line, never cut)."""
     lines: list[str] = []
     for result in rows:
         name, signal, began, stopped, wasted, saw = _cells(result, totals)
-        lines.append(name.replace("\n", " "))
+        lines += _wrap(name.replace("\n", " "), width)
         said = [f"{signal}: {saw}", f"loop began at {_inline(began)}"]
         if result.verdict:
             said[-1] += f"; stopped {_inline(stopped)}"
@@ -206,7 +206,7 @@ def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     import textwrap
 
     return textwrap.wrap(
-        text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False, break_long_words=False
+        text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False, break_long_words=True
     ) or [first.rstrip()]
 
 

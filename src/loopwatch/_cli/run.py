@@ -10,12 +10,12 @@ from typing import Any
 
 import click
 
+from .. import _exits as exits
 from .. import _safefile as safefile
 from .._core.config import ConfigError
 from .._files import NOT_REGULAR
 from .._supervise import FORMATS, Limits, Supervisor, write_record
 from .._trust import load_config
-from .. import _exits as exits
 from ._common import WRAPPER_CONTEXT, BadInput, deprecated, mode_option, out_option
 
 __all__ = ["run"]

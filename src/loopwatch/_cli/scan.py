@@ -11,11 +11,11 @@ from typing import BinaryIO
 
 import click
 
+from .. import _exits as exits
 from .._analysis.pool import default_jobs
 from .._analysis.replay import SessionResult, replay_files
 from .._analysis.results import OutputError, ResultWriter, check_results, open_results, record_line
 from .._core.config import Config
-from .. import _exits as exits
 from ._common import (
     CONTEXT,
     config_options,

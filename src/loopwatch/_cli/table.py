@@ -2,8 +2,8 @@
 terminal (a cell too long for its column is folded onto more lines, never cut); piped
 or redirected, plain aligned columns within `PLAIN_WIDTH`, with no box drawing and no
 styles. A table too wide for plain columns is printed as one short block per row
-instead (`name: value` lines), so no plain line is wider than the width but a path or
-a name too long to break.
+instead (`name: value` lines), and a word wider than the line (a long path) is folded
+onto the next: no plain line is wider than the width, and nothing is cut.
 
 It does not choose what a table holds: the commands do, and keep their plain tables
 narrow (a name or a path last, where it may run on without cutting another column).
@@ -73,9 +73,7 @@ def print_table(
         lines = [line([c.title for c in figures], figures)]
         for row in rows:
             lines += [row[-1], line(row[:-1], figures)]
-    for text in lines:
-        click.echo(text)
-    click.echo()
+    print_lines([*lines, ""], width)
 
 
 def _blocks(title: str | None, columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> None:
@@ -89,7 +87,7 @@ def _blocks(title: str | None, columns: Sequence[Column], rows: Sequence[Sequenc
 
 def print_lines(lines: Sequence[str], width: int | None = None) -> None:
     """Lines on stdout, each wrapped within the width (plain) or the terminal's; a word
-    longer than the width (a path) is never broken."""
+    longer than the width (a path) is folded onto the next line, never cut."""
     import textwrap
 
     if on_terminal():
@@ -106,7 +104,6 @@ def print_lines(lines: Sequence[str], width: int | None = None) -> None:
             line,
             width,
             subsequent_indent=indent + "  ",
-            break_long_words=False,
             break_on_hyphens=False,
         )
         for part in parts or [""]:

@@ -90,7 +90,7 @@ class Monitor:
         evidence: Mapping[str, Any] | None = None,
         calibration: str | None = None,
     ) -> None:
-        given = {
+        given: dict[str, Any] = {
             key: value
             for key, value in (
                 ("mode", mode),
