@@ -106,16 +106,7 @@ def is_stream_line(obj: dict[str, Any]) -> bool:
 
 
 def sniff(path: str, head: bytes) -> bool:
-    objs = head_objects(head, _PEEK)
-    if objs:
-        return any(is_session_line(o) or is_stream_line(o) for o in objs)
-    # a first line longer than the head (a pasted file, a big snapshot): its opening
-    first = head.lstrip()[:4096]
-    if not first.startswith(b"{"):
-        return False
-    if b'"parentUuid"' in first and b'"sessionId"' in first and b'"uuid"' in first:
-        return True
-    return b'"session_id"' in first and (b'"subtype":"init"' in first or b'"parent_tool_use_id"' in first)
+    return any(is_session_line(o) or is_stream_line(o) for o in head_objects(head, _PEEK))
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
