@@ -20,10 +20,13 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import jsonl, looping_events
 from readers_support import FIXTURES, calls, fixture
 
 from loopwatch._readers import FORMATS, HEAD_SIZE, detect, open_stdin, read, sniff_head
+from loopwatch._readers.jsonio import _completed, structure_head
 
 BIG = "x" * (100 * 1024)  # a first record well past the head
 
@@ -277,11 +280,6 @@ def test_a_1_mib_first_line_followed_as_it_is_written(tmp_path):
 
 # -- the mechanism: a cut record read as far as it goes, a head of structure ---------------
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from loopwatch._readers.jsonio import _completed, structure_head  # noqa: E402
-
 _values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -297,7 +295,9 @@ def _is_prefix(part: Any, whole: Any, last: bool) -> bool:
             return False
         keys = list(part)
         return all(
-            _is_prefix(part[k], whole[k], last and i == len(keys) - 1) if last and i == len(keys) - 1 else part[k] == whole[k]
+            _is_prefix(part[k], whole[k], last and i == len(keys) - 1)
+            if last and i == len(keys) - 1
+            else part[k] == whole[k]
             for i, k in enumerate(keys)
         )
     if isinstance(whole, list):
