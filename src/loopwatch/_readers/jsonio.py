@@ -137,9 +137,26 @@ _KEEP = 1024 * 1024
 _CHUNK = 1024 * 1024  # the piece of an over-cap line read at a time
 _SLACK = 64  # bytes kept before a tail so its start can be checked against an escape
 
-# The body of a JSON string up to its closing quote, or to the end of the data, or to a
-# backslash that ends the data (its escaped character is in the next piece).
-_STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+
+
+def _body_end(data: bytes, pos: int, end: int) -> int:
+    """Where the body of a JSON string that runs from `pos` ends: at its closing quote,
+    or at the end of the data, or at a backslash that ends the data (its escaped
+    character is in the next piece). Found with `bytes.find` (the speed of memchr: a
+    regex over the body read long strings at a fiftieth of it), each quote checked for
+    the run of backslashes before it."""
+    quote = data.find(b'"', pos, end)
+    while quote >= 0:
+        back = quote
+        while back > pos and data[back - 1] == 0x5C:
+            back -= 1
+        if (quote - back) % 2 == 0:
+            return quote
+        quote = data.find(b'"', quote + 1, end)
+    back = end
+    while back > pos and data[back - 1] == 0x5C:
+        back -= 1
+    return end - 1 if (end - back) % 2 == 1 else end
 
 
 def lines(
@@ -322,7 +339,7 @@ class _Shrunk:
                 if quote >= 0:
                     self._in_string, self._start, self._tail, self._dropped = True, len(self.out), None, False
                 continue
-            stop = _STRING_BODY.match(data, pos).end()  # type: ignore[union-attr]
+            stop = _body_end(data, pos, end)
             self._body(view[pos:stop])
             pos = stop
             if stop < end and data[stop] == 0x22:  # the closing quote
