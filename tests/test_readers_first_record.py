@@ -93,6 +93,7 @@ SAMPLES: dict[str, tuple[bytes, str, str]] = {
     "claude-code": ((FIXTURES / "claude-code" / "looping.jsonl").read_bytes(), "session.jsonl", "line"),
     "codex": ((FIXTURES / "codex" / "looping.jsonl").read_bytes(), "session.jsonl", "line"),
     "copilot": ((FIXTURES / "copilot" / "89-loop.events.jsonl").read_bytes(), "session.jsonl", "line"),
+    "gemini-cli": ((FIXTURES / "gemini-cli" / "loop.session.jsonl").read_bytes(), "session.jsonl", "line"),
     "verl": ((FIXTURES / "verl" / "12.jsonl").read_bytes(), "session.jsonl", "line"),
     "skyrl": ((FIXTURES / "skyrl" / "searchR1_nq.jsonl").read_bytes(), "session.jsonl", "line"),
     "rllm": ((FIXTURES / "rllm" / "episode_hash1a2b3c4d_idtask7_0.json").read_bytes(), "session.json", "trajectories"),
@@ -157,7 +158,16 @@ def test_a_first_record_past_the_head_is_told_by_its_structure(tmp_path, fmt):
     plain.write_bytes(data)
     long.write_bytes(inflated(fmt))
     first = long.read_bytes().lstrip().split(b"\n", 1)[0]
-    assert len(first) > HEAD_SIZE or fmt not in ("events", "asciicast", "claude-code", "codex", "copilot", "verl", "skyrl")
+    assert len(first) > HEAD_SIZE or fmt not in (
+        "events",
+        "asciicast",
+        "claude-code",
+        "codex",
+        "copilot",
+        "gemini-cli",
+        "verl",
+        "skyrl",
+    )
     expected = _events(plain)
     assert expected and (_calls(plain) or fmt == "asciicast"), "the sample has calls"
     assert (
