@@ -350,3 +350,23 @@ def test_the_structure_head_is_the_same_records_with_long_strings_cut(records, d
         kept = cut["long"]  # the string's first bytes, then its last
         head = next((i for i, (a, b) in enumerate(zip(kept, long, strict=False)) if a != b), len(kept))
         assert head > 0 and long.endswith(kept[head:])
+
+
+@pytest.mark.slow
+def test_a_rollout_the_real_codex_wrote_with_1_mib_of_instructions(tmp_path):
+    from codex_support import CodexHome, ScriptedResponses, require_codex, say, shell
+
+    codex = require_codex()
+    with ScriptedResponses([shell("ls /nonexistent-dir-xyz")] * 4 + [say("done")]) as server:
+        home = CodexHome(tmp_path, server, codex)
+        instructions = tmp_path / "instructions.md"
+        instructions.write_text("# House rules\n" + "Read every file before you change it. " * 30000)
+        config = home.codex_home / "config.toml"
+        config.write_text(f'model_instructions_file = "{instructions}"\n' + config.read_text())
+        done = home.exec("list the missing dir")
+    assert done.returncode == 0, done.stderr
+    (rollout,) = home.rollouts()
+    first = rollout.read_bytes().split(b"\n", 1)[0]
+    assert len(first) > 1 << 20 and orjson.loads(first)["type"] == "session_meta"  # as Codex writes it
+    (session,) = list(read(str(rollout)))
+    assert session.format == "codex" and [c.name for c in calls(session)] == ["exec_command"] * 4
