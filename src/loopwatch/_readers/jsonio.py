@@ -138,7 +138,6 @@ _CHUNK = 1024 * 1024  # the piece of an over-cap line read at a time
 _SLACK = 64  # bytes kept before a tail so its start can be checked against an escape
 
 
-
 def _body_end(data: bytes, pos: int, end: int) -> int:
     """Where the body of a JSON string that runs from `pos` ends: at its closing quote,
     or at the end of the data, or at a backslash that ends the data (its escaped
