@@ -16,9 +16,12 @@ from loopwatch._readers import read
 def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     config = Config.make()
     assert all(config.rule(name).role == "writer" for name in WRITERS), WRITERS
-    # A host adds no role of its own but Claude Code's poller: the defaults are the core's.
-    assert {tool: rule.role for rules in HOST_TOOLS.values() for tool, rule in rules.items()} == {
-        "BashOutput": "poller"
+    # A host adds no role of its own but Claude Code's poller and opencode's writers (names
+    # too common to be every source's): the defaults are the core's.
+    assert {(host, tool): rule.role for host, rules in HOST_TOOLS.items() for tool, rule in rules.items()} == {
+        ("claude-code", "BashOutput"): "poller",
+        ("opencode", "write"): "writer",
+        ("opencode", "edit"): "writer",
     }
 
 

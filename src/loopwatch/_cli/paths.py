@@ -8,9 +8,13 @@ only files that look like transcripts and leaves out the harness's side files:
   (asciinema recordings), `agent.log`;
 - left out: `results.json`, `result.json`, `results_summary.json`, `config.json`,
   `package.json`, `package-lock.json`, `tsconfig.json` (outcomes and settings, not
-  sessions), and `steps.json` next to an `agent.log` (Terminal-Bench: derived from
-  that log, so reading both would count the session twice); hidden folders,
-  `node_modules` and `__pycache__` are not entered.
+  sessions), `steps.json` next to an `agent.log` (Terminal-Bench: derived from
+  that log, so reading both would count the session twice), and in an agent CLI's
+  state folder (`STATE_FILES`: `~/.gemini`, `~/.local/share/opencode`, ...) its
+  settings, trust records, credentials, caches and logs (and kept there, whatever their
+  names: its transcripts, `STATE_TRANSCRIPTS`, such as opencode's `opencode.db`); hidden folders, `node_modules` and `__pycache__` are
+  not entered. What is left out by name is never opened, and counted (`expand`'s
+  `left_out`), so a scan can say so.
 
 A file named explicitly (or matched by a glob) is always read, whatever its name.
 Paths that do not exist, globs that match nothing and files that are not regular
@@ -48,6 +52,64 @@ SIDE_FILES = frozenset(
     }
 )
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
+
+#: An agent CLI's state folder (its name, wherever it is in a file's path), and the files
+#: in it that are never transcripts: settings, trust records, credentials, caches, logs
+#: (`fnmatch` patterns on the path below that folder, `/` between its parts).
+STATE_FILES: dict[str, tuple[str, ...]] = {
+    # Gemini CLI (0.58.0, 0.61.0): transcripts are tmp/<project>/chats/*.jsonl and
+    # `/chat save` checkpoints tmp/<project>/checkpoint-*.json.
+    ".gemini": (
+        "settings.json",
+        "settings.json.*",
+        "system-defaults.json",
+        "trustedFolders.json",
+        "trusted_hooks.json",
+        "projects.json",
+        "state.json",
+        "google_accounts.json",
+        "oauth_creds.json",
+        "mcp-oauth-tokens.json",
+        "a2a-oauth-tokens.json",
+        "extensions/*",
+        "history/*",
+        "tmp/*/logs.json",
+        "tmp/*/logs/*",
+        "tmp/*/checkpoints/*",
+    ),
+    # opencode (1.17.19, 1.18.33): one name for its config, data, state and cache folders
+    # (`$XDG_*_HOME/opencode`). Its sessions are the database (`STATE_TRANSCRIPTS`); beside
+    # it: settings, credentials (`auth.json`), logs, the whole outputs of cut tool results,
+    # git snapshots, the prompt history (what the person typed), locks, caches, plugins.
+    "opencode": (
+        "opencode.json",
+        "opencode.jsonc",
+        "tui.json",
+        "auth.json",
+        "mcp-auth.json",
+        "model.json",
+        "kv.json",
+        "prompt-history.jsonl",
+        "frecency.jsonl",
+        "models.json",
+        "log/*",
+        "tool-output/*",
+        "snapshot/*",
+        "repos/*",
+        "storage/*",
+        "locks/*",
+        "bin/*",
+        "plugin/*",
+        "plugins/*",
+    ),
+}
+
+#: Files in an agent CLI's state folder (`STATE_FILES`'s names) that are its transcripts
+#: though their names say nothing of it: read by a folder walk like any transcript.
+STATE_TRANSCRIPTS: dict[str, tuple[str, ...]] = {
+    # opencode's session database (`opencode-<channel>.db` for a non-release channel).
+    "opencode": ("opencode.db", "opencode-*.db"),
+}
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -63,22 +125,47 @@ class Target:
     problem: str | None = None
 
 
-def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
-    """Would a folder walk read a file of this name (given the names next to it)?"""
-    if name in TRANSCRIPT_NAMES:
+def is_transcript_name(name: str, siblings: Iterable[str] = (), folders: Iterable[str] = ()) -> bool:
+    """Would a folder walk read a file of this name (given the names next to it, and the
+    folders it is in, outermost first)?"""
+    if name in TRANSCRIPT_NAMES or _state_transcript(list(folders), name):
         return True
     if name in SIDE_FILES or not name.endswith(TRANSCRIPT_SUFFIXES):
         return False
-    return not (name == "steps.json" and "agent.log" in siblings)
+    return not (name == "steps.json" and "agent.log" in siblings) and not _state_file(list(folders), name)
+
+
+def _left_out(name: str, siblings: Iterable[str], folders: Iterable[str]) -> bool:
+    """A file that looks like a transcript by its suffix, left out by its name."""
+    return name.endswith(TRANSCRIPT_SUFFIXES) and not is_transcript_name(name, siblings, folders)
+
+
+def _state_transcript(folders: list[str], name: str) -> bool:
+    """Is this file (in `folders`, outermost first) right in an agent CLI's state folder and
+    one of its transcripts (`STATE_TRANSCRIPTS`)?"""
+    patterns = STATE_TRANSCRIPTS.get(folders[-1]) if folders else None
+    return patterns is not None and any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def _state_file(folders: list[str], name: str) -> bool:
+    """Is this file (in `folders`, outermost first) one of an agent CLI's own files in its
+    state folder (`STATE_FILES`)?"""
+    for i in range(len(folders) - 1, -1, -1):
+        patterns = STATE_FILES.get(folders[i])
+        if patterns is not None:
+            below = "/".join([*folders[i + 1 :], name])
+            return any(fnmatch.fnmatchcase(below, pattern) for pattern in patterns)
+    return False
 
 
 _NOT_REGULAR = f"{NOT_REGULAR}: skipped"
 
 
-def expand(arguments: Iterable[str]) -> Iterator[Target]:
+def expand(arguments: Iterable[str], left_out: list[str] | None = None) -> Iterator[Target]:
     """The files named by `arguments`, in order, each once, yielded one at a time (a
     walk of 10,000 files never holds 10,000 `Target`s). `-` is yielded as is; the
-    caller reads standard input.
+    caller reads standard input. `left_out` (when given) hears the path of every file a
+    folder walk left out by its name (see the module docstring).
 
     Each once without a record per file: a file found by a folder walk under its own
     name (not a symlink) with one link can be reached again only through a symlink,
@@ -114,7 +201,7 @@ def expand(arguments: Iterable[str]) -> Iterator[Target]:
 
     def walk_into(folder: str) -> Iterator[Target]:
         root = os.path.realpath(folder)
-        for target, place in _walk(folder):
+        for target, place in _walk(folder, left_out):
             yield from add(target, root, place)
         walked.append(root)
 
@@ -147,9 +234,11 @@ def walk(folder: str) -> Iterator[Target]:
         yield target
 
 
-def _walk(folder: str) -> Iterator[tuple[Target, tuple[tuple[int, str], ...]]]:
-    """`walk`, each target with its place in the walk's order (`_place`)."""
+def _walk(folder: str, left_out: list[str] | None = None) -> Iterator[tuple[Target, tuple[tuple[int, str], ...]]]:
+    """`walk`, each target with its place in the walk's order (`_place`); `left_out`
+    hears the files left out by name."""
     problems: list[Target] = []
+    above = os.path.abspath(folder).split(os.sep)  # a state folder may be the walk's root or above it
 
     def unreadable(exc: OSError) -> None:
         where = exc.filename or folder
@@ -163,9 +252,11 @@ def _walk(folder: str) -> Iterator[tuple[Target, tuple[tuple[int, str], ...]]]:
         siblings = ("agent.log",) if "agent.log" in files else ()
         parts = os.path.relpath(root, folder).split(os.sep) if root != folder else []
         for name in files:
-            if is_transcript_name(name, siblings):
+            if is_transcript_name(name, siblings, above + parts):
                 path = os.path.join(root, name)
                 yield Target(path, path, walked=True), _place(parts, name)
+            elif left_out is not None and _left_out(name, siblings, above + parts):
+                left_out.append(os.path.join(root, name))
     while problems:
         yield problems.pop(0), ()
 
@@ -193,7 +284,7 @@ def _walked_before(
         if any(f.startswith(".") or f in SKIPPED_FOLDERS for f in folders):
             continue
         siblings = ("agent.log",) if os.path.isfile(os.path.join(os.path.dirname(real), "agent.log")) else ()
-        if not is_transcript_name(name, siblings):
+        if not is_transcript_name(name, siblings, real.split(os.sep)[:-1]):
             continue
         if base is not root or _place(folders, name) < place:
             return True

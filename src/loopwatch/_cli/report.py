@@ -36,6 +36,7 @@ class Totals:
     failed: list[SessionResult] = field(default_factory=list)
     skipped: list[SessionResult] = field(default_factory=list)  # sessions with unreadable lines
     multi: set[str] = field(default_factory=set)  # files holding several sessions
+    left_out: int = 0  # files a folder walk left out by name (settings, results, logs), never opened
 
     def add_file(self, results: list[SessionResult]) -> list[SessionResult]:
         """Count one file's results; return them, to report."""
@@ -208,6 +209,10 @@ def summary(totals: Totals) -> list[str]:
             f"{plural(totals.actions, 'action')}{unread}."
         )
     ]
+    if totals.left_out:
+        lines.append(
+            f"Left out by name: {plural(totals.left_out, 'file')} of settings, results, trust records and logs."
+        )
     if totals.stopped:
         share = f" ({totals.saved_actions / totals.actions:.0%} of all)" if totals.actions else ""
         lines.append(

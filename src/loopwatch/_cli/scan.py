@@ -138,7 +138,8 @@ def _scan(
     # progress bar's total); the second streams the files to read into the replay.
     problems: set[str] = set()
     readable = 0
-    for target in _targets(paths, rows_out):
+    left_out: list[str] = []
+    for target in _targets(paths, rows_out, left_out):
         if target.problem:
             problems.add(target.label)
             totals.add_file([SessionResult(path=target.label, error=target.problem)])
@@ -146,6 +147,7 @@ def _scan(
                 rows_out.write(totals.failed[-1:])
         else:
             readable += 1
+    totals.left_out = len(left_out)
     if as_json:  # problems found before reading come first, in the same stream
         out.writelines(record_line(result) for result in totals.failed)
     with ExitStack() as stack:
@@ -179,10 +181,13 @@ def _scan(
     return totals.exit_status
 
 
-def _targets(paths: tuple[str, ...], rows_out: ResultWriter | None) -> Iterator[Target]:
-    """The files to scan, less the results file being written (a folder may hold it)."""
+def _targets(
+    paths: tuple[str, ...], rows_out: ResultWriter | None, left_out: list[str] | None = None
+) -> Iterator[Target]:
+    """The files to scan, less the results file being written (a folder may hold it);
+    `left_out` hears the files a walk left out by name."""
     own = os.path.realpath(rows_out.path) if rows_out is not None else None
-    for target in expand(paths):
+    for target in expand(paths, left_out):
         if own is None or target.problem or os.path.realpath(target.path) != own:
             yield target
 

@@ -59,6 +59,16 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "shell_command": ("justification", "timeout_ms"),
             "update_plan": ("explanation",),  # the plan itself is what changes
         },
+        # opencode 1.17.19 and 1.18.33 (the tool schemas each sends the model): its bash
+        # declares no `description`, but one the model sends anyway reaches the tool's input
+        # unchecked (seen), and the model words it for the person; `timeout` says how long to
+        # wait. A task's `description` is "a short (3-5 words) description" (its `prompt`
+        # says what it does). `workdir` stays: where a command runs changes what it does.
+        "opencode": {
+            "bash": ("description", "timeout"),
+            "task": ("description",),
+            "webfetch": ("timeout",),
+        },
         # Gemini CLI (its tool docs; corpus-tb2 sessions): the description is "shown
         # to the user".
         "gemini-cli": {

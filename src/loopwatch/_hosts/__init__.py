@@ -21,6 +21,7 @@ __all__ = ["HOSTS", "WRITERS", "host"]
 HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "opencode": "opencode",
 }
 
 

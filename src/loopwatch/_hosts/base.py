@@ -180,6 +180,13 @@ class Host:
     #: What the hook says the run was stopped with, beside the reason, when it ends a run
     #: (`end_run`): a host that ends runs by a signal says so here.
     ends_by: ClassVar[str] = ""
+    #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
+    #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    settings_shape: ClassVar[str] = "json"
+    #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
+    #: folder), for a host that hands its hooks an environment a project can set (Cline
+    #: loads a project's `.env` into it).
+    isolated: ClassVar[bool] = False
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -268,6 +275,12 @@ class Host:
     def hooked(self, settings: Any) -> dict[str, list[str]]:
         """Event -> loopwatch's hook commands found in `settings`."""
         raise NotImplementedError
+
+    def unguarded(self, argv: list[str], env: Mapping[str, str]) -> str | None:
+        """Why this host, run as `argv` in `env`, would load no hook at all (loopwatch's
+        among them: opencode's `--pure`), in a few words; None when nothing says so.
+        `loopwatch run` refuses to start such a run unless told to."""
+        return None
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         """Settings found now (a project's, from `cwd`, or the user's own) that switch

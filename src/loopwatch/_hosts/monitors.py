@@ -12,6 +12,8 @@ when unknown). What a source adds to the user's configuration, under the user's 
   (`codex.shared_tool_rules`): a `[tools.Bash]` rule holds for a rollout's
   `exec_command` calls as for the hook's `Bash` ones.
 - Claude Code: polling a background shell (`BashOutput`) is waiting, not looping.
+- opencode: its `write` and `edit` write files (names too common to be writers of every
+  source: another's `edit` may only look at a file).
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -36,6 +38,8 @@ __all__ = ["HOST_TOOLS", "config_for", "monitor_for"]
 #: Tool rules a host's tools get unless the configuration has its own for them.
 HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     "claude-code": {"BashOutput": ToolRule(role="poller")},
+    # opencode 1.17.19 and 1.18.33 (`apply_patch` is a writer of every source already).
+    "opencode": {"write": ToolRule(role="writer"), "edit": ToolRule(role="writer")},
 }
 
 

@@ -31,6 +31,7 @@ FORMATS: dict[str, str] = {
     "tb-console": "loopwatch._readers.tb_console",
     "claude-code": "loopwatch._readers.claude_code",
     "codex": "loopwatch._readers.codex",
+    "opencode": "loopwatch._readers.opencode",
     "verl": "loopwatch._readers.verl",
     "skyrl": "loopwatch._readers.skyrl",
     "rllm": "loopwatch._readers.rllm",
@@ -39,6 +40,8 @@ FORMATS: dict[str, str] = {
 }
 
 HEAD_SIZE = 64 * 1024
+#: The first bytes of a SQLite database: the one binary file a reader reads (opencode's sessions).
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def register(name: str, module: str, *, first: bool = False) -> None:
@@ -91,7 +94,7 @@ def read(path: str, format: str | None = None, stream: BinaryIO | None = None) -
         head = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else b""
         if not head.strip():
             raise ReadError("empty file")
-        if b"\x00" in head:
+        if b"\x00" in head and not head.startswith(SQLITE_MAGIC):  # a database is one (opencode's)
             raise ReadError("binary data, not a transcript")
         format = detect(path, head)
         if format is None:
