@@ -4,7 +4,7 @@
 // shown. `node opencode_plugin_driver.mjs [run] PLUGIN`: with `run`, the process's argv is
 // `opencode run`'s (headless); without, the terminal UI's (attended).
 //
-// A script: {"parents": {child: parent}, "options": {...}, "steps": [step, ...]}; a step is
+// A script: {"parents": {child: parent}, "options": {...}, "preenv": {...}, "steps": [step, ...]}; a step is
 // {"hook": name, "input": {...}, "output": {...}} (the hook's two arguments), {"event": {...}}
 // (the `event` hook), {"config": {...}} (the `config` hook) or {"setenv": {name: value}}
 // (what a project's plugin may do to process.env after this one loaded).
@@ -23,6 +23,7 @@ const client = {
   },
   tui: { showToast: async ({ body }) => (toasts.push(body.message), true) },
 }
+Object.assign(process.env, script.preenv || {}) // what a plugin loaded before this one did (a project's, before a managed one)
 const plugin = process.argv[process.argv.length - 1]
 const mod = await import(pathToFileURL(plugin).href)
 const hooks = await mod.LoopwatchGuard({ client, directory: script.directory || process.cwd() }, script.options)

@@ -298,3 +298,40 @@ def test_switch_offs_name_pure_and_a_projects_plugins(tmp_path):
         ["opencode"], {"OPENCODE_PURE": "1"}
     )
     assert HOST.unguarded(["opencode", "run", "x"], {}) is None
+
+
+def test_a_subagents_stop_stops_its_parent_when_the_task_is_reported_failed(tmp_path, monkeypatch):
+    """1.18.33 fails the task whose sub-agent loopwatch stopped (`Subagent failed (task_id:
+    ...)`): that report stops the parent too, as 1.17.19's completed task does."""
+    for name in ("LOOPWATCH_PROFILE", "LOOPWATCH_MODE", "LOOPWATCH_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv(opencode.HEADLESS_ENV, "1")
+    payloads = captured("1.18.33")
+    before, after = payloads[10][1], payloads[11][1]  # the sub-agent's call
+    child, session = before["agent_id"], before["session_id"]
+    failing = {**after, "tool_response": {"output": "ls: no such file\n", "exit": 2, "title": "ls"}}
+    store = Store(tmp_path / "state")
+    try:
+        for i in range(4):
+            answer = handle(read("tool.execute.before", {**before, "tool_use_id": f"c{i}"}), {}, store)
+            if answer.stdout and "stop" in answer.stdout:
+                break
+            handle(read("tool.execute.after", {**failing, "tool_use_id": f"c{i}"}), {}, store)
+        assert store.state(session, child).stopped
+        assert store.state(session, "") is None or store.state(session, "").stopped is None
+        task = {
+            "hook_event_name": "tool.error",
+            "cwd": before["cwd"],
+            "session_id": session,
+            "agent_id": "",
+            "tool_name": "task",
+            "tool_use_id": "call_task",
+            "tool_input": {"description": "List once", "prompt": "SCENARIO:child list it", "subagent_type": "general"},
+            "error": f"Subagent failed (task_id: {child}): {Stopped('it looped').for_person()}",
+        }
+        answer = handle(read("tool.error", task), {}, store)
+        assert answer.stdout and answer.stdout["stop"].startswith("loopwatch stopped the run")
+        assert store.state(session, "").stopped.startswith("a sub-agent was stopped")
+    finally:
+        store.close()

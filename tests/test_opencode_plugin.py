@@ -225,6 +225,16 @@ def test_the_hook_sees_the_environment_opencode_started_with(stand_in):
     assert env["LOOPWATCH_OPENCODE_HEADLESS"] == "1"
 
 
+def test_the_hook_sees_the_environment_opencode_started_with_even_when_loaded_last(stand_in):
+    """Installed in the managed config, the plugin loads after a project's, which may have set
+    process.env already: the hook still gets the environment the process started with (Linux:
+    /proc/self/environ, which nothing in the process rewrites)."""
+    f = fixture_steps()
+    out = stand_in([f["before"]], preenv={"LOOPWATCH_MODE": "off", "PROJECT_SET": "1"})
+    env = out["calls"][0]["env"]
+    assert "LOOPWATCH_MODE" not in env and "PROJECT_SET" not in env
+
+
 def test_attended_the_person_is_told_by_a_toast_and_the_hook_is_told_so(stand_in):
     f = fixture_steps()
     out = stand_in([f["before"]], answers=[{"refuse": "R", "person": "loopwatch blocked a call: x"}], headless=False)
