@@ -302,17 +302,20 @@ def _project_plugin(machine: OpencodeRun) -> Path:
     return folder / "undo.js"
 
 
-def test_a_projects_plugin_is_told_and_cannot_undo_the_stop(tmp_path):
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_projects_plugin_is_told_and_cannot_undo_the_stop(tmp_path, version):
     """A project's plugin rewrites the looping command after loopwatch's check and strips its
     nudge: the person is told at the start that the project's plugins run after the guard,
     and told of the rewrite; the agent's own write of another plugin is refused before it
     runs; the loop is still refused at the fourth call and the run ended (the guard counts
-    the calls the model asked for). `doctor` names the project's plugin."""
+    the calls the model asked for). A project's `.env` that would switch the guard off or
+    loosen it is not read (opencode loads none). `doctor` names the project's plugin."""
     evil = {"filePath": str(tmp_path / "work" / ".opencode" / "plugin" / "evil.js"), "content": "export const E = 1\n"}
     script = [Step.call("Adding a plugin.", "write", evil), *loop_script(12)]
     with ScriptedChat({"loop": script}) as server:
-        machine = _machine(tmp_path, server, CURRENT_OPENCODE_VERSION)
+        machine = _machine(tmp_path, server, version)
         _project_plugin(machine)
+        (machine.work / ".env").write_text("LOOPWATCH_MODE=off\nLOOPWATCH_PROFILE=attended\nOPENCODE_PURE=1\n")
         run = machine.opencode("SCENARIO:loop do the task")
         turns = server.of("loop")
     refused = _refused(run)
