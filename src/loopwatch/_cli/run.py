@@ -54,6 +54,20 @@ def _warn_misplaced(ctx: click.Context, command: tuple[str, ...]) -> None:
         )
 
 
+def _unguarded(command: tuple[str, ...]) -> str | None:
+    """Why the agent CLI `command` runs (if it is one loopwatch guards) would load no hook,
+    loopwatch's included (`Host.unguarded`); None when nothing says so."""
+    from .._hosts import HOSTS
+    from .._hosts import host as host_named
+
+    argv = list(command)
+    for name in HOSTS:
+        found = host_named(name)
+        if found.headless(argv) is not None:
+            return found.unguarded(argv, os.environ)
+    return None
+
+
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     # `not 0 < value < inf`, not `value <= 0`: NaN compares false to everything, so it
     # passed, and a NaN deadline is never reached (SIGKILL was never sent).
@@ -134,6 +148,12 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     help="Keep the whole command line in the record. By default the record keeps the program "
     "and its option names only: values and arguments (an --api-key, a prompt) are masked.",
 )
+@click.option(
+    "--allow-unguarded",
+    is_flag=True,
+    help="Start the command even when it would load no hook at all (opencode's --pure or "
+    "OPENCODE_PURE=1): loopwatch's live guard is then off, and only this command's own watch is on.",
+)
 @deprecated("--record", "-o/--out", "record_path", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -147,6 +167,7 @@ def run(
     transcript: str,
     use_pty: bool,
     record_argv: bool,
+    allow_unguarded: bool,
     record_path: str | None,
     command: tuple[str, ...],
 ) -> None:
@@ -185,6 +206,9 @@ def run(
         raise BadInput(f"configuration: {exc}") from None
 
     _warn_misplaced(click.get_current_context(), command)
+    why = None if allow_unguarded else _unguarded(command)
+    if why is not None:
+        raise BadInput(f"{why}: loopwatch's guard would not run; unset it, or pass --allow-unguarded")
     sys.stdout.flush()
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
@@ -163,12 +163,72 @@ class SwitchOff(NamedTuple):
 
 class StateFolder(NamedTuple):
     """A folder of the host's own state, known by the names it holds (every name of
-    `marker`): a folder walk (`scan`) enters or reads only its entries matching `keep`
-    (glob patterns) and leaves the rest out by name, never opened: settings, trust
-    lists, logs and caches are not transcripts."""
+    `marker`) or by its own `name` (`.claude`): a folder walk (`scan`) enters or reads
+    only its entries matching `keep` (glob patterns) and leaves the rest out by name,
+    never opened: settings, credentials, trust lists, logs and caches are not
+    transcripts.
+
+    Given both a `name` and a `marker`, a folder must have both (opencode's folders are
+    all called `opencode`, and only what they hold tells them from a clone of its code).
+    A kept file matching `read` is a transcript whatever its name (opencode's sessions
+    are a database, `opencode.db`).
+
+    A session's own folder is known only beside its session file (`beside`: the suffix
+    of that file, Claude Code's `<session>/` beside `<session>.jsonl`). What of it is
+    the session's agents' transcripts (`parts`: paths in it, `*` within a name, `**` any
+    folders) is read with the session file, as one session (`parts_of`): a walk neither
+    reads it on its own nor counts it left out."""
 
     keep: tuple[str, ...]
     marker: tuple[str, ...]
+    name: str = ""
+    beside: str = ""
+    parts: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+
+    def known(self, folder: str, names: Collection[str]) -> bool:
+        """Is `folder`, which holds `names`, one of these?"""
+        folder = os.path.normpath(folder)
+        if self.beside and not os.path.isfile(folder + self.beside):
+            return False
+        named = not self.name or os.path.basename(folder) == self.name
+        marked = not self.marker or all(m in names for m in self.marker)
+        return (bool(self.name) or bool(self.marker)) and named and marked
+
+    def part(self, name: str) -> bool:
+        """Does the entry `name` of such a folder hold its session's agents' transcripts?"""
+        return any(pattern.split("/", 1)[0] == name for pattern in self.parts)
+
+    def parts_of(self, session_file: str) -> list[str]:
+        """The transcripts of a session's agents, sorted: the files matching `parts` in
+        its folder (`session_file` less `beside`); [] when it has none."""
+        if not self.parts or not self.beside or not session_file.endswith(self.beside):
+            return []
+        folder = session_file[: -len(self.beside)]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        if not self.known(folder, names):
+            return []
+        from fnmatch import fnmatchcase
+
+        def matches(names: list[str], pattern: list[str]) -> bool:
+            if not pattern:
+                return not names
+            if pattern[0] == "**":
+                return any(matches(names[i:], pattern[1:]) for i in range(len(names) + 1))
+            return bool(names) and fnmatchcase(names[0], pattern[0]) and matches(names[1:], pattern[1:])
+
+        found = []
+        for root, folders, files in os.walk(folder):
+            folders.sort()
+            for file in sorted(files):
+                path = os.path.join(root, file)
+                relative = os.path.relpath(path, folder).split(os.sep)
+                if any(matches(relative, p.split("/")) for p in self.parts) and os.path.isfile(path):
+                    found.append(path)
+        return found
 
 
 class Host:
@@ -214,6 +274,13 @@ class Host:
     #: and never answered with a stop. Refusing it keeps a stopped sub-agent running
     #: (Gemini CLI's `complete_task`: it retries to its turn limit).
     finish_tools: ClassVar[frozenset[str]] = frozenset()
+    #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
+    #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    settings_shape: ClassVar[str] = "json"
+    #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
+    #: folder), for a host that hands its hooks an environment a project can set (Cline
+    #: loads a project's `.env` into it).
+    isolated: ClassVar[bool] = False
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -319,6 +386,12 @@ class Host:
     def hooked(self, settings: Any) -> dict[str, list[str]]:
         """Event -> loopwatch's hook commands found in `settings`."""
         raise NotImplementedError
+
+    def unguarded(self, argv: list[str], env: Mapping[str, str]) -> str | None:
+        """Why this host, run as `argv` in `env`, would load no hook at all (loopwatch's
+        among them: opencode's `--pure`), in a few words; None when nothing says so.
+        `loopwatch run` refuses to start such a run unless told to."""
+        return None
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         """Settings found now (a project's, from `cwd`, or the user's own) that switch
