@@ -31,7 +31,7 @@ def test_a_message_renders_its_template_from_its_arguments():
     message = ActionCycle(4, ("Bash", "Read", "Bash", "Bash"), 3, True, 444.0)
     assert (
         message.text()
-        == "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times and begun again over 7m24s"
+        == "the same 4-step action cycle (Bash, Bash, Bash, Read) repeated 3 times and begun again over 7m24s"
     )
     assert message.hint().startswith("you have been doing these 4 things over and over")
     assert message.kind == "ActionCycle"

@@ -48,7 +48,7 @@ def test_the_record_of_a_stopped_cycle():
     assert verdict["source_ref"] == "line 14"
     assert (
         verdict["description"]
-        == "the same 4-step action cycle (Bash, Read, Bash, Bash) repeated 3 times and begun again over 7m24s"
+        == "the same 4-step action cycle (Bash, Bash, Bash, Read) repeated 3 times and begun again over 7m24s"
     )
     assert [v["action"] for v in record["interventions"]] == ["nudge"] + ["stop"] * 4
     assert record["interventions"][0]["at_action"] == 13 and record["interventions_total"] == 5

@@ -209,7 +209,7 @@ def test_a_cycle_whose_line_numbers_shift_every_round_is_suspicion_that_nudges()
     finding = verdicts[5].finding
     assert finding.grade == SUSPICION and (finding.period, finding.repeats) == (3, 2)
     assert finding.started_index == 1 and finding.index == 6
-    assert finding.description.startswith("nearly the same 3-step action cycle (edit, edit, Bash) repeated 2 times")
+    assert finding.description.startswith("nearly the same 3-step action cycle (Bash, edit, edit) repeated 2 times")
 
 
 def test_a_shifting_cycle_stops_when_corroborated_by_one_more_round():

@@ -199,7 +199,7 @@ def test_an_exact_repeat_over_time_stops_but_one_burst_of_it_does_not():
     burst = only("repeated_lines", {"repeats": 8})
     verdicts = feed(burst, [Output("E         ##################\n" * 40, at=3.0)])
     assert Action.STOP not in {v.action for v in verdicts}
-    assert "in one burst" in burst.strongest["repeated_lines"].description
+    assert "(close together: too quick for an agent's rounds)" in burst.strongest["repeated_lines"].description
 
 
 def test_a_retry_message_stops_even_in_a_burst():

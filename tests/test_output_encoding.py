@@ -83,12 +83,14 @@ def test_parquet_is_complete_with_a_name_that_is_not_utf8_and_a_huge_total(runs,
 def test_the_page_is_written_with_any_name_and_any_number(runs, tmp_path, command):
     pytest.importorskip("jinja2")
     out = tmp_path / "page.html"
-    option = "-o" if command == "report" else "--report"
-    done = loopwatch(command, "--no-progress", odd_path(runs), runs / "big.jsonl", option, out)
+    done = loopwatch(command, "--no-progress", odd_path(runs), runs / "big.jsonl", "-o", out)
     clean(done, 0, 1)
     (blob,) = BLOB.findall(out.read_bytes())
-    sessions = json.loads(blob)["sessions"]
-    assert os.fsencode(sessions[0]["path"]) == odd_path(runs)
+    page = json.loads(blob)
+    sessions = page["sessions"]
+    # shown relative to the folder scanned, and whole once joined to it
+    assert page["root"] == str(runs) and os.fsencode(sessions[0]["path"]) == ODD
+    assert os.fsencode(os.path.join(page["root"], sessions[0]["path"])) == odd_path(runs)
     assert sessions[1]["tokens"] == 6 * BIG
 
 

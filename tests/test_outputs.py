@@ -67,12 +67,12 @@ def _same_file_cases():
     pytest.importorskip("jinja2")
     return [
         ("scan", "{t}", "--out", "{t}"),
-        ("scan", "--no-progress", "{t}", "--report", "{t}"),
+        ("scan", "--no-progress", "{t}", "{h}", "-o", "{h}"),
         ("report", "--no-progress", "{t}", "-o", "{t}"),
         ("report", "--no-progress", "{t}", "--labels", "{l}", "-o", "{l}"),
-        ("evaluate", "--no-progress", "--labels", "{l}", "--report", "{l}"),
-        ("calibrate", "--no-progress", "--labels", "{l}", "--folds", "2", "--write", "{l}"),
-        ("calibrate", "--no-progress", "{t}", "--config", "{c}", "--write-profile", "{c}"),
+        ("evaluate", "--no-progress", "--labels", "{l}", "-o", "{l}"),
+        ("calibrate", "--no-progress", "--labels", "{l}", "--folds", "2", "-o", "{l}"),
+        ("calibrate", "--no-progress", "{t}", "--config", "{c}", "-o", "{c}"),
     ]
 
 
@@ -80,8 +80,10 @@ def _same_file_cases():
 def test_an_output_that_is_also_an_input_is_refused_before_anything_is_touched(tmp_path, transcript, labels, args):
     config = tmp_path / "loopwatch.toml"
     config.write_text("[signals.repeat]\nthreshold = 3\n")
+    page = tmp_path / "page.html"  # a session under a page's name: read, when named
+    page.write_bytes(transcript.read_bytes())
     before = snapshot(tmp_path)
-    filled = [a.format(t=transcript, l=labels, c=config) for a in args]
+    filled = [a.format(t=transcript, l=labels, c=config, h=page) for a in args]
     line = one_line_error(invoke(*filled))
     named = filled[-1]
     assert named in line and "reads" in line, line
@@ -91,18 +93,18 @@ def test_an_output_that_is_also_an_input_is_refused_before_anything_is_touched(t
 @pytest.mark.parametrize("option", ["--transcript", "--config"])
 def test_run_never_records_over_a_file_it_reads(tmp_path, transcript, option):
     before = snapshot(tmp_path)
-    done = invoke("run", "--record", transcript, option, transcript, "--", sys.executable, "-c", "pass")
+    done = invoke("run", "-o", transcript, option, transcript, "--", sys.executable, "-c", "pass")
     assert done.exit_code == 2 and "this command also reads that file" in done.stderr, done.output
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("option", ["--out", "--report"])
-def test_a_hard_link_to_an_input_is_the_input(tmp_path, transcript, option):
+@pytest.mark.parametrize("name", ["alias.jsonl", "alias.html"])
+def test_a_hard_link_to_an_input_is_the_input(tmp_path, transcript, name):
     pytest.importorskip("jinja2")
-    other = tmp_path / ("alias.jsonl" if option == "--out" else "alias.html")
+    other = tmp_path / name
     os.link(transcript, other)
     before = snapshot(tmp_path)
-    line = one_line_error(invoke("scan", "--no-progress", transcript, option, other))
+    line = one_line_error(invoke("scan", "--no-progress", transcript, "-o", other))
     assert str(other) in line
     assert snapshot(tmp_path) == before
 
@@ -110,9 +112,12 @@ def test_a_hard_link_to_an_input_is_the_input(tmp_path, transcript, option):
 def test_two_outputs_of_one_command_may_not_be_one_file(tmp_path, transcript):
     pytest.importorskip("jinja2")
     out = tmp_path / "both.jsonl"
-    line = one_line_error(invoke("scan", "--no-progress", transcript, "--out", out, "--report", out))
-    assert str(out) in line
-    assert not out.exists()
+    out.write_text("")
+    page = tmp_path / "both.html"  # the results file under a page's name too
+    os.link(out, page)
+    line = one_line_error(invoke("scan", "--no-progress", transcript, "-o", out, "-o", page))
+    assert str(out) in line or str(page) in line
+    assert out.read_text() == ""
 
 
 def test_an_output_found_by_walking_a_scanned_folder_is_left_out_not_refused(tmp_path, transcript):
@@ -156,7 +161,7 @@ def test_a_link_planted_at_an_output_is_never_followed(tmp_path, transcript, arg
     [
         ("report", "{t}", "-o", "{o}.html"),
         ("report", "{t}", "--excerpts", "-o", "{o}.html"),
-        ("scan", "{t}", "--report", "{o}.html"),
+        ("scan", "{t}", "-o", "{o}.html"),
         ("scan", "{t}", "--out", "{o}.jsonl"),
         ("scan", "{t}", "--out", "{o}.parquet"),
     ],
@@ -179,7 +184,7 @@ def test_the_calibration_written_is_private_over_an_older_one(tmp_path, transcri
     target = tmp_path / "calibration.toml"
     target.write_text("# older\n")
     os.chmod(target, 0o644)
-    done = invoke("calibrate", "--no-progress", "--labels", labels, "--folds", "2", "--write", target)
+    done = invoke("calibrate", "--no-progress", "--labels", labels, "--folds", "2", "-o", target)
     assert done.exit_code in (0, 2), done.output
     assert "# older" not in target.read_text()
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
@@ -258,7 +263,7 @@ def test_a_file_size_limit_is_one_line_and_exit_2_and_no_file(tmp_path, suffix):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     out = out_dir / f"results{suffix}"
-    option = "--report" if suffix == ".html" else "--out"
+    option = "--out"
     done = subprocess.run(
         [sys.executable, "-m", "loopwatch", "scan", "--no-progress", option, str(out), *map(str, inputs)],
         capture_output=True,

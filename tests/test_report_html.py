@@ -73,8 +73,10 @@ def test_the_page_of_the_examples_matches_the_scan(tmp_path):
     assert result.exit_code == 0, result.output
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
     records = scan_records(EXAMPLES / "runaway.jsonl", EXAMPLES / "healthy.jsonl")
-    sessions = page_data(out)["sessions"]
-    assert [(s["id"], s["path"], s["actions"]) for s in sessions] == [
+    data = page_data(out)
+    sessions = data["sessions"]
+    assert data["root"] == str(EXAMPLES)  # the page names them relative to what was scanned
+    assert [(s["id"], os.path.join(data["root"], s["path"]), s["actions"]) for s in sessions] == [
         (r["session"], r["path"], r["actions"]) for r in records
     ]
     for s, r in zip(sessions, records):
@@ -158,15 +160,15 @@ def test_labels_and_outcomes_judge_each_session(tmp_path):
     by_id = {s["path"]: s for s in data["sessions"]}
     runaway, healthy = by_id["runaway.jsonl"], by_id["healthy.jsonl"]
     # stopped at step 13 (events count tool calls), before the labelled onset at 20
-    assert runaway["stop_step"] == 13 and runaway["judgement"] == "early stop"
+    assert runaway["stop_step"] == 13 and runaway["judgement"] == "stop before the onset"
     assert runaway["outcome"] == "succeeded" and runaway["agent"] == "agent-a" and runaway["model"] == "model-x"
-    assert healthy["judgement"] == "healthy" and healthy["outcome"] == "failed"
+    assert healthy["judgement"] == "left alone" and healthy["outcome"] == "failed"
 
 
 def test_scan_and_evaluate_write_the_same_page(tmp_path):
     out = tmp_path / "scan.html"
-    result = run("scan", "--no-progress", EXAMPLES, "--report", out)
-    assert result.exit_code == 1  # the runaway is stopped, as without --report
+    result = run("scan", "--no-progress", EXAMPLES, "-o", out)
+    assert result.exit_code == 1  # the runaway is stopped, as without the page
     assert "Loops found" in result.stdout
     direct = tmp_path / "direct.html"
     run("report", "--no-progress", EXAMPLES, "-o", direct)
@@ -176,11 +178,11 @@ def test_scan_and_evaluate_write_the_same_page(tmp_path):
     )
     evaluated = tmp_path / "evaluate.html"
     result = run(
-        "evaluate", "--no-progress", "--labels", tmp_path / "labels.tsv", "--corpus", EXAMPLES, "--report", evaluated
+        "evaluate", "--no-progress", "--labels", tmp_path / "labels.tsv", "--corpus", EXAMPLES, "-o", evaluated
     )
     assert result.exit_code == 0, result.output
     judged = {s["path"]: s["judgement"] for s in page_data(evaluated)["sessions"]}
-    assert judged == {"runaway.jsonl": "caught", "healthy.jsonl": "healthy"}
+    assert judged == {"runaway.jsonl": "caught", "healthy.jsonl": "left alone"}
 
 
 @pytest.mark.parametrize(
@@ -189,7 +191,7 @@ def test_scan_and_evaluate_write_the_same_page(tmp_path):
         (["report", "-o", "{tmp}/x.html"], "give the session files"),
         (["report", str(EXAMPLES), "-o", "{tmp}/missing/x.html"], "no such folder"),
         (["report", str(EXAMPLES), "-o", "{tmp}"], "is a directory"),
-        (["scan", "-", "--report", "{tmp}/x.html"], "standard input"),
+        (["scan", "-", "-o", "{tmp}/x.html"], "standard input"),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(tmp_path, args, message):

@@ -58,7 +58,13 @@ def out_option(help: str, *, multiple: bool = False, metavar: str = "FILE") -> D
     """`-o/--out FILE`: every file a command writes is named by it (a command that
     writes several kinds takes it once per file and tells them by their names)."""
     return click.option(
-        "-o", "--out", "out_paths" if multiple else "out_path", multiple=multiple, metavar=metavar, help=help
+        "-o",
+        "--out",
+        "out_paths" if multiple else "out_path",
+        type=click.Path(dir_okay=False),
+        multiple=multiple,
+        metavar=metavar,
+        help=help,
     )
 
 

@@ -42,26 +42,31 @@ def _refuse(message: str) -> NoReturn:
 
 
 def relative_items(
-    arguments: Iterable[str], items: Iterable[tuple[str, str]]
-) -> tuple[list[tuple[str, str]], str | None]:
-    """The files `(path, label)` named on the page relative to what was scanned: the
-    folder holding every folder argument and every other file (None, names unchanged,
-    when only standard input was read)."""
-    items = list(items)
+    arguments: Iterable[str], items: Iterable[tuple[str, str]], problems: Iterable[tuple[str, str]] = ()
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], str | None]:
+    """The files `(path, label)` and the unreadable ones `(label, why)` named on the page
+    relative to what was scanned: the folder holding every folder argument and every
+    other file. Names are left whole (and the folder None) when only standard input was
+    read, or when that folder is the file system's root: relative to `/` says nothing."""
+    items, problems = list(items), list(problems)
     folders = [os.path.abspath(a) for a in arguments if a != "-" and os.path.isdir(a)]
     roots = list(folders)
-    for path, _ in items:
+    for path in [p for p, _ in items] + [label for label, _ in problems]:
         if path == "-":
             continue
         full = os.path.abspath(path)
         if not any(full.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders):
             roots.append(os.path.dirname(full))
     if not roots:
-        return items, None
+        return items, problems, None
     base = os.path.commonpath(roots)
-    return [
-        (path, label if path == "-" else os.path.relpath(os.path.abspath(path), base)) for path, label in items
-    ], base
+    if os.path.dirname(base) == base:  # the root
+        return items, problems, None
+
+    def shown(path: str) -> str:
+        return path if path == "-" else os.path.relpath(os.path.abspath(path), base)
+
+    return [(path, shown(path)) for path, _ in items], [(shown(label), why) for label, why in problems], base
 
 
 class PageSummary:

@@ -119,7 +119,7 @@ def report(
                 problems.append((target.label, target.problem))
             else:
                 items.append((target.path, target.label))
-        items, root = relative_items(paths, items)
+        items, problems, root = relative_items(paths, items, problems)
     elif labels_path or outcome_paths:
         cases, corpus = load_inputs(labels_path, outcome_paths, corpus, ())
         items = [(os.path.join(corpus, case.path), case.path) for case in cases]

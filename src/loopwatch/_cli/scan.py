@@ -125,8 +125,11 @@ def scan(
         from .page_output import relative_items, write_page
 
         targets = list(_targets(paths, outputs))
-        items, root = relative_items(paths, [(t.path, t.label) for t in targets if not t.problem])
-        unread = [(t.label, t.problem) for t in targets if t.problem]
+        items, unread, root = relative_items(
+            paths,
+            [(t.path, t.label) for t in targets if not t.problem],
+            [(t.label, t.problem) for t in targets if t.problem],
+        )
         write_page(
             report_path,
             items,

@@ -51,6 +51,10 @@ def print_table(
     if on_terminal():
         _rich(title, columns, rows)
         return
+    from .._encode import visible
+
+    # made visible before they are measured: an escape shown as `\x1b` takes four columns
+    rows = [[visible(cell) for cell in row] for row in rows]
     width = plain_width()
     widths = [max([len(c.title), *(len(row[k]) for row in rows)]) for k, c in enumerate(columns)]
     counted = widths[:-1] if name_last else widths
@@ -97,8 +101,10 @@ def print_lines(lines: Sequence[str], width: int | None = None) -> None:
         for line in lines:
             shown.print(line, soft_wrap=False, overflow="fold")
         return
+    from .._encode import visible
+
     width = width or plain_width()
-    for line in lines:
+    for line in map(visible, lines):
         indent = line[: len(line) - len(line.lstrip(" "))]
         parts = textwrap.wrap(
             line,
