@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WRAPPER_CONTEXT",
     "BadInput",
+    "check_command",
     "config_options",
     "deprecated",
     "engine_options",
@@ -107,7 +108,8 @@ def format_option(func: Any) -> Any:
         "--format",
         "format_name",
         type=click.Choice(list(FORMATS)),
-        help="Read every file as this format instead of detecting it.",
+        metavar="NAME",
+        help=f"Read every file as this format instead of detecting it: {', '.join(FORMATS)}.",
     )(func)
 
 
@@ -163,6 +165,14 @@ def use_ray(engine: str, address: str | None) -> bool:
         click.echo(f"loopwatch {click.get_current_context().info_name}: {exc}", err=True)
         sys.exit(128 + exc.signum)
     return True
+
+
+def check_command(command: tuple[str, ...]) -> None:
+    """The command line a wrapper (`run`, `mcp-proxy`) runs: one starting with a dash is
+    an option of ours mistyped (no program is named so), a usage error and exit 2, not
+    a program that cannot be found."""
+    if command and command[0].startswith("-") and command[0] != "-":
+        raise click.UsageError(f"No such option: {command[0]} (the command to run goes after --)")
 
 
 def fail(message: str) -> NoReturn:

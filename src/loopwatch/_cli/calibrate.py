@@ -154,7 +154,7 @@ def calibrate(
     \b
     Examples:
       loopwatch calibrate runs/
-      loopwatch calibrate --labels ../shared/corpus/labels.tsv --json
+      loopwatch calibrate --labels labels.tsv --json
       loopwatch calibrate casts/ --outcomes casts/MANIFEST.tsv -o loopwatch.toml
       loopwatch calibrate runs/ --outcomes runs/ --folds 5 -o calibration.toml
     """

@@ -377,15 +377,22 @@ def doctor(hosts: tuple[str, ...], as_json: bool) -> None:
             if here
             else [Line("info", "not set up here (no CLI on PATH, no settings folder): skipped")]
         )
-        if not hosts and host == tuple(CHECKS)[-1] and not checked:
-            lines.append(
-                Line("problem", "no agent CLI is set up here, so nothing is guarded: `loopwatch install` lists them")
-            )
-        for line in lines:
-            problems += line.status == "problem"
-            if as_json:
-                click.echo(json.dumps({"host": host, "status": line.status, "text": line.text}))
-            else:
-                click.echo(f"{host}: {line.status}: {line.text}")
+        problems += _show(host, lines, as_json)
+    if not hosts and not checked:  # of no host in particular
+        problems += _show(
+            None,
+            [Line("problem", "no agent CLI is set up here, so nothing is guarded: `loopwatch install` lists them")],
+            as_json,
+        )
     if problems:
         raise SystemExit(1)
+
+
+def _show(host: str | None, lines: list[Line], as_json: bool) -> int:
+    """Print `lines` (`host` None: of every host, `doctor: ...`); how many are problems."""
+    for line in lines:
+        if as_json:
+            click.echo(json.dumps({"host": host, "status": line.status, "text": line.text}))
+        else:
+            click.echo(f"{host or 'doctor'}: {line.status}: {line.text}")
+    return sum(line.status == "problem" for line in lines)

@@ -271,9 +271,9 @@ def evaluate(
 
     \b
     Examples:
-      loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv
-      loopwatch evaluate --outcomes ../shared/corpus/MANIFEST.tsv --folds 5
-      loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv --folds-by agent
+      loopwatch evaluate --labels labels.tsv --outcomes outcomes.tsv
+      loopwatch evaluate --outcomes outcomes.tsv --folds 5
+      loopwatch evaluate --labels labels.tsv --outcomes outcomes.tsv --folds-by agent
       loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
       loopwatch evaluate --labels labels.tsv -o evaluation.html
 
@@ -517,6 +517,12 @@ def _values(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}={show_value(v)}" for k, v in values.items())
 
 
+def _meanings(keys: tuple[str, ...]) -> list[str]:
+    """The yardstick's words shown above, each with what it means (`TERMS`: the same
+    words and meanings as calibrate's and the report page's)."""
+    return [f"  {TERMS[key].name}: {TERMS[key].meaning}" for key in keys] + [""]
+
+
 def _print(report: Evaluation) -> None:
     from .table import Column, print_lines, print_table
 
@@ -552,6 +558,7 @@ def _print(report: Evaluation) -> None:
                 [Column("detector"), *(Column(t.name, True) for t in terms)],
                 harmful,
             )
+        print_lines(_meanings(("false", *HARM, "early")))
     out = all_.outcomes
     if out.succeeded or out.failed:
         print_lines(
@@ -592,6 +599,7 @@ def _print(report: Evaluation) -> None:
             [Column("detector"), Column("stops on failed", True), Column("failed steps saved", True)],
             saved_rows,
         )
+        print_lines(_meanings(("succeeded",)))
     lines: list[str] = []
     if out.stopped_paths:
         lines.append(f"{TERMS['succeeded'].name} (whole detector):")

@@ -11,14 +11,15 @@ import click
 from .. import _exits as exits
 from .._core.config import ConfigError
 from .._trust import load_config
-from ._common import WRAPPER_CONTEXT, BadInput, mode_option
+from ._common import WRAPPER_CONTEXT, BadInput, check_command, mode_option
 
 __all__ = ["mcp_proxy"]
 
 _EPILOG = """\b
 In an MCP client's configuration (Claude Desktop, Cursor, ...):
   "command": "loopwatch",
-  "args": ["mcp-proxy", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me/src"]
+  "args": ["mcp-proxy", "--", "npx", "-y",
+           "@modelcontextprotocol/server-filesystem", "/home/me/src"]
 
 """ + exits.epilog("mcp-proxy")
 
@@ -66,6 +67,7 @@ def mcp_proxy(
 
     Put `--` before the command so that its options stay its own.
     """
+    check_command(command)
     overrides: dict[str, Any] = {"profile": profile, "stop": allow_stop}
     if mode:
         overrides["mode"] = mode

@@ -89,7 +89,7 @@ def report(
     \b
     Examples:
       loopwatch report runs/ -o report.html --open
-      loopwatch report --labels ../shared/corpus/labels.tsv --outcomes ../shared/corpus/MANIFEST.tsv -o corpus.html
+      loopwatch report --labels labels.tsv --outcomes outcomes.tsv -o corpus.html
       loopwatch scan runs/ -o report.html       # the same page, after the scan
 
     A file that cannot be read is listed on the page with its error, and makes the

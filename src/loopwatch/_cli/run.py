@@ -16,7 +16,7 @@ from .._core.config import ConfigError
 from .._files import NOT_REGULAR
 from .._supervise import FORMATS, Limits, Supervisor, write_record
 from .._trust import load_config
-from ._common import WRAPPER_CONTEXT, BadInput, deprecated, mode_option, out_option
+from ._common import WRAPPER_CONTEXT, BadInput, check_command, deprecated, mode_option, out_option
 
 __all__ = ["run"]
 
@@ -27,7 +27,8 @@ _EPILOG = (
 \b
 Examples:
   loopwatch run -- aider --yes --message "fix the tests"
-  loopwatch run --idle 600 -o run.json -- claude -p "fix it" --output-format stream-json --verbose
+  loopwatch run --idle 600 -o run.json -- claude -p "fix it" \\
+      --output-format stream-json --verbose
   loopwatch run --mode warn -- codex exec --json "fix the tests"
   loopwatch run --pty -- claude "fix the failing tests"
 """
@@ -187,6 +188,7 @@ def run(
     colours then (many accept --color=always or FORCE_COLOR=1), and interactive ones
     want a terminal: give them one with --pty.
     """
+    check_command(command)
     if out_path is not None and record_path is not None:
         raise click.UsageError("-o/--out and --record name the same record: give one")
     record_path = out_path or record_path

@@ -48,11 +48,10 @@ USAGE = (
   will not stop. Installed for you by `loopwatch install HOST`; see `loopwatch
   status` for what it has seen.
 
-  HOST is one of {hosts}, or auto (Claude Code or Codex, told
-  apart by the payload: Codex sends `turn_id`). EVENT names the event for a
-  host whose payloads do not (install writes it).
+{hosts}
 
-  State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
+  State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db,
+            hook.log)
   Disable:  LOOPWATCH_MODE=off
   Profile:  attended (nudge, then block); unattended (nudge, then stop) for a
             headless run (`claude -p`, `codex exec`, `copilot -p`, ...); force
@@ -77,7 +76,14 @@ def usage() -> str:
     from .. import _exits
     from .._hosts import HOSTS
 
-    return f"{USAGE.format(hosts=', '.join(HOSTS))}\n{textwrap.indent(_exits.epilog('hook', marked=False), '  ')}\n"
+    hosts = textwrap.fill(
+        f"HOST is one of {', '.join(HOSTS)}, or auto (Claude Code or Codex, told apart by the payload: "
+        "Codex sends `turn_id`). EVENT names the event for a host whose payloads do not (install writes it).",
+        78,
+        initial_indent="  ",
+        subsequent_indent="  ",
+    )
+    return f"{USAGE.format(hosts=hosts)}\n{textwrap.indent(_exits.epilog('hook', marked=False), '  ')}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
