@@ -30,6 +30,7 @@ from .._analysis.evaluation import (
 from .._encode import json_bytes
 from ._common import (
     CONTEXT,
+    BadInput,
     config_options,
     deprecated,
     engine_options,
@@ -51,17 +52,18 @@ __all__ = ["corpus_of", "evaluate", "load_inputs"]
 
 
 def labels_or_usage(path: str | None) -> list[Label] | None:
-    """The labels file read, or a one-line usage error."""
+    """The labels file read, or one `Error:` line and exit 2 (a file's mistake, not the
+    command line's: no usage block)."""
     if not path:
         return None
     try:
         return load_labels(path)
     except (OSError, ValueError) as exc:
-        raise click.UsageError(str(exc)) from None
+        raise BadInput(str(exc)) from None
 
 
 def outcomes_or_usage(paths: tuple[str, ...]) -> Outcomes | None:
-    """The outcomes files read, or a one-line usage error."""
+    """The outcomes files read, or one `Error:` line and exit 2."""
     from .._analysis.outcomes import load_outcomes
 
     if not paths:
@@ -69,7 +71,7 @@ def outcomes_or_usage(paths: tuple[str, ...]) -> Outcomes | None:
     try:
         return load_outcomes(paths)
     except (OSError, ValueError) as exc:
-        raise click.UsageError(f"--outcomes: {exc}") from None
+        raise BadInput(f"--outcomes: {exc}") from None
 
 
 def load_inputs(
@@ -88,11 +90,11 @@ def load_inputs(
     files = []
     for target in expand(paths):
         if target.problem:
-            raise click.UsageError(f"{target.path}: {target.problem}")
+            raise BadInput(f"{target.path}: {target.problem}")
         if target.path != "-":
             files.append(target.path)
     if paths and not files:
-        raise click.UsageError("no session files found in the paths given")
+        raise BadInput("no session files found in the paths given")
     cases = make_cases(labels, outcomes, corpus, files)
     if not cases:
         raise click.UsageError(
