@@ -163,7 +163,9 @@ def test_the_corpus_page(browser, tmp_path):
     load(browser, out)
     shown = rows(browser)
     assert len(shown) == len(records) == 711
-    sessions = page_data(out)["sessions"]
+    data = page_data(out)
+    assert data["root"] == os.path.abspath(CORPUS)  # paths are shown relative to the folder scanned
+    sessions = [{**s, "path": os.path.join(CORPUS, s["path"])} for s in data["sessions"]]
     by_path = {r["path"]: r for r in records}
     assert {sessions[i]["path"] for _, _, i in shown} == set(by_path)
     stopped = {sessions[i]["path"] for _, verdict, i in shown if verdict == "stop"}
