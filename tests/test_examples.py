@@ -62,3 +62,39 @@ def test_the_manifest_counts_what_the_files_hold():
 
 def test_the_set_is_small():
     assert sum(p.stat().st_size for p in EXAMPLES.iterdir()) < 100_000
+
+
+def test_what_the_examples_page_says_evaluate_finds(tmp_path):
+    """docs/examples.md: with the defaults, the loops of identical calls, near-identical calls
+    and the cycle are stopped after their onset, the same error from varied calls is only
+    nudged, nothing is stopped on a healthy, brief or solved session, and the brief one is
+    nudged once."""
+    from click.testing import CliRunner
+
+    from loopwatch._cli import cli
+
+    done = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "--no-progress",
+            "--json",
+            "--labels",
+            str(EXAMPLES / "labels.tsv"),
+            "--outcomes",
+            str(EXAMPLES / "MANIFEST.tsv"),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    figures = json.loads(done.stdout)["detectors"]["all"]
+    stop, nudge = figures["stop"], figures["nudge"]
+    assert (stop["yes"], stop["caught"], stop["stops_before_onset"]) == (4, 3, 0)
+    assert stop["false_stops"] == stop["stops_on_brief"] == figures["outcomes"]["stops_on_succeeded"] == 0
+    assert nudge["caught"] == 4 and nudge["false_paths"] == ["escaped.jsonl"]
+    # which loop is the one only nudged: the same error from varied calls
+    scanned = CliRunner().invoke(cli, ["scan", "--no-progress", "--json", str(EXAMPLES / "same-error.jsonl")])
+    (record,) = [json.loads(line) for line in scanned.stdout.splitlines()]
+    assert record["verdict"] is None and [i["action"] for i in record["interventions"]] == ["nudge"]
+    scanned = CliRunner().invoke(cli, ["scan", "--no-progress", "--json", str(EXAMPLES / "escaped.jsonl")])
+    (record,) = [json.loads(line) for line in scanned.stdout.splitlines()]
+    assert [(i["action"], i["at_action"]) for i in record["interventions"]] == [("nudge", 3)]
