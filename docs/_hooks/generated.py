@@ -1,6 +1,7 @@
 """The pages built from the project itself when the site is built (`mkdocs build`):
-the command-line reference, rendered from each command's own `--help`, and the
-project's CONTRIBUTING, BENCHMARKS and CHANGELOG, shown as they are in the repository.
+the command-line reference, rendered from each command's own `--help`, the project's
+CONTRIBUTING, BENCHMARKS and CHANGELOG as they are in the repository, and the README's
+table of hosts on the hosts' page (one table, kept in the README).
 Nothing here is written to disk: the pages exist only in the built site."""
 
 from __future__ import annotations
@@ -34,6 +35,25 @@ def cli_reference() -> str:
     for name in COMMANDS:
         parts.append(f"## `loopwatch {name}`\n\n```text\n$ loopwatch {name} --help\n{help_of(name)}\n```\n")
     return "\n".join(parts)
+
+
+#: Where a page shows the README's table of hosts and frameworks (kept in the README only).
+TABLE_MARK = "<!-- the README's table of hosts and frameworks -->"
+
+
+def readme_table() -> str:
+    """The table under the README's "Guard your agent", its links made relative to `docs/hosts/`."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Guard your agent\n", 1)[1]
+    rows = [line for line in section.split("\n## ", 1)[0].splitlines() if line.startswith("|")]
+    return "\n".join(rows).replace("](docs/hosts/", "](").replace("](docs/", "](../")
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    if TABLE_MARK in markdown:
+        if page.file.src_uri != "hosts/index.md":
+            raise ValueError(f"{page.file.src_uri}: the README's table is shown on hosts/index.md only")
+        markdown = markdown.replace(TABLE_MARK, readme_table())
+    return markdown
 
 
 def on_files(files: Files, config: Any) -> Files:
