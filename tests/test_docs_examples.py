@@ -368,3 +368,17 @@ def test_each_framework_example_names_what_it_needs_installed():
     for framework in CASES:
         installs = [b for b in section(FRAMEWORKS, framework) if b.lang == "bash"]
         assert any("pip install" in b.text for b in installs), f"{framework}: name the packages beside the example"
+
+
+def test_every_host_has_its_page_in_the_site():
+    from loopwatch._hosts import HOSTS, host
+
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for name in HOSTS:
+        page = DOCS / "hosts" / f"{name}.md"
+        assert page.is_file(), f"{name}: write docs/hosts/{name}.md"
+        assert page.read_text().startswith(f"# {host(name).title}\n"), page
+        assert f"hosts/{name}.md" in nav, f"{name}: list its page in mkdocs.yml's nav"
+        assert f"](docs/hosts/{name}.md)" in readme_section("Guard your agent"), (
+            f"{name}: the README's row links its page"
+        )
