@@ -53,8 +53,10 @@ def assert_plain(text: str) -> None:
 
 
 def bundled() -> list[Path]:
-    """Every bundled example: each file of examples/ and each folder of tests/fixtures."""
-    found = sorted(p for p in EXAMPLES.rglob("*") if p.is_file())
+    """Every bundled example: each transcript of examples/ and each folder of tests/fixtures."""
+    from loopwatch._cli.paths import is_transcript_name
+
+    found = sorted(p for p in EXAMPLES.rglob("*") if p.is_file() and is_transcript_name(p.name))
     found += sorted(p for p in FIXTURES.iterdir() if p.is_dir())
     return found
 
@@ -225,7 +227,7 @@ def test_install_says_the_interpreter_it_wrote_and_suggests_doctor(tmp_path):
 def test_report_says_what_the_page_holds(tmp_path):
     pytest.importorskip("jinja2")
     page = tmp_path / "page.html"
-    done = loopwatch("report", "--no-progress", EXAMPLES, "-o", page)
+    done = loopwatch("report", "--no-progress", EXAMPLES / "runaway.jsonl", EXAMPLES / "healthy.jsonl", "-o", page)
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     assert said[0] == f"wrote {page}: 2 sessions; paths relative to {EXAMPLES}"
