@@ -46,12 +46,23 @@ def _respond(messages, info):
     return ModelResponse(parts=[ToolCallPart("read_file", {"path": "README.md"})])
 model = FunctionModel(_respond)
 """
+# The Claude Agent SDK's model is the real Claude Code CLI (the one the SDK bundles) talking
+# to the scripted Anthropic API of `real_claude_support`, which reads README.md over and over.
+SCRIPTED_CLAUDE = """
+options = ClaudeAgentOptions(env={env!r})
+"""
 STOP = "the same read_file call returned the same result 3 times in a row"
 
 CASES = {
     "LangChain": ("langchain.agents", LOOPING_LANGCHAIN, [f"loopwatch stopped the run: {STOP}"]),
     "OpenAI Agents SDK": ("agents", LOOPING_AGENTS, [f"stopped: {STOP}"]),
     "pydantic-ai": ("pydantic_ai", LOOPING_PYDANTIC_AI, [f"stopped: {STOP}"]),
+    "Claude Agent SDK": (
+        "claude_agent_sdk",
+        SCRIPTED_CLAUDE,
+        # unattended: four identical successful reads ran (nudged after the third), the fifth is refused
+        ["stopped: the same Read call returned the same result 4 times in a row"],
+    ),
     "OpenTelemetry": ("opentelemetry.sdk.trace", FIVE_THEN_ANSWER, [f"loopwatch: {STOP}", "It is a notebook."]),
 }
 
@@ -129,11 +140,26 @@ def test_readme_example_runs(framework, tmp_path):
     (code,) = [body for lang, body in blocks if lang == "python"]
     marked = [line for line in code.splitlines() if line.endswith("# your model")]
     assert len(marked) == 1, "one line says where the model goes"
-    done = run_example(tmp_path, code.replace(marked[0], fake.strip()))
+    if framework == "Claude Agent SDK":
+        done = run_claude_example(tmp_path, code.replace(marked[0], "{model}"), fake)
+    else:
+        done = run_example(tmp_path, code.replace(marked[0], fake.strip()))
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     for want in expected:
         assert any(line.startswith(want) for line in lines), (want, done.stdout)
+
+
+def run_claude_example(tmp_path, code: str, fake: str):
+    """The example with the real Claude Code CLI as its model: a fresh HOME, the scripted
+    API reading the folder's README.md ten times, then answering."""
+    from real_claude_support import ClaudeRun, ScriptedAnthropic, Step
+
+    readme = str(tmp_path / "README.md")
+    steps = [Step("Reading.", "Read", {"file_path": readme}) for _ in range(10)] + [Step("A notebook.")]
+    with ScriptedAnthropic({"": steps}) as server:  # "": the example's prompt names no scenario
+        env = ClaudeRun(tmp_path / "machine", server, "claude").env()
+        return run_example(tmp_path, code.replace("{model}", fake.strip().format(env=env)))
 
 
 def test_mcp_client_configuration_is_valid_and_uses_the_command():
