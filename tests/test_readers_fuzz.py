@@ -135,6 +135,7 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
         "verl": "verl",
         "skyrl": "skyrl",
         "rllm": "rllm",
+        "opencode": "opencode",
     }.get(fmt)
     mine = [(p.name, p.read_bytes()) for p in sorted((FIXTURES / folder).glob("*"))] if folder else []
     return mine + _written().get(fmt, []) + _corpus(fmt)

@@ -66,7 +66,7 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         try:
             if not path.exists():
                 continue
-            settings = json.loads(path.read_text(encoding="utf-8") or "{}")
+            settings = _settings(host, path)
         except (OSError, ValueError) as exc:
             lines.append(Line("problem", f"{path}: unreadable ({exc}); {host.title} ignores a broken settings file"))
             continue
@@ -150,6 +150,16 @@ def _probe_command(host: Host, commands: dict[str, list[str]]) -> str:
     after-call event (a host whose payloads name no event has one command per event)."""
     after = next((e for e, guard in host.events.items() if guard == AFTER and e in commands), None)
     return commands[after or next(iter(commands))][0]
+
+
+def _settings(host: Host, path: Path) -> object:
+    """What `install` edits at `path`: a JSON settings file, or a folder of hook files
+    (`Host.settings_shape`)."""
+    if host.settings_shape == "files":
+        if not path.is_dir():
+            raise OSError(f"{path} is not a folder")
+        return host.read_folder(path)  # type: ignore[attr-defined]  # FileHooks
+    return json.loads(path.read_text(encoding="utf-8") or "{}")
 
 
 #: What to do about a project setting that switches the guard off.
@@ -237,6 +247,8 @@ def _set_up(host: str, env: Mapping[str, str], cwd: Path) -> bool:
     if shutil.which(found.binary, path=env.get("PATH")):
         return True
     for scope in found.scopes:
+        if scope == "system":  # the machine's settings folder says nothing of this user's CLIs
+            continue
         try:
             if found.settings_file(scope, env, cwd).parent.is_dir():
                 return True

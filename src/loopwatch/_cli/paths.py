@@ -12,10 +12,11 @@ only files that look like transcripts and leaves out the harness's side files:
   that log, so reading both would count the session twice); hidden folders,
   `node_modules` and `__pycache__` are not entered.
 
-An agent CLI's own state folder (`~/.claude`, `~/.codex`, `~/.copilot`, one of its
-session folders, ...; each host says how its folders are known: `Host.state_folders`) is
-walked in part: only its transcripts are read, and its settings, credentials, trust lists,
-logs and caches are left out by name, never opened, and counted (`LeftOut`). A session's
+An agent CLI's own state folder (`~/.claude`, `~/.codex`, `~/.copilot`, `~/.gemini`,
+opencode's, one of its session folders, ...; each host says how its folders are known:
+`Host.state_folders`) is walked in part: only its transcripts are read (opencode's
+database among them, whatever its name), and its settings, credentials, trust lists, logs
+and caches are left out by name, never opened, and counted (`LeftOut`). A session's
 agents' transcripts in its folder (Claude Code's `<session>/subagents/`) are read with
 the session file, as one session: the walk does not read them again.
 
@@ -65,6 +66,7 @@ SIDE_FILES = frozenset(
     }
 )
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
+
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -300,8 +302,9 @@ def _walk(folder: str, left_out: LeftOut | None = None) -> Iterator[tuple[Target
         files.sort()
         siblings = ("agent.log",) if "agent.log" in files else ()
         parts = os.path.relpath(root, folder).split(os.sep) if root != folder else []
+        read = state[1].read if state is not None else ()
         for name in files:
-            if is_transcript_name(name, siblings):
+            if is_transcript_name(name, siblings) or (read and _kept(name, read)):
                 path = os.path.join(root, name)
                 yield Target(path, path, walked=True), _place(parts, name)
     while problems:

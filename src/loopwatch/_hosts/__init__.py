@@ -23,6 +23,7 @@ HOSTS: dict[str, str] = {
     "codex": "codex",
     "copilot": "copilot",
     "gemini-cli": "gemini_cli",
+    "opencode": "opencode",
 }
 
 

@@ -168,6 +168,11 @@ class StateFolder(NamedTuple):
     never opened: settings, credentials, trust lists, logs and caches are not
     transcripts.
 
+    Given both a `name` and a `marker`, a folder must have both (opencode's folders are
+    all called `opencode`, and only what they hold tells them from a clone of its code).
+    A kept file matching `read` is a transcript whatever its name (opencode's sessions
+    are a database, `opencode.db`).
+
     A session's own folder is known only beside its session file (`beside`: the suffix
     of that file, Claude Code's `<session>/` beside `<session>.jsonl`). What of it is
     the session's agents' transcripts (`parts`: paths in it, `*` within a name, `**` any
@@ -179,15 +184,16 @@ class StateFolder(NamedTuple):
     name: str = ""
     beside: str = ""
     parts: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
 
     def known(self, folder: str, names: Collection[str]) -> bool:
         """Is `folder`, which holds `names`, one of these?"""
         folder = os.path.normpath(folder)
         if self.beside and not os.path.isfile(folder + self.beside):
             return False
-        if self.name and os.path.basename(folder) == self.name:
-            return True
-        return bool(self.marker) and all(m in names for m in self.marker)
+        named = not self.name or os.path.basename(folder) == self.name
+        marked = not self.marker or all(m in names for m in self.marker)
+        return (bool(self.name) or bool(self.marker)) and named and marked
 
     def part(self, name: str) -> bool:
         """Does the entry `name` of such a folder hold its session's agents' transcripts?"""
@@ -268,6 +274,13 @@ class Host:
     #: and never answered with a stop. Refusing it keeps a stopped sub-agent running
     #: (Gemini CLI's `complete_task`: it retries to its turn limit).
     finish_tools: ClassVar[frozenset[str]] = frozenset()
+    #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
+    #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    settings_shape: ClassVar[str] = "json"
+    #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
+    #: folder), for a host that hands its hooks an environment a project can set (Cline
+    #: loads a project's `.env` into it).
+    isolated: ClassVar[bool] = False
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -373,6 +386,12 @@ class Host:
     def hooked(self, settings: Any) -> dict[str, list[str]]:
         """Event -> loopwatch's hook commands found in `settings`."""
         raise NotImplementedError
+
+    def unguarded(self, argv: list[str], env: Mapping[str, str]) -> str | None:
+        """Why this host, run as `argv` in `env`, would load no hook at all (loopwatch's
+        among them: opencode's `--pure`), in a few words; None when nothing says so.
+        `loopwatch run` refuses to start such a run unless told to."""
+        return None
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         """Settings found now (a project's, from `cwd`, or the user's own) that switch

@@ -46,6 +46,7 @@ FORMATS: dict[str, str] = {
     "codex": "loopwatch._readers.codex",
     "copilot": "loopwatch._readers.copilot",
     "gemini-cli": "loopwatch._readers.gemini_cli",
+    "opencode": "loopwatch._readers.opencode",
     "verl": "loopwatch._readers.verl",
     "skyrl": "loopwatch._readers.skyrl",
     "rllm": "loopwatch._readers.rllm",
@@ -54,6 +55,8 @@ FORMATS: dict[str, str] = {
 }
 
 HEAD_SIZE = 64 * 1024
+#: The first bytes of a SQLite database: the one binary file a reader reads (opencode's sessions).
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def register(name: str, module: str, *, first: bool = False) -> None:
@@ -106,7 +109,7 @@ def read(path: str, format: str | None = None, stream: BinaryIO | None = None) -
         first = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else b""
         if not first.strip():
             raise ReadError("empty file")
-        if b"\x00" in first:
+        if b"\x00" in first and not first.startswith(SQLITE_MAGIC):  # a database is one (opencode's)
             raise ReadError("binary data, not a transcript")
         head, stream = sniff_head(stream)
         format = detect(path, head)
