@@ -18,10 +18,12 @@ from click.testing import CliRunner
 
 from hook_support import SRC
 from loopwatch._cli import cli
+from loopwatch._core.config import Config
 from loopwatch._core.session import Decision
 from loopwatch._core.verdict import Action, Verdict
 from loopwatch._hosts import cursor, host
 from loopwatch._hosts.base import AFTER, BEFORE, PROMPT, TURN_END, PayloadError
+from loopwatch._hosts.monitors import config_for
 
 HOST = host("cursor")
 LOOP = "ls /nonexistent-dir-xyz"
@@ -151,6 +153,7 @@ def test_a_file_edit_is_a_write_of_its_path():
     (call,) = edit.calls
     assert edit.event == AFTER and call.name == "edit" and call.input["path"] == "/p/calc.py"
     assert cursor.WRITERS[call.name] == "path" and call.result == "/p/calc.py" and not call.error
+    assert config_for("cursor", Config.make()).rule(call.name).role == "writer"  # as the hook's monitor weighs it
 
 
 # -- answers ----------------------------------------------------------------------------------
@@ -297,8 +300,8 @@ def test_thirteen_varied_healthy_calls_all_run(tmp_path):
 
 
 def test_the_same_failing_test_run_between_edits_is_not_stopped(tmp_path):
-    """An edit between two runs of the same command is progress: five rounds of edit and
-    the same failing test never end the work."""
+    """Five rounds of the same failing test, each after an edit, are work going on:
+    nothing is refused, and the test passing at the end runs too."""
     session = Session(tmp_path, "unattended")
     for round in range(5):
         assert not denied(session.shell("python -m pytest -q", "F\nE assert -1 == 3\n1 failed"))
