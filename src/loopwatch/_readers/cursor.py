@@ -45,7 +45,7 @@ from ._common import mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, head_objects, kind_of, parsed_events, session_name
 
-__all__ = ["NAME", "StreamParser", "read", "sniff"]
+__all__ = ["NAME", "StreamParser", "is_stream_line", "read", "sniff"]
 
 NAME = "cursor"
 
@@ -76,6 +76,11 @@ def _is_init(obj: dict[str, Any]) -> bool:
     )
 
 
+def is_stream_line(obj: dict[str, Any]) -> bool:
+    """A line only Cursor's stream-json has: a `tool_call` line, or its `system` init."""
+    return _is_tool_line(obj) or _is_init(obj)
+
+
 def _kind(tool_call: Any) -> str | None:
     """The one `<kind>ToolCall` (or `function`) key of a `tool_call` object, else None."""
     if not isinstance(tool_call, dict):
@@ -85,14 +90,14 @@ def _kind(tool_call: Any) -> str | None:
 
 
 def sniff(path: str, head: bytes) -> bool:
-    return any(_is_tool_line(o) or _is_init(o) for o in head_objects(head, _PEEK))
+    return any(is_stream_line(o) for o in head_objects(head, _PEEK))
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     """The session in a `cursor-agent --output-format stream-json` capture."""
     lines = JsonLines(path, stream)
     ahead = [obj for _, obj in lines.peek(_PEEK)]
-    if not any(_is_tool_line(o) or _is_init(o) for o in ahead):
+    if not any(is_stream_line(o) for o in ahead):
         problem = f" ({lines.skipped[0]})" if lines.skipped and not ahead else ""
         raise ReadError(f"not Cursor CLI `--output-format stream-json` output{problem}")
     found = next((o.get("session_id") for o in ahead if isinstance(o.get("session_id"), str) and o["session_id"]), None)
