@@ -98,7 +98,7 @@ def test_scan_stops_the_loop_and_leaves_the_healthy_run_alone():
     assert healthy.exit_code == 0 and fine["verdict"] is None and fine["actions"] == 13
 
 
-def test_a_call_never_completed_is_an_attempt_and_an_unknown_kind_keeps_its_name(tmp_path):
+def test_a_call_refused_or_never_completed_is_an_attempt_and_an_unknown_kind_keeps_its_name(tmp_path):
     path = tmp_path / "cut.jsonl"
     args = {"providerIdentifier": "db", "toolName": "query", "args": {"sql": "select 1"}}
     path.write_text(
@@ -108,11 +108,14 @@ def test_a_call_never_completed_is_an_attempt_and_an_unknown_kind_keeps_its_name
             completed("a", "mcpToolCall", args, {"success": {"content": [{"text": "1"}]}}),
             started("b", "globToolCall", {"globPattern": "*.py"}),
             completed("b", "globToolCall", {"globPattern": "*.py"}, {"error": {"errorMessage": "bad glob"}}),
+            started("r", "shellToolCall", {"command": "rm -rf build"}),
+            completed("r", "shellToolCall", {"command": "rm -rf build"}, {"rejected": {"reason": "denied by hook"}}),
             started("c", "shellToolCall", {"command": "make", "workingDirectory": "/w", "timeout": 30000}),
         )
     )
     _, events = one(str(path))
-    mcp, glob, cut = events
+    mcp, glob, refused, cut = events
+    assert isinstance(refused, Attempt) and refused.input == {"command": "rm -rf build"}
     assert mcp.name == "query" and mcp.input == args and not mcp.error
     assert glob.name == "glob" and glob.error and glob.result == "bad glob"
     assert isinstance(cut, Attempt) and cut.name == "shell" and cut.input == {"command": "make"}

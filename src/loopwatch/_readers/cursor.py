@@ -24,7 +24,9 @@ Events:
   sees it). `result`: a shell call's `stdout` and `stderr`, a read's `content`, else
   the result object; `error`: a result that is not `success`, or a non-zero
   `exitCode`. `changed`: the `path` of a `write`, `edit` or `delete` that succeeded.
-- A call started and never completed in the file is emitted as the `Attempt` it was
+- A call whose result is `rejected` (refused by the person or a hook; a key the
+  documentation does not show, read so should it come) never ran: it is emitted as the
+  `Attempt` it was. So is a call started and never completed in the file
   (the run ended first; the file does not say whether it ran).
 - `ModelText` for an assistant message's text, `UserMessage` for a user message, a
   `Turn` at the `result` line.
@@ -201,7 +203,10 @@ class StreamParser:
         call = self._calls.pop(call_id, None)
         if call is None:  # completed, its start not in the file: what the completion says
             call = _Call(tool_name(kind, body), tool_input(kind, body), ref)
-        text, failed = outcome(body.get("result"))
+        result = body.get("result")
+        if isinstance(result, dict) and "rejected" in result:  # refused (a person, a hook): it never ran
+            return [Attempt(call.name, call.input, call_id=call_id, source_ref=call.ref)]
+        text, failed = outcome(result)
         changed: tuple[str, ...] = ()
         field = host.WRITERS.get(call.name)
         path = call.input.get(field) if field and isinstance(call.input, dict) else None
