@@ -60,45 +60,38 @@ def default_command(agent: str, scope: str = "user") -> str:
     For a project's shared settings, `loopwatch hook AGENT`: no path of this machine,
     so the same file works on a teammate's (whose `loopwatch` is on PATH).
 
-    A host that runs its hooks isolated (`Host.isolated`) gets `python -I`: no
-    `PYTHON*` variable and no module of the working folder is imported. This loopwatch
-    is then named by its folder when `python -I` alone would not import it (one run from
-    a source tree by `PYTHONPATH`)."""
+    The interpreter runs without `site` (`-S`): the hook imports only the standard
+    library and loopwatch, and a process per tool call should not pay for every `.pth`
+    file of the environment. This loopwatch's folder is named instead, after the
+    standard library on the path (nothing there can shadow a standard module); when
+    that folder no longer holds loopwatch (reinstalled elsewhere), `site` is run after
+    all, so the command still finds it the usual way.
+
+    A host that runs its hooks isolated (`Host.isolated`) also gets `-I`: no `PYTHON*`
+    variable and no module of the working folder is imported."""
     if scope == "project":
         return f"loopwatch hook {agent}"
     python = shlex.quote(sys.executable)
-    if not host_named(agent).isolated:
-        return f"{python} -m loopwatch hook {agent}"
-    folder = _loopwatch_folder()
-    if folder is None:
-        return f"{python} -I -m loopwatch hook {agent}"
-    code = (
-        f"import sys; sys.path.insert(0, {folder!r}); from loopwatch.__main__ import main; sys.exit(main(sys.argv[2:]))"
+    flags = "-I -S" if host_named(agent).isolated else "-P -S"
+    return f"{python} {flags} -c {shlex.quote(hook_code(_loopwatch_folder()))} loopwatch hook {agent}"
+
+
+def hook_code(folder: str) -> str:
+    """The `python -S -c` program of `default_command`: loopwatch from `folder`, else
+    from wherever `site` finds it; then `loopwatch hook` with the words after `-c`."""
+    # Double-quoted literals (JSON's are Python's), so the shell's single quotes wrap it whole.
+    marker = json.dumps(os.path.join(folder, "loopwatch", "__init__.py"))
+    return (
+        f"import os, sys; sys.path.append({json.dumps(folder)}) if os.path.isfile({marker}) "
+        'else __import__("site").main(); from loopwatch.__main__ import main; sys.exit(main(sys.argv[2:]))'
     )
-    return f"{python} -I -c {shlex.quote(code)} loopwatch hook {agent}"
 
 
-def _loopwatch_folder() -> str | None:
-    """The folder this loopwatch is imported from, when `python -I` would import another
-    one or none; None when it imports this one."""
-    import subprocess
-
+def _loopwatch_folder() -> str:
+    """The folder this loopwatch is imported from (the one holding the package)."""
     import loopwatch
 
-    mine = os.path.dirname(os.path.dirname(os.path.abspath(loopwatch.__file__)))
-    try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-c", "import os, loopwatch; print(os.path.abspath(loopwatch.__file__))"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            cwd=os.path.dirname(sys.executable) or "/",
-        )
-        theirs = os.path.dirname(os.path.dirname(done.stdout.strip())) if done.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired):
-        theirs = None
-    return None if theirs is not None and os.path.realpath(theirs) == os.path.realpath(mine) else mine
+    return os.path.dirname(os.path.dirname(os.path.abspath(loopwatch.__file__)))
 
 
 def settings_path(agent: str, scope: str) -> Path:
