@@ -143,6 +143,14 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def logged(state: Path) -> None:
+    """Stop when the hook logged anything: a call that failed (a state thrown away, an
+    import missing) takes a shorter path, and its time is not the hook's."""
+    log = state / "hook.log"
+    if log.exists() and log.read_text().strip():
+        raise SystemExit(f"the hook logged problems, so these timings do not count:\n{log.read_text()[-2000:]}")
+
+
 def busy(n: int) -> list[subprocess.Popen[bytes]]:
     """`n` processes that keep a core busy each, until killed: load of our own."""
     return [subprocess.Popen([sys.executable, "-S", "-c", "while True: pass"]) for _ in range(n)]
@@ -442,6 +450,7 @@ def startup(args: argparse.Namespace) -> None:
                     f"/ {bare}: {wall[name] / wall[bare]:.2f}x wall, {cpu[name] / cpu[bare]:.2f}x cpu"
                 )
 
+        logged(state)
         rows = import_costs(json.dumps(payload(10**6, session, cwd)).encode(), env)
         site = next((c for c, name in rows if name.strip() == "site"), 0)
         ours_rows = [(c, n) for c, n in rows if n.strip().startswith("loopwatch")]

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hook import SRC, busy, installed_command, payload, timed_cpu, warm  # bench/hook.py
+from hook import SRC, busy, installed_command, logged, payload, timed_cpu, warm  # bench/hook.py
 
 
 def serve(port_file: str) -> None:
@@ -149,6 +149,8 @@ def main() -> None:
                     mid = statistics.median(times)
                     print(f"  {name:25} median {mid * 1000:7.1f} ms  ({mid / base:.2f}x python -c pass)")
             print(f"guard's resident memory after {step} calls: {rss_kib(guard.pid) / 1024:.1f} MiB")
+            logged(Path(tmp) / "command")
+            logged(Path(tmp) / "guard")
         finally:
             guard.kill()
             guard.wait()

@@ -189,7 +189,7 @@ def test_the_installed_command_finds_loopwatch_through_site_when_its_folder_is_g
     folder no longer holds it (reinstalled elsewhere)."""
     argv = shlex.split(default_command("claude-code"))
     code = argv.index("-c") + 1
-    argv[code] = hook_code(str(tmp_path / "gone"))
+    argv[code] = hook_code({"loopwatch": str(tmp_path / "gone"), "rapidfuzz": str(tmp_path / "gone")})
     site = subprocess.run(
         [sys.executable, "-I", "-c", "import loopwatch"], capture_output=True, cwd=tmp_path, timeout=120
     )
@@ -198,3 +198,37 @@ def test_the_installed_command_finds_loopwatch_through_site_when_its_folder_is_g
     done = _run_installed(argv, tmp_path, tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "state" / "state.db").exists()
+
+
+def test_the_installed_command_keeps_a_sessions_state_across_near_repeats(tmp_path):
+    """Calls alike but not the same are compared with the one package the hook imports
+    beyond the standard library (rapidfuzz): run without `site`, the command must still
+    find it, or every such call would throw the session's state away."""
+    argv = shlex.split(default_command("claude-code"))
+    for i in range(4):
+        call = {
+            **PAYLOAD,
+            "hook_event_name": "PostToolUse",
+            "tool_input": {"command": f"ls /nonexistent-dir/sub{i}"},
+            "tool_response": {
+                "stdout": "",
+                "stderr": f"ls: cannot access '/nonexistent-dir/sub{i}'",
+                "interrupted": False,
+            },
+            "tool_use_id": f"toolu_{i}",
+        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPWATCH_")}
+        env.pop("PYTHONPATH", None)
+        env["LOOPWATCH_STATE_DIR"] = str(tmp_path / "state")
+        done = subprocess.run(
+            argv,
+            input=json.dumps({**call, "cwd": str(tmp_path)}),
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+    log = tmp_path / "state" / "hook.log"
+    assert not log.exists() or "could not be loaded" not in log.read_text(), log.read_text()

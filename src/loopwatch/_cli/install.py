@@ -60,38 +60,53 @@ def default_command(agent: str, scope: str = "user") -> str:
     For a project's shared settings, `loopwatch hook AGENT`: no path of this machine,
     so the same file works on a teammate's (whose `loopwatch` is on PATH).
 
-    The interpreter runs without `site` (`-S`): the hook imports only the standard
-    library and loopwatch, and a process per tool call should not pay for every `.pth`
-    file of the environment. This loopwatch's folder is named instead, after the
-    standard library on the path (nothing there can shadow a standard module); when
-    that folder no longer holds loopwatch (reinstalled elsewhere), `site` is run after
-    all, so the command still finds it the usual way.
+    The interpreter runs without `site` (`-S`): a process per tool call should not pay
+    for every `.pth` file of the environment. The folders the hook imports from are
+    named instead (`hook_folders`), after the standard library on the path (nothing
+    there can shadow a standard module); when one no longer holds its package
+    (reinstalled elsewhere), `site` runs after all, so the command still finds them the
+    usual way. `-P`: no module of the working folder (the agent's project) is imported,
+    so no file the agent writes there runs as the guard.
 
-    A host that runs its hooks isolated (`Host.isolated`) also gets `-I`: no `PYTHON*`
-    variable and no module of the working folder is imported."""
+    A host that runs its hooks isolated (`Host.isolated`) gets `-I` instead of `-P`: no
+    `PYTHON*` variable either."""
     if scope == "project":
         return f"loopwatch hook {agent}"
     python = shlex.quote(sys.executable)
     flags = "-I -S" if host_named(agent).isolated else "-P -S"
-    return f"{python} {flags} -c {shlex.quote(hook_code(_loopwatch_folder()))} loopwatch hook {agent}"
+    return f"{python} {flags} -c {shlex.quote(hook_code(hook_folders()))} loopwatch hook {agent}"
 
 
-def hook_code(folder: str) -> str:
-    """The `python -S -c` program of `default_command`: loopwatch from `folder`, else
-    from wherever `site` finds it; then `loopwatch hook` with the words after `-c`."""
+#: The packages the hook imports beyond the standard library: loopwatch, and rapidfuzz
+#: (a signal compares near-repeats with it, on first use).
+HOOK_PACKAGES = ("loopwatch", "rapidfuzz")
+
+
+def hook_folders() -> dict[str, str]:
+    """Each of `HOOK_PACKAGES` -> the folder it is imported from here."""
+    import importlib.util
+
+    found = {}
+    for name in HOOK_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise BadInput(f"cannot find {name}, which the hook imports: is loopwatch installed whole?")
+        found[name] = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+    return found
+
+
+def hook_code(folders: dict[str, str]) -> str:
+    """The `python -S -c` program of `default_command`: the packages from `folders`
+    (package -> folder), else from wherever `site` finds them; then `loopwatch hook`
+    with the words after `-c`."""
+    paths = list(dict.fromkeys(folders.values()))
+    markers = [os.path.join(folder, name, "__init__.py") for name, folder in folders.items()]
     # Double-quoted literals (JSON's are Python's), so the shell's single quotes wrap it whole.
-    marker = json.dumps(os.path.join(folder, "loopwatch", "__init__.py"))
     return (
-        f"import os, sys; sys.path.append({json.dumps(folder)}) if os.path.isfile({marker}) "
+        f"import os, sys; sys.path.extend({json.dumps(paths)}) "
+        f"if all(map(os.path.isfile, {json.dumps(markers)})) "
         'else __import__("site").main(); from loopwatch.__main__ import main; sys.exit(main(sys.argv[2:]))'
     )
-
-
-def _loopwatch_folder() -> str:
-    """The folder this loopwatch is imported from (the one holding the package)."""
-    import loopwatch
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(loopwatch.__file__)))
 
 
 def settings_path(agent: str, scope: str) -> Path:
