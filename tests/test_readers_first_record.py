@@ -295,8 +295,11 @@ def test_a_1_mib_first_line_followed_as_it_is_written(tmp_path):
 
 # -- the mechanism: a cut record read as far as it goes, a head of structure ---------------
 
+# Integers in orjson's exact range: it reads one outside 64 bits as a float, whole or cut
+# (the parser's property, which every reader shares; not the cut's).
+_integers = st.integers(-(2**63), 2**64 - 1)
 _values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
+    st.none() | st.booleans() | _integers | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
