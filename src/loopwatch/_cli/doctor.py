@@ -160,6 +160,10 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
                 "unset it (`unset LOOPWATCH_MODE`) where you start the agent",
             )
         )
+    if host.documented_only:
+        lines.append(
+            Line("info", f"{host.title}'s guard is built from its documentation alone: untested against the real CLI")
+        )
     lines.append(_version(host, env))
     return lines
 
