@@ -54,10 +54,12 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
     from a repository is run (`loopwatch._trust`)."""
     host = host_named(name)
     lines: list[Line] = []
-    user_file = host.settings_file("user", env, cwd)
+    # The user's own file, and the system's (written by whoever administers the machine):
+    # their commands are run; a project's are the repository's.
+    trusted = {host.settings_file(scope, env, cwd) for scope in ("user", "system") if scope in host.scopes}
     files = [host.settings_file(scope, env, cwd) for scope in host.scopes]
     found: dict[str, list[str]] = {}  # event -> the loopwatch commands hooked on it
-    mine: list[str] = []  # the commands of the user's own file
+    mine: list[str] = []  # the commands of the user's own file, and the system's
     where: list[Path] = []
     for path in files:
         try:
@@ -75,7 +77,7 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
             where.append(path)
         for event, cmds in commands.items():
             found.setdefault(event, []).extend(cmds)
-            if path == user_file:
+            if path in trusted:
                 mine.extend(cmds)
     for off in host.switch_offs(cwd, env):
         lines.append(Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}"))

@@ -8,6 +8,12 @@ next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json
 project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
 trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`).
 
+A host that has settings no project overrides offers them as the `system` scope
+(`--system`; Qwen Code: `/etc/qwen-code/settings.json`, or
+`$QWEN_CODE_SYSTEM_SETTINGS_PATH`): a file for every user of the machine, so a new one
+is written readable by all (0644), and the host says what else it writes there
+(`Host.install_notes`).
+
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
 whenever it changes anything. Uninstalling removes only entries whose command runs
@@ -81,11 +87,17 @@ def _read(path: Path, inside: Path | None = None) -> dict[str, Any]:
 
 
 def _write(
-    path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None = None
+    path: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    dry_run: bool,
+    inside: Path | None = None,
+    mode: int = 0o600,
 ) -> bool:
     """Write the settings by `loopwatch._safefile`: no link planted beside the file is
-    followed, its mode is kept (a new one is 0600), a symlinked settings file is
-    edited where it points (within `inside`, a project's folder, for its settings)."""
+    followed, its mode is kept (a new one is `mode`, 0600 unless the file is read by
+    every user), a symlinked settings file is edited where it points (within `inside`,
+    a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
     text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
@@ -93,7 +105,7 @@ def _write(
         click.echo(text, nl=False)
         return True
     try:
-        kept = safefile.write(path, text, links="edit", backup=True, inside=inside)
+        kept = safefile.write(path, text, mode=mode, links="edit", backup=True, inside=inside)
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
@@ -134,6 +146,12 @@ _PROJECT = click.option(
 _LOCAL = click.option(
     "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
 )
+_SYSTEM = click.option(
+    "--system",
+    "scope",
+    flag_value="system",
+    help="Settings for every user of this machine, which no project overrides (Qwen Code).",
+)
 _FILE = click.option(
     "--settings",
     "settings_file",
@@ -141,6 +159,11 @@ _FILE = click.option(
     help="Write this settings file instead.",
 )
 _DRY = click.option("--dry-run", is_flag=True, help="Print the new settings instead of writing them.")
+
+
+def _mode(scope: str) -> int:
+    """The mode of a new settings file: private, but the system's is read by every user."""
+    return 0o644 if scope == "system" else 0o600
 
 
 def _project(scope: str, settings_file: Path | None) -> Path | None:
@@ -180,6 +203,7 @@ def _hosts_here() -> None:
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @click.option(
     "--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`)."
@@ -192,6 +216,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install claude-code            # ~/.claude/settings.json
     loopwatch install claude-code --project  # .claude/settings.json
     loopwatch install codex                  # ~/.codex/hooks.json
+    loopwatch install qwen-code --system     # /etc/qwen-code/settings.json
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
@@ -220,16 +245,19 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     inside = _project(scope, settings_file)
     before = _read(path, inside)
     try:
-        after = found.install(before, command)
+        after = found.install(before, command, scope)
     except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
-    changed = _write(path, before, after, dry_run, inside)
+    changed = _write(path, before, after, dry_run, inside, _mode(scope))
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
     if dry_run:
         return
     _said_installed(found.title, path, changed, found.hooked_events, command)
+    note = found.install_notes.get(scope)
+    if note:
+        click.echo(note)
 
 
 def _said_installed(title: str, path: Path, changed: bool, events: tuple[str, ...], command: str) -> None:
@@ -307,6 +335,7 @@ def _trust_codex(
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @_DRY
 def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run: bool) -> None:

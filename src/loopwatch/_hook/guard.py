@@ -5,6 +5,7 @@
     PostToolUseFailure  -> Monitor.observe(ToolCall(error=True))
     PostToolBatch       -> one ToolCall per call not already counted
     UserPromptSubmit    -> Monitor.observe(UserMessage)  (every streak starts again)
+    Resume              -> nothing observed; a stopped run is ended there (Qwen Code)
     Stop, SubagentStop  -> Monitor.observe(Turn)
 
 Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
@@ -34,7 +35,7 @@ from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
 from .._hosts import host as host_named
-from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, Payload
+from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, RESUME, Payload
 from .._hosts.monitors import monitor_for
 from .respond import Reply, reply
 from .settings import detect_profile
@@ -82,7 +83,8 @@ def handle(
     store.update(payload.session, payload.agent, make, feed, bad_state)
     decision: Decision = outcome["decision"]
     stopped: str | None = outcome["stopped"]
-    ended = stopped is not None and decision.action is Action.STOP and agent.end_run(payload, stopped, log or _quiet)
+    ending = decision.action is Action.STOP or payload.event == RESUME
+    ended = stopped is not None and ending and agent.end_run(payload, stopped, log or _quiet)
     if ended and log is not None:
         log(f"ended the run ({agent.ends_by}): {stopped}")
     return reply(payload, decision, stopped)
@@ -141,4 +143,6 @@ def _feed(
         return strongest, tool
     if event == PROMPT:
         return state.user(UserMessage(at=at)), None
+    if event == RESUME:  # the agent goes on by itself: nothing to observe, the stop is what counts
+        return ALLOWED, None
     return state.observe(Turn(at=at)), None  # a turn's end

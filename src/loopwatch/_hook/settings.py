@@ -184,8 +184,8 @@ def detect_profile(host: str, config: Mapping[str, Any], env: Mapping[str, str] 
         return said
     from .._hosts.base import ancestors
 
-    for _, argv in ancestors(6):
-        verdict = agent.headless(argv)
+    for pid, argv in ancestors(6):
+        verdict = agent.headless_process(pid, argv)
         if verdict is not None:
             return ("unattended", verdict) if verdict else ("attended", "interactive")
     return "attended", "interactive"

@@ -21,6 +21,7 @@ __all__ = ["HOSTS", "WRITERS", "host"]
 HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "qwen-code": "qwen_code",
 }
 
 
@@ -41,6 +42,10 @@ WRITERS: dict[str, str | None] = {
     "Edit": "file_path",
     "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
+    # Qwen Code's (0.23.4 and 0.24.4: the tools it offers the model, and its session files).
+    "write_file": "file_path",
+    "edit": "file_path",
+    "notebook_edit": "notebook_path",
     # Codex's patch tool (0.171.0 rollouts: `custom_tool_call` apply_patch).
     "apply_patch": None,
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.

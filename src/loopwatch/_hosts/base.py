@@ -43,6 +43,7 @@ __all__ = [
     "FAILED",
     "GUARD_EVENTS",
     "PROMPT",
+    "RESUME",
     "SUBAGENT_END",
     "TURN_END",
     "Call",
@@ -71,12 +72,16 @@ FAILED = "PostToolUseFailure"
 BATCH = "PostToolBatch"
 #: The person wrote: every streak starts again, a stop is lifted.
 PROMPT = "UserPromptSubmit"
+#: The agent goes on by itself: the model is about to be asked again, and no person wrote
+#: (Qwen Code's UserPromptSubmit before every further request of a turn). Nothing is
+#: observed; a host that ends a stopped run there (`Host.reply`) is asked.
+RESUME = "Resume"
 #: The agent's turn ended.
 TURN_END = "Stop"
 #: A sub-agent's turn ended.
 SUBAGENT_END = "SubagentStop"
 
-GUARD_EVENTS = (BEFORE, AFTER, FAILED, BATCH, PROMPT, TURN_END, SUBAGENT_END)
+GUARD_EVENTS = (BEFORE, AFTER, FAILED, BATCH, PROMPT, RESUME, TURN_END, SUBAGENT_END)
 #: The guard events that report calls that ran.
 CALL_EVENTS = (AFTER, FAILED, BATCH)
 
@@ -180,6 +185,8 @@ class Host:
     #: What the hook says the run was stopped with, beside the reason, when it ends a run
     #: (`end_run`): a host that ends runs by a signal says so here.
     ends_by: ClassVar[str] = ""
+    #: What `install` tells the person after writing a scope's file (scope -> a sentence).
+    install_notes: ClassVar[Mapping[str, str]] = {}
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -234,6 +241,12 @@ class Host:
         process that is not this host."""
         return None
 
+    def headless_process(self, pid: int, argv: list[str]) -> str | None:
+        """`headless` for a running process (`pid`, its `argv`), for a host whose headless
+        runs show in more than the command line (Gemini CLI: no terminal on stdin or
+        stdout). The default: the command line alone."""
+        return self.headless(argv)
+
     def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
         """The profile what the host put in the hook's environment implies, and why;
         None when it says nothing (the process tree is asked next)."""
@@ -241,8 +254,9 @@ class Host:
 
     def end_run(self, payload: Payload, reason: str, log: Callable[[str], object]) -> bool:
         """End an unattended run this host would carry on despite every stop answer
-        (`ends_by` says how). True when it was ended. The default: the host honours
-        its stop answer, nothing more to do."""
+        (`ends_by` says how). Asked at each stop decision of a stopped run, and at each
+        RESUME of one (the host's answer there may be what ends it). True when it was
+        ended. The default: the host honours its stop answer, nothing more to do."""
         return False
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
@@ -253,12 +267,14 @@ class Host:
     # -- its settings --------------------------------------------------------------------------
 
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
-        """The file `install` writes for `scope`."""
+        """The file `install` writes for `scope`. A `system` scope (settings for every
+        user of the machine, which no project overrides) is written readable by all."""
         raise NotImplementedError
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         """A copy of `settings` (the parsed file, {} when absent) with exactly one
-        loopwatch hook per hooked event, running `command`."""
+        loopwatch hook per hooked event, running `command`. `scope` is the settings
+        scope the file is (a host may write more at a level no project overrides)."""
         raise NotImplementedError
 
     def uninstall(self, settings: Any) -> Any:
@@ -274,6 +290,13 @@ class Host:
         user hooks, and so the guard, off. Read only; a file that cannot be read is not
         reported."""
         return []
+
+    def env_from_files(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The variables of the hook's environment `env` that the host took from files
+        a project can write (its `.env`, a settings file's `env`), each with where it
+        came from, as the host itself says. `loopwatch._trust` lets them only tighten
+        the guard. Empty where the host says nothing."""
+        return {}
 
     #: A project settings file that can switch user hooks off, and what in it does so
     #: (regular expressions, searched in a call's input as JSON text: a write tool's path
@@ -364,7 +387,7 @@ class JsonHooks(Host):
         out["hooks"] = new_hooks
         return out
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         out = self.uninstall(settings)
         hooks = out.get("hooks")
         if hooks is None:
