@@ -1,5 +1,5 @@
 """Qwen Code's payloads and answers (`loopwatch._hosts.qwen_code`), on payloads the real
-CLI sent (0.15.10, 0.23.4, 0.24.4: tests/fixtures/qwen-code/payloads, paths replaced by
+CLI sent (0.15.10, 0.23.4, 0.24.4: tests/fixtures/qwen-code-hooks, paths replaced by
 a placeholder): what each event is to the guard, a failure read where the exit code is
 only in text, a person's prompt told from the agent going on by itself, the answers
 Qwen honours, and the session process a sub-agent's stop interrupts."""
@@ -29,7 +29,7 @@ from loopwatch._hosts.base import AFTER, BEFORE, FAILED, PROMPT, RESUME, SUBAGEN
 from loopwatch._hosts.monitors import monitor_for
 from loopwatch._hosts.qwen_code import exit_code, is_headless, session_process
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "qwen-code" / "payloads"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "qwen-code-hooks"
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 QWEN = host("qwen-code")
 

@@ -57,6 +57,7 @@ __all__ = [
     "label",
     "loopwatch_said",
     "tools_phrase",
+    "without_told",
 ]
 
 _LABEL_FIELDS = ("command", "cmd", "file_path", "path", "pattern", "query", "url")
@@ -545,6 +546,20 @@ class Unchecked(Told):
 
 #: The refusals a reader may meet in a transcript, by their head.
 _REFUSALS: dict[str, type[Told]] = {Stopped.head: Stopped, Blocked.head: Blocked, Guarded.head: Blocked}
+
+
+#: What a host may append to a call's result from loopwatch's hook (Qwen Code puts a
+#: hook's additional context after the result, "\n\n" between).
+_APPENDED = (Nudged.head, StillCircling.head, Stopped.head, Blocked.head)
+
+
+def without_told(text: str) -> str:
+    """`text` (a call's result as a transcript recorded it) without what loopwatch's hook
+    had appended to it: the call's own result, which the live hook judged."""
+    at = text.rfind("\n\nloopwatch")
+    if at >= 0 and text.startswith(_APPENDED, at + 2):
+        return text[:at]
+    return text
 
 
 def loopwatch_said(text: str) -> type[Told] | None:

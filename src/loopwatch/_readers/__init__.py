@@ -29,6 +29,7 @@ FORMATS: dict[str, str] = {
     "mini-swe-agent": "loopwatch._readers.mini_swe_agent",
     "atif": "loopwatch._readers.atif",
     "tb-console": "loopwatch._readers.tb_console",
+    "qwen-code": "loopwatch._readers.qwen_code",
     "claude-code": "loopwatch._readers.claude_code",
     "codex": "loopwatch._readers.codex",
     "verl": "loopwatch._readers.verl",

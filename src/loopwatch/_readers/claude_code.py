@@ -61,6 +61,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .._core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from .._core.messages import without_told
 from .._hosts import WRITERS  # tools whose success changes a file, and the input field naming it
 from .._hosts import claude_code as host
 from ._common import iso_seconds, mapping_at
@@ -320,6 +321,8 @@ class StreamParser:
                     )
                 continue
             error = host.result_failed(block, text)
+            if isinstance(text, str):
+                text = without_told(text)  # Qwen Code's stream: a hook's nudge rides on the result
             changed = () if error else _changed(call, structured)
             out.append(self._tool_call(block["tool_use_id"], call, text, error, changed, at))
         if primary and host.is_user_prompt(obj, said, bool(results)):
