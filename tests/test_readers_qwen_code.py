@@ -113,3 +113,79 @@ def test_without_told_leaves_a_result_that_only_quotes_loopwatch():
     assert without_told(f"Exit Code: 2\n\n{told}") == "Exit Code: 2"
     assert without_told("grep said:\n\nloopwatch is a tool") == "grep said:\n\nloopwatch is a tool"
     assert without_told(told) == told
+
+
+def _state_folder(tmp_path):
+    """A `~/.qwen` as Qwen Code 0.24.4 leaves it (headless and interactive runs): two
+    transcripts among 17 entries of its settings, records, caches and a project's
+    bookkeeping (13 at its top, a project's 2, a chat's runtime file, a sub-agent's meta)."""
+    from pathlib import Path
+
+    qwen = tmp_path / ".qwen"
+    project = qwen / "projects" / "-PLACEHOLDER"
+    files = {
+        "settings.json": '{"general": {"enableAutoUpdate": false}}',
+        "settings.json.loopwatch.bak": "{}",
+        "installation_id": "6c1f",
+        "output-language.md": "English",
+        "usage_record.jsonl": '{"ts": 1, "tokens": 15}\n',
+        "usage/token-usage-2026-12.jsonl": '{"model": "m", "input": 10}\n',
+        "extension-store/state.json": '{"installed": []}',
+        "extensions/extension-enablement.json": "{}",
+        "tmp/0f3a/logs.json": "[]",
+        "tmp/0f3a/scheduled_tasks.lock": "",
+        "trustedFolders.json": "{}",
+        "tip_history.json": "{}",
+        "memories/MEMORY.md": "# memory",
+        "updates/npm/ab/versions/0.24.4/package.json": "{}",
+        "updates/npm/ab/versions/0.24.4/dist/index.json": "{}",
+        "projects/-PLACEHOLDER/meta.json": "{}",
+        "projects/-PLACEHOLDER/extract-cursor.json": "{}",
+        "projects/-PLACEHOLDER/chats/s1.runtime.json": '{"pid": 1}',
+        "projects/-PLACEHOLDER/subagents/s1/agent-general-purpose-call_1_0.meta.json": '{"agentId": "x"}',
+    }
+    for name, text in files.items():
+        path = qwen / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (project / "chats" / "s1.jsonl").write_bytes(Path(STOPPED).read_bytes())
+    (project / "subagents" / "s1" / "agent-general-purpose-call_1_0.jsonl").write_bytes(Path(SUBAGENT).read_bytes())
+    return qwen
+
+
+@pytest.mark.slow
+def test_a_scan_of_qwens_state_folder_reads_its_transcripts_and_leaves_the_rest_out(tmp_path):
+    import subprocess
+    import sys
+
+    qwen = _state_folder(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "scan", "--json", str(qwen)], capture_output=True, text=True, timeout=120
+    )
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 1, done.stderr  # 1: a loop found (the stopped run's), nothing unreadable
+    assert sorted(row["path"].rsplit("/", 1)[1] for row in rows) == ["agent-general-purpose-call_1_0.jsonl", "s1.jsonl"]
+    assert all(row.get("error") is None for row in rows) and sum(row["actions"] for row in rows) == 6
+    assert "Left out by name: 17 files and folders of Qwen Code's state" in done.stderr, done.stderr
+
+
+def test_a_transcript_named_with_its_state_folder_is_read_once(tmp_path):
+    from loopwatch._cli.paths import LeftOut, expand
+
+    qwen = _state_folder(tmp_path)
+    transcript = qwen / "projects" / "-PLACEHOLDER" / "chats" / "s1.jsonl"
+    left_out = LeftOut()
+    found = [t.path for t in expand([str(qwen), str(transcript), str(qwen / "settings.json")], left_out)]
+    assert found.count(str(transcript)) == 1 and str(qwen / "settings.json") in found  # named: read
+    assert len(found) == 3 and left_out == {"Qwen Code": 17}
+
+
+def test_a_folder_without_qwens_marks_is_walked_as_any_other(tmp_path):
+    from loopwatch._cli.paths import expand
+
+    corpus = tmp_path / "corpus"
+    (corpus / "projects" / "a" / "chats").mkdir(parents=True)
+    (corpus / "projects" / "a" / "meta.json").write_text("{}")
+    (corpus / "projects" / "a" / "chats" / "s.jsonl").write_text("{}")
+    (corpus / "settings.json").write_text("{}")
+    assert len(list(expand([str(corpus)]))) == 3

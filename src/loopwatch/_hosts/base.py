@@ -52,6 +52,7 @@ __all__ = [
     "Payload",
     "PayloadError",
     "Reply",
+    "StateFolder",
     "SwitchOff",
     "ancestors",
     "text_field",
@@ -159,6 +160,16 @@ class SwitchOff(NamedTuple):
     what: str
 
 
+class StateFolder(NamedTuple):
+    """A folder of the host's own state, known by the names it holds (every name of
+    `marker`): a folder walk (`scan`) enters or reads only its entries matching `keep`
+    (glob patterns) and leaves the rest out by name, never opened: settings, trust
+    lists, logs and caches are not transcripts."""
+
+    keep: tuple[str, ...]
+    marker: tuple[str, ...]
+
+
 class Host:
     """One agent CLI. Subclasses set the class attributes and override what differs;
     the defaults are Claude Code's hook protocol, which most hosts copy."""
@@ -187,6 +198,8 @@ class Host:
     ends_by: ClassVar[str] = ""
     #: What `install` tells the person after writing a scope's file (scope -> a sentence).
     install_notes: ClassVar[Mapping[str, str]] = {}
+    #: Folders of the host's own state a folder walk reads only in part (`StateFolder`).
+    state_folders: ClassVar[tuple[StateFolder, ...]] = ()
 
     # -- the live guard ------------------------------------------------------------------------
 

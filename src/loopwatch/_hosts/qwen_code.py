@@ -84,6 +84,7 @@ from .base import (
     Payload,
     PayloadError,
     Reply,
+    StateFolder,
     SwitchOff,
     ancestors,
     read_json,
@@ -421,6 +422,14 @@ class QwenCode(ClaudeStyle):
                 "names such a file."
             ),
         }
+    )
+    # `~/.qwen` (or `$QWEN_HOME`): its transcripts only; settings, usage records, caches,
+    # a chat's `.runtime.json` and a sub-agent's `.meta.json` are left out by name.
+    state_folders = (
+        StateFolder(
+            ("projects/*/chats/*.jsonl", "projects/*/subagents/*/agent-*.jsonl"),
+            ("installation_id", "output-language.md", "projects"),
+        ),
     )
     oversize_fields = MappingProxyType(
         {
