@@ -34,6 +34,7 @@ class Cli(NamedTuple):
 CLIS: dict[str, Cli] = {
     "claude-code": Cli("@anthropic-ai/claude-code", "claude", ("2.1.197", "2.1.332")),
     "codex": Cli("@openai/codex", "codex", ("0.171.0",)),
+    "qwen-code": Cli("@qwen-code/qwen-code", "qwen", ("0.23.4", "0.24.4")),
 }
 
 _LOCK = threading.Lock()

@@ -480,6 +480,28 @@ def test_a_project_env_cannot_switch_the_guard_off(tmp_path, source):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", [".qwen/.env", ".env", ".qwen/settings.json"])
+def test_before_qwen_names_them_a_value_the_project_set_is_taken_as_the_projects(tmp_path, name):
+    """0.23 puts a project's `.env` and settings `env` in its hooks' environment and says
+    nothing of it: a value the project's file sets is the project's, and may only tighten."""
+    state = tmp_path / "state"
+    path = tmp_path / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text('{"env": {"LOOPWATCH_MODE": "off"}}' if name.endswith(".json") else "LOOPWATCH_MODE=off\n")
+    done = _hook(tmp_path, "0.23.4-PostToolUse", {"LOOPWATCH_STATE_DIR": str(state), "LOOPWATCH_MODE": "off"})
+    assert done.returncode == 0 and (state / "state.db").exists()
+    assert f"LOOPWATCH_MODE set by {path}: not trusted" in (state / "hook.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_value_the_project_did_not_set_is_the_users(tmp_path):
+    state = tmp_path / "state"
+    (tmp_path / ".env").write_text("LOOPWATCH_MODE=enforce\n")
+    _hook(tmp_path, "0.23.4-PostToolUse", {"LOOPWATCH_STATE_DIR": str(state), "LOOPWATCH_MODE": "off"})
+    assert not state.exists()
+
+
+@pytest.mark.slow
 def test_the_users_own_environment_still_switches_it_off(tmp_path):
     state = tmp_path / "state"
     env = {

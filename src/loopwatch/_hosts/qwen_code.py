@@ -319,6 +319,46 @@ def _tell(pid: int, line: str) -> None:
         os.close(fd)
 
 
+def _interrupt(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGINT)
+    except OSError:
+        pass
+
+
+def _provenance(raw: str | None) -> dict[str, str] | None:
+    """The variables Qwen says it took from `.env` files and settings `env`, or None
+    where it does not say (before 0.24)."""
+    if not raw:
+        return None
+    try:
+        said = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(said, dict):
+        return None
+    out: dict[str, str] = {}
+    for key, origin in (("dotEnv", "a .env file Qwen Code loaded"), ("settingsEnv", 'a Qwen Code settings "env"')):
+        names = said.get(key)
+        for name in names if isinstance(names, list) else []:
+            if isinstance(name, str):
+                out.setdefault(name, origin)
+    return out
+
+
+def _account_home() -> str:
+    """This account's home folder, from the password database (not `$HOME`, which a
+    project's `.env` may set)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return os.path.expanduser("~")
+
+
 def _truthy(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in _TRUTHY
 
@@ -539,7 +579,8 @@ class QwenCode(ClaudeStyle):
         # The main agent's run ends at its next request (RESUME), by the hook's own answer:
         # the person is told on the session's stderr, where Qwen shows nothing of it. A
         # sub-agent makes no such request: its session process is interrupted, as Ctrl-C
-        # would, once the stop is written (Qwen aborts its running hooks then).
+        # would, once this hook has written its answer and its log (Qwen aborts the hooks
+        # still running when interrupted).
         if not payload.agent and payload.event != RESUME:
             return False
         found = session_process()
@@ -555,33 +596,34 @@ class QwenCode(ClaudeStyle):
         if not how:
             log(f"not ended: the Qwen Code session (pid {pid}) is interactive; the person decides")
             return False
-        import signal
+        import atexit
 
         _tell(pid, f"{_stopped_for_person(reason)} (SIGINT to Qwen Code: a sub-agent kept going)\n")
-        try:
-            os.kill(pid, signal.SIGINT)
-        except OSError as exc:
-            log(f"not ended: SIGINT to pid {pid} failed ({exc.strerror or exc})")
-            return False
-        log(f"sent SIGINT to the Qwen Code session (pid {pid}, {how}): its sub-agent {payload.agent[:60]} was stopped")
+        log(f"SIGINT to the Qwen Code session (pid {pid}, {how}) as this hook exits: sub-agent {payload.agent[:60]}")
+        atexit.register(_interrupt, pid)
         return True
 
     def env_from_files(self, env: Mapping[str, str]) -> dict[str, str]:
-        raw = env.get(PROVENANCE)
-        if not raw:
-            return {}
-        try:
-            said = json.loads(raw)
-        except ValueError:
-            return {}
-        if not isinstance(said, dict):
-            return {}
+        said = _provenance(env.get(PROVENANCE))
+        if said is not None:  # 0.24: Qwen names them
+            return said
+        # 0.23 does not: a variable whose value is the one the project's `.env` or settings
+        # "env" sets is taken as the project's (as for Claude Code's settings "env").
+        from pathlib import Path
+
+        project = Path(env.get("QWEN_PROJECT_DIR") or os.getcwd())
         out: dict[str, str] = {}
-        for key, origin in (("dotEnv", "a .env file Qwen Code loaded"), ("settingsEnv", 'a Qwen Code settings "env"')):
-            names = said.get(key)
-            for name in names if isinstance(names, list) else []:
-                if isinstance(name, str):
-                    out.setdefault(name, origin)
+        sources: list[tuple[Path, Mapping[str, Any]]] = []
+        dotenv = env_file(project, {"HOME": _account_home()})
+        if dotenv is not None:
+            sources.append((dotenv, read_env_file(dotenv)))
+        settings = read_json(project / PROJECT_SETTINGS)
+        if isinstance(settings, dict) and isinstance(settings.get("env"), dict):
+            sources.append((project / PROJECT_SETTINGS, settings["env"]))
+        for path, values in sources:
+            for name, value in values.items():
+                if isinstance(value, str) and value and env.get(name) == value:
+                    out.setdefault(name, str(path))
         return out
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
