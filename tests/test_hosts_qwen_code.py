@@ -531,3 +531,11 @@ def test_a_project_env_may_make_the_run_unattended_never_attended(tmp_path):
             assert store.state(payload("0.24.4-PostToolUse")["session_id"], "").profile == "unattended"
         finally:
             store.close()
+
+
+def test_qwens_editing_tools_are_writers_in_its_runs_only():
+    from loopwatch._hosts.monitors import config_for
+
+    qwen, anywhere = config_for("qwen-code", Config.make({})), Config.make({})
+    assert [qwen.rule(t).role for t in ("edit", "notebook_edit", "write_file")] == ["writer"] * 3
+    assert anywhere.rule("edit").role == "" and config_for("swe-agent", anywhere).rule("edit").role == ""

@@ -16,10 +16,14 @@ from loopwatch._readers import read
 def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     config = Config.make()
     assert all(config.rule(name).role == "writer" for name in WRITERS), WRITERS
-    # A host adds no role of its own but Claude Code's poller: the defaults are the core's.
+    # A host adds no role of its own but Claude Code's poller and Qwen Code's editors (names
+    # too common to be writers everywhere): the defaults are the core's.
     assert {tool: rule.role for rules in HOST_TOOLS.values() for tool, rule in rules.items()} == {
-        "BashOutput": "poller"
+        "BashOutput": "poller",
+        "edit": "writer",
+        "notebook_edit": "writer",
     }
+    assert Config.make().rule("edit").role == ""  # SWE-agent's `edit` command, for one
 
 
 def _atif(tmp_path, name, arguments, error=False):

@@ -18,7 +18,7 @@ STOPPED = fixture("qwen-code", "stopped-0.24.4.jsonl")
 HEALTHY = fixture("qwen-code", "healthy-0.23.4.jsonl")
 SUBAGENT = fixture("qwen-code", "subagent-stopped-0.24.4.jsonl")
 PARENT = fixture("qwen-code", "subagent-parent-0.24.4.jsonl")
-STREAM = fixture("qwen-code", "stopped-0.24.4.stream-json.jsonl")
+STREAM = fixture("claude-code", "qwen-code-0.24.4-stream-stopped.jsonl")  # Claude Code's format
 
 
 @pytest.mark.parametrize(

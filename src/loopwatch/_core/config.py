@@ -189,15 +189,13 @@ _DEFAULT_RULE = ToolRule()
 #: writers unless `[tools.X]` says otherwise, so an edit between two failing test runs
 #: is progress (an edit/test loop is not "the same error" repeated). Claude Code's
 #: editing tools, Codex's patch tool, the SWE-agent/OpenHands and Anthropic text
-#: editors, Gemini CLI's, Qwen Code's, and the usual framework spellings.
+#: editors, Gemini CLI's, and the usual framework spellings.
 WRITERS = frozenset(
     {
         "Write",
         "Edit",
         "MultiEdit",
         "NotebookEdit",
-        "edit",
-        "notebook_edit",
         "apply_patch",
         "str_replace_editor",
         "str_replace_based_edit_tool",

@@ -3,7 +3,8 @@
 `HOSTS` lists them (`host(name)` gives one); `base` holds the contract every host module
 fulfils. `WRITERS` is the one table of tools that write files, across hosts: the readers mark
 their successful calls as writes and the hook gives them the `writer` role (a write is
-progress: it resets same-error counts and ends churn and stagnation).
+progress: it resets same-error counts and ends churn and stagnation); `HOST_WRITERS` the
+same for tools that write in one host's runs only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .base import Host
 
-__all__ = ["HOSTS", "WRITERS", "host"]
+__all__ = ["HOSTS", "HOST_WRITERS", "WRITERS", "host"]
 
 #: Every agent CLI loopwatch guards live: its name -> its module in this package, which
 #: defines `HOST` (the contract is `base.Host`). Imported on first use: the hook loads
@@ -42,12 +43,19 @@ WRITERS: dict[str, str | None] = {
     "Edit": "file_path",
     "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
-    # Qwen Code's (0.23.4 and 0.24.4: the tools it offers the model, and its session files).
+    # Qwen Code's `write_file` (0.23.4, 0.24.4; its `edit` is in `HOST_WRITERS`).
     "write_file": "file_path",
-    "edit": "file_path",
-    "notebook_edit": "notebook_path",
     # Codex's patch tool (0.171.0 rollouts: `custom_tool_call` apply_patch).
     "apply_patch": None,
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.
     "str_replace_editor": "path",
+}
+
+#: Tools that write files in one host's runs only, as `WRITERS`: their names are too
+#: common to be writers wherever they are met (SWE-agent's `edit` command, a refused
+#: edit included, writes nothing). The host's monitors give them the `writer` role.
+HOST_WRITERS: dict[str, dict[str, str | None]] = {
+    # Qwen Code 0.23.4 and 0.24.4: `edit {file_path, old_string, new_string}`,
+    # `notebook_edit {notebook_path, ...}`.
+    "qwen-code": {"edit": "file_path", "notebook_edit": "notebook_path"},
 }

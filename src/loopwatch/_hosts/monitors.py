@@ -12,6 +12,7 @@ when unknown). What a source adds to the user's configuration, under the user's 
   (`codex.shared_tool_rules`): a `[tools.Bash]` rule holds for a rollout's
   `exec_command` calls as for the hook's `Bash` ones.
 - Claude Code: polling a background shell (`BashOutput`) is waiting, not looping.
+- Qwen Code: its `edit` and `notebook_edit` write files (`HOST_WRITERS`).
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -29,13 +30,15 @@ from collections.abc import Callable, Mapping
 from .._core.config import Config, ToolRule
 from .._core.monitor import Monitor
 from .._core.verdict import Verdict
-from . import codex
+from . import HOST_WRITERS, codex
 
 __all__ = ["HOST_TOOLS", "config_for", "monitor_for"]
 
 #: Tool rules a host's tools get unless the configuration has its own for them.
 HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     "claude-code": {"BashOutput": ToolRule(role="poller")},
+    # Tools that write in one host's runs only (`HOST_WRITERS`: Qwen Code's `edit`).
+    **{host: {tool: ToolRule(role="writer") for tool in tools} for host, tools in HOST_WRITERS.items()},
 }
 
 

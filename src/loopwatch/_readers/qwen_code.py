@@ -40,7 +40,7 @@ from typing import Any, BinaryIO
 
 from .._core.events import Attempt, Event, ModelText, ToolCall, Turn, UserMessage
 from .._core.messages import loopwatch_said, without_told
-from .._hosts import WRITERS
+from .._hosts import HOST_WRITERS, WRITERS
 from ._common import iso_seconds, mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, head_objects, kind_of, parsed_events, session_name
@@ -231,6 +231,6 @@ def _person_wrote(obj: dict[str, Any], parts: list[dict[str, Any]]) -> bool:
 
 
 def _changed(call: _Call) -> tuple[str, ...]:
-    field = WRITERS.get(call.name)
+    field = WRITERS.get(call.name) or HOST_WRITERS[NAME].get(call.name)
     path = call.input.get(field) if field is not None and isinstance(call.input, dict) else None
     return (path,) if isinstance(path, str) and path else ()
