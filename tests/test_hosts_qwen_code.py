@@ -539,3 +539,23 @@ def test_qwens_editing_tools_are_writers_in_its_runs_only():
     qwen, anywhere = config_for("qwen-code", Config.make({})), Config.make({})
     assert [qwen.rule(t).role for t in ("edit", "notebook_edit", "write_file")] == ["writer"] * 3
     assert anywhere.rule("edit").role == "" and config_for("swe-agent", anywhere).rule("edit").role == ""
+
+
+def test_a_reworded_description_or_timeout_is_the_same_call():
+    """What Qwen's shell tool is told to describe "for the user", and how long to wait,
+    say nothing of what runs: the same failing command reworded is a repeat."""
+    monitor = monitor_for("qwen-code", Config.make({}))
+    text = payload("0.24.4-PostToolUseFailure")["error"]
+    verdicts = [
+        monitor.observe(
+            ToolCall(
+                "run_shell_command",
+                {"command": "ls /nonexistent-dir-xyz", "description": f"List it, try {i}", "timeout": 30000 + i},
+                text,
+                error=True,
+                at=float(i),
+            )
+        )
+        for i in range(3)
+    ]
+    assert verdicts[-1].action is Action.NUDGE, verdicts
