@@ -1,6 +1,6 @@
 """Wall time of one `loopwatch hook` call, next to the bare `python -c pass`.
 
-    PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000] [--installed] [--compare DIR]
+    PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000] [--installed] [--compare DIR] [--per-call]
 
 The hook runs on every tool call, so its start-up is the product. This measures, on
 this machine and in this run:
@@ -18,6 +18,13 @@ module, from `python -X importtime` (cumulative microseconds, one run).
 `--compare DIR` also times the hook from another source tree DIR (its own warmed
 state), interleaved with this one, for a before/after figure from the same run:
 `git archive <commit> src | tar -x -C /tmp/before; ... --compare /tmp/before/src`.
+
+`--per-call` times one tool call as each guarded host runs it, in the same run, each
+hook through `sh -c` as the host runs it, each host against a state warmed with
+`--warm` earlier calls of its own session: Claude Code runs three hook processes per
+call (PreToolUse, PostToolUse, PostToolBatch), Qwen Code three (UserPromptSubmit before
+every model request, PreToolUse, PostToolUse or PostToolUseFailure). Prints the medians
+per call and each host's ratio to Claude Code's (target: at most 1x).
 
 `--installed` measures what a user runs instead: this worktree is installed with
 `pip install <worktree>` (a regular, non-editable install, with its dependencies)
@@ -65,6 +72,86 @@ def payload(i: int, session: str, cwd: str) -> dict:
         "tool_response": {"stdout": f"output of {command}\n" * 5, "stderr": "", "interrupted": False},
         "tool_use_id": f"toolu_{i:06d}",
     }
+
+
+def claude_code_call(i: int, session: str, cwd: str) -> list[dict]:
+    """The three payloads Claude Code sends for call `i`."""
+    post = payload(i, session, cwd)
+    pre = {k: v for k, v in post.items() if k != "tool_response"} | {"hook_event_name": "PreToolUse"}
+    item = {k: post[k] for k in ("tool_name", "tool_input", "tool_use_id", "tool_response")}
+    batch = {k: post[k] for k in ("session_id", "transcript_path", "cwd", "permission_mode")}
+    return [pre, post, batch | {"hook_event_name": "PostToolBatch", "tool_calls": [item]}]
+
+
+def qwen_code_call(i: int, session: str, cwd: str) -> list[dict]:
+    """The three payloads Qwen Code (0.23.4, 0.24.4) sends for call `i`: the request's
+    UserPromptSubmit (a continuation), PreToolUse, PostToolUse."""
+    command = COMMANDS[i % len(COMMANDS)] + f" # step {i // 3}"
+    base = {
+        "session_id": session,
+        "transcript_path": f"{cwd}/t.jsonl",
+        "cwd": cwd,
+        "timestamp": "2026-12-06T02:20:04.715Z",
+        "permission_mode": "yolo",
+        "prompt_id": f"{session}########0",
+    }
+    call = {
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": command, "description": "Run a command"},
+        "tool_use_id": f"toolu_{i:06d}",
+        "tool_call_id": f"call_{i}_{i}",
+    }
+    text = f"Command: {command}\nDirectory: (root)\nOutput: " + f"output of {command}\n" * 5
+    response = {"llmContent": text + "Error: (none)\nExit Code: 0\nSignal: (none)\nProcess Group PGID: (none)"}
+    return [
+        base | {"hook_event_name": "UserPromptSubmit", "prompt": ""},
+        base | call | {"hook_event_name": "PreToolUse"},
+        base | call | {"hook_event_name": "PostToolUse", "tool_response": response, "duration_ms": 30},
+    ]
+
+
+#: Each host's one tool call, as `--per-call` times it.
+HOST_CALLS = {"claude-code": claude_code_call, "qwen-code": qwen_code_call}
+
+
+def per_call(args: argparse.Namespace) -> None:
+    """One tool call's hooks on each host of `HOST_CALLS`, timed in turn (`--per-call`)."""
+    import shlex
+
+    python = shlex.quote(sys.executable)
+    sys.path.insert(0, str(SRC))
+    from loopwatch._hook.guard import handle
+    from loopwatch._hook.payload import parse
+    from loopwatch._hook.state import Store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "QWEN"))}
+        env.update(PYTHONPATH=str(SRC), LOOPWATCH_PROFILE="attended")
+        envs = {name: {**env, "LOOPWATCH_STATE_DIR": str(Path(tmp) / name)} for name in HOST_CALLS}
+        for name, make in HOST_CALLS.items():
+            store = Store(Path(tmp) / name)
+            try:
+                for i in range(args.warm):
+                    for raw in make(i, f"bench-{name}", tmp):
+                        handle(parse(json.dumps(raw).encode(), name), {}, store)
+            finally:
+                store.close()
+        timings: dict[str, list[float]] = {name: [] for name in HOST_CALLS}
+        floor = []
+        for i in range(args.warm, args.warm + args.calls):
+            floor.append(timed(["sh", "-c", f"{python} -c pass"], b"", env))
+            for name, make in HOST_CALLS.items():
+                argv = ["sh", "-c", f"{python} -m loopwatch hook {name}"]
+                timings[name].append(
+                    sum(timed(argv, json.dumps(raw).encode(), envs[name]) for raw in make(i, f"bench-{name}", tmp))
+                )
+        claude = statistics.median(timings["claude-code"])
+        print(f"warmed each state with {args.warm} calls; {args.calls} calls timed, in turn")
+        print(f"sh -c 'python -c pass'        median {statistics.median(floor) * 1000:7.1f} ms  (one process)")
+        for name, found in timings.items():
+            hooks = len(HOST_CALLS[name](0, "x", tmp))
+            median = statistics.median(found)
+            print(f"{name:<13} per call ({hooks} hooks) median {median * 1000:7.1f} ms  ratio {median / claude:.2f}x")
 
 
 def warm(state: Path, session: str, cwd: str, events: int) -> None:
@@ -192,9 +279,13 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=1000)
     parser.add_argument("--installed", action="store_true", help="time a regular install in a temporary venv")
     parser.add_argument("--compare", metavar="DIR", help="also time the hook from this source tree")
+    parser.add_argument("--per-call", action="store_true", help="one tool call's hooks on each host, in turn")
     args = parser.parse_args()
     if args.installed:
         installed(args)
+        return
+    if args.per_call:
+        per_call(args)
         return
 
     with tempfile.TemporaryDirectory() as tmp:
