@@ -132,6 +132,11 @@ def test_doctor_runs_the_systems_command_too(machine):
 SWITCH_OFFS = [
     # (file in the project, its text, the words doctor says)
     (".qwen/settings.json", '{"disableAllHooks": true}', '"disableAllHooks": true turns every hook off'),
+    (
+        ".qwen/settings.json",
+        '{\n  // JSON with comments, as Qwen reads it\n  "disableAllHooks": true\n}',
+        '"disableAllHooks": true turns every hook off',
+    ),
     (".qwen/settings.json", '{"env": {"QWEN_CODE_SIMPLE": "1"}}', '"env" sets QWEN_CODE_SIMPLE=1'),
     (".qwen/.env", "QWEN_CODE_SAFE_MODE=true\n", "QWEN_CODE_SAFE_MODE=true: Qwen Code then runs no hook"),
     (".env", "export QWEN_CODE_SIMPLE='yes'\n", "QWEN_CODE_SIMPLE=yes: Qwen Code then runs no hook"),
@@ -146,9 +151,7 @@ def test_doctor_names_a_project_file_that_switches_the_guard_off(machine, name, 
     path.write_text(text)
     code, found = machine.doctor()
     assert code == 1
-    assert [t for t in _lines(found, "problem") if t.startswith(f"{path}: ")] == [
-        next(t for t in _lines(found, "problem") if said in t)
-    ]
+    assert any(t.startswith(f"{path}: ") and said in t for t in _lines(found, "problem")), found
 
 
 def test_the_system_pin_and_the_users_own_environment_hold_and_doctor_says_nothing(machine):

@@ -196,6 +196,7 @@ def test_without_the_system_level_the_switch_off_works_and_doctor_names_it(tmp_p
         run = machine.run("SCENARIO:loop do the task")
         turns = server.of("loop")
     assert len(turns) == 5 and run.code == 1 and run.result["subtype"] == "error_during_execution"
+    assert run.leftover == []
     assert not any(_mentions_loopwatch(t) for t in turns) and machine.status() == {}
     doctor = machine.loopwatch("doctor", "qwen-code", "--json", check=False)
     problems = [json.loads(line)["text"] for line in doctor.stdout.splitlines() if '"problem"' in line]
@@ -218,6 +219,7 @@ def test_the_agents_own_switch_off_is_refused_and_a_project_env_cannot_loosen(tm
     assert not (tmp_path / "work" / ".qwen" / "settings.json").exists()
     assert [t.answered for t in turns] == ["tool:write_file"] + ["tool:run_shell_command"] * 4
     assert loopwatch_said(run.tool_results()[calls[4]["id"]]["content"]) is Stopped and run.code == 0
+    assert run.leftover == []
     # 0.23 does not say which variables came from a file: their value, the project's, does
     env_file = tmp_path / "work" / ".qwen" / ".env"
     for name in ("LOOPWATCH_MODE", "LOOPWATCH_PROFILE"):

@@ -126,7 +126,7 @@ _DEFAULT_SUBAGENT = "general-purpose"
 _EXIT = r"^Exit Code: (-?\d+)\s*$"
 _EXIT_TAIL = 2048  # the code is among the text's last lines: never search a whole output
 
-#: Settings that switch every hook off when truthy (Qwen's `isTruthy`: 1, true, yes, on).
+#: Variables that switch every hook off when truthy (Qwen's `isTruthy`: 1, true, yes, on).
 SWITCH_VARIABLES = ("QWEN_CODE_SIMPLE", "QWEN_CODE_SAFE_MODE")
 _TRUTHY = ("1", "true", "yes", "on")
 #: Where Qwen says which variables it took from `.env` files and settings `env`.
@@ -359,6 +359,19 @@ def _account_home() -> str:
         return os.path.expanduser("~")
 
 
+def _says_off(path: Path) -> bool:
+    """Does a settings file that is not plain JSON (Qwen reads JSON with comments) say
+    `"disableAllHooks": true`?"""
+    from .._files import open_file
+
+    try:
+        with open_file(str(path)) as fh:
+            text = fh.read(_ENV_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return re.search(r'"disableAllHooks"\s*:\s*true\b', text) is not None
+
+
 def _truthy(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in _TRUTHY
 
@@ -452,7 +465,7 @@ class QwenCode(ClaudeStyle):
     scopes = ("user", "project", "system")
     matcher_events = frozenset(TOOL_EVENTS)
     timeout = 30000  # milliseconds in every release (1000 or more is read as ms)
-    ends_by = "its next request refused; for a sub-agent, SIGINT to the Qwen Code session"
+    ends_by = "its next model request refused; a sub-agent's run, by SIGINT to the Qwen Code session"
     install_notes = MappingProxyType(
         {
             "system": (
@@ -673,6 +686,8 @@ class QwenCode(ClaudeStyle):
         found: list[SwitchOff] = []
         for path in (user_path, project_path):
             settings = read_json(path)
+            if settings is None and _says_off(path):  # JSON with comments, which Qwen reads
+                settings = {"disableAllHooks": True}
             if not isinstance(settings, dict):
                 continue
             if settings.get("disableAllHooks") is True and not pinned:
