@@ -559,3 +559,27 @@ def test_a_reworded_description_or_timeout_is_the_same_call():
         for i in range(3)
     ]
     assert verdicts[-1].action is Action.NUDGE, verdicts
+
+
+@pytest.mark.slow
+def test_a_continuation_is_answered_from_the_count_of_stops_alone(tmp_path):
+    """Qwen asks before every model request: a session never stopped is answered from its
+    count of stops, nothing else read or written; a stopped one gets the block."""
+    from loopwatch._hook import _never_stopped
+
+    state = tmp_path / "state"
+    env = {"LOOPWATCH_STATE_DIR": str(state), "LOOPWATCH_PROFILE": "unattended"}
+    session = payload("0.24.4-UserPromptSubmit-continuation")["session_id"]
+    assert _never_stopped(str(state), session, "") is False  # no state yet: the whole guard decides
+    assert _hook(tmp_path, "0.24.4-UserPromptSubmit-first", env).stdout == b""
+    assert _never_stopped(str(state), session, "") is True
+    before = (state / "state.db").stat().st_mtime_ns
+    done = _hook(tmp_path, "0.24.4-UserPromptSubmit-continuation", env)
+    assert done.returncode == 0 and done.stdout == b"" and (state / "state.db").stat().st_mtime_ns == before
+    for n in range(1, 5):
+        ids = {"tool_call_id": f"call_{n}", "tool_use_id": f"toolu_{n}"}
+        _hook(tmp_path, "0.24.4-PreToolUse", env, **ids, tool_input={"command": "ls /nonexistent-dir-xyz"})
+        _hook(tmp_path, "0.24.4-PostToolUseFailure", env, **ids, tool_input={"command": "ls /nonexistent-dir-xyz"})
+    assert _never_stopped(str(state), session, "") is False
+    said = json.loads(_hook(tmp_path, "0.24.4-UserPromptSubmit-continuation", env).stdout)
+    assert said["decision"] == "block" and said["continue"] is False

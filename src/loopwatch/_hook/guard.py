@@ -5,7 +5,7 @@
     PostToolUseFailure  -> Monitor.observe(ToolCall(error=True))
     PostToolBatch       -> one ToolCall per call not already counted
     UserPromptSubmit    -> Monitor.observe(UserMessage)  (every streak starts again)
-    Resume              -> nothing observed; a stopped run is ended there (Qwen Code)
+    Resume              -> nothing observed or written; a stopped run is ended there (Qwen Code)
     Stop, SubagentStop  -> Monitor.observe(Turn)
 
 Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
@@ -80,7 +80,10 @@ def handle(
         if log is not None:
             log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
 
-    store.update(payload.session, payload.agent, make, feed, bad_state)
+    if payload.event == RESUME:  # nothing to observe: only whether the run was stopped (read, never written)
+        outcome.update(decision=ALLOWED, stopped=store.stopped(payload.session, payload.agent))
+    else:
+        store.update(payload.session, payload.agent, make, feed, bad_state)
     decision: Decision = outcome["decision"]
     stopped: str | None = outcome["stopped"]
     ending = decision.action is Action.STOP or payload.event == RESUME
@@ -143,6 +146,4 @@ def _feed(
         return strongest, tool
     if event == PROMPT:
         return state.user(UserMessage(at=at)), None
-    if event == RESUME:  # the agent goes on by itself: nothing to observe, the stop is what counts
-        return ALLOWED, None
     return state.observe(Turn(at=at)), None  # a turn's end

@@ -541,7 +541,7 @@ def text_field(raw: Mapping[str, Any], key: str, required: bool = False) -> str 
     return value
 
 
-def read_json(path: Path, limit: int = 1 << 20) -> Any:
+def read_json(path: Path | str, limit: int = 1 << 20) -> Any:
     """A small JSON settings file, or None when it is absent, too large, or not JSON.
     For reading what a project holds (`switch_offs`): never raises."""
     from .._files import open_file

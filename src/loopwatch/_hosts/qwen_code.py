@@ -407,19 +407,25 @@ def env_file(cwd: Path, env: Mapping[str, str]) -> Path | None:
     `.qwen/.env` or `.env` from `cwd` up, short of the home folder."""
     from pathlib import Path
 
-    home = Path(env.get("HOME") or os.path.expanduser("~")).resolve()
-    folder = cwd.resolve()
+    found = _env_file(str(cwd), env.get("HOME") or os.path.expanduser("~"))
+    return Path(found) if found is not None else None
+
+
+def _env_file(cwd: str, home: str) -> str | None:
+    """`env_file` in strings (the hook's path loads no pathlib)."""
+    home, folder = os.path.realpath(home), os.path.realpath(cwd)
     while folder != home:
         for name in ENV_FILES:
-            if (folder / name).is_file():
-                return folder / name
-        if folder.parent == folder:
+            if os.path.isfile(os.path.join(folder, name)):
+                return os.path.join(folder, name)
+        parent = os.path.dirname(folder)
+        if parent == folder:
             return None
-        folder = folder.parent
+        folder = parent
     return None
 
 
-def read_env_file(path: Path) -> dict[str, str]:
+def read_env_file(path: Path | str) -> dict[str, str]:
     """KEY=VALUE lines of a `.env` file (`export` and quotes allowed); {} when unreadable."""
     from .._files import open_file
 
@@ -622,21 +628,20 @@ class QwenCode(ClaudeStyle):
             return said
         # 0.23 does not: a variable whose value is the one the project's `.env` or settings
         # "env" sets is taken as the project's (as for Claude Code's settings "env").
-        from pathlib import Path
-
-        project = Path(env.get("QWEN_PROJECT_DIR") or os.getcwd())
+        project = env.get("QWEN_PROJECT_DIR") or os.getcwd()
         out: dict[str, str] = {}
-        sources: list[tuple[Path, Mapping[str, Any]]] = []
-        dotenv = env_file(project, {"HOME": _account_home()})
+        sources: list[tuple[str, Mapping[str, Any]]] = []
+        dotenv = _env_file(project, _account_home())
         if dotenv is not None:
             sources.append((dotenv, read_env_file(dotenv)))
-        settings = read_json(project / PROJECT_SETTINGS)
+        settings_path = os.path.join(project, PROJECT_SETTINGS)
+        settings = read_json(settings_path)
         if isinstance(settings, dict) and isinstance(settings.get("env"), dict):
-            sources.append((project / PROJECT_SETTINGS, settings["env"]))
+            sources.append((settings_path, settings["env"]))
         for path, values in sources:
             for name, value in values.items():
                 if isinstance(value, str) and value and env.get(name) == value:
-                    out.setdefault(name, str(path))
+                    out.setdefault(name, path)
         return out
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
