@@ -71,13 +71,12 @@ def test_install_writes_every_event_with_a_timeout_every_release_reads_as_30_sec
     settings = json.loads(machine.user().read_text())
     assert settings["general"] == {"enableAutoUpdate": False} and settings["$version"] == 4
     assert list(settings["hooks"]) == EVENTS
+    # Isolated (`-I`): a project's `.env` (PYTHONPATH) and folder reach no import of the hook's.
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command.startswith(f"{sys.executable} -I ") and command.endswith("loopwatch hook qwen-code")
     for event, groups in settings["hooks"].items():
         ((entry,),) = [g["hooks"] for g in groups]
-        assert entry == {
-            "type": "command",
-            "command": f"{sys.executable} -m loopwatch hook qwen-code",
-            "timeout": 30000,
-        }
+        assert entry == {"type": "command", "command": command, "timeout": 30000}
         assert groups[0].get("matcher") == ("*" if event.startswith(("PreToolUse", "PostToolUse")) else None)
     again = machine.loopwatch("install", "qwen-code")
     assert "already installed" in again.stdout and json.loads(machine.user().read_text()) == settings

@@ -22,7 +22,21 @@ __all__ = ["HOSTS", "HOST_WRITERS", "WRITERS", "host"]
 HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "copilot": "copilot",
+    "gemini-cli": "gemini_cli",
+    "opencode": "opencode",
     "qwen-code": "qwen_code",
+}
+
+
+#: Per host, tools whose success writes a file but whose names are too common to be writers
+#: for every source (SWE-agent's `edit` is a command): writers in that host's runs only.
+HOST_WRITERS: dict[str, dict[str, str | None]] = {
+    # GitHub Copilot CLI 1.0.89 and 1.0.102: `create {path, file_text}`, `edit {path, old_str, new_str}`.
+    "copilot": {"create": "path", "edit": "path"},
+    # Qwen Code 0.23.4 and 0.24.4: `edit {file_path, old_string, new_string}`,
+    # `notebook_edit {notebook_path, ...}`.
+    "qwen-code": {"edit": "file_path", "notebook_edit": "notebook_path"},
 }
 
 
@@ -43,19 +57,12 @@ WRITERS: dict[str, str | None] = {
     "Edit": "file_path",
     "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
-    # Qwen Code's `write_file` (0.23.4, 0.24.4; its `edit` is in `HOST_WRITERS`).
-    "write_file": "file_path",
     # Codex's patch tool (0.171.0 rollouts: `custom_tool_call` apply_patch).
     "apply_patch": None,
+    # Gemini CLI's (0.58.0 and 0.61.0: the tools it offers the model); `write_file` is
+    # Qwen Code's too (0.23.4, 0.24.4).
+    "write_file": "file_path",
+    "replace": "file_path",
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.
     "str_replace_editor": "path",
-}
-
-#: Tools that write files in one host's runs only, as `WRITERS`: their names are too
-#: common to be writers wherever they are met (SWE-agent's `edit` command, a refused
-#: edit included, writes nothing). The host's monitors give them the `writer` role.
-HOST_WRITERS: dict[str, dict[str, str | None]] = {
-    # Qwen Code 0.23.4 and 0.24.4: `edit {file_path, old_string, new_string}`,
-    # `notebook_edit {notebook_path, ...}`.
-    "qwen-code": {"edit": "file_path", "notebook_edit": "notebook_path"},
 }

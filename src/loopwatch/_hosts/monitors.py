@@ -12,7 +12,12 @@ when unknown). What a source adds to the user's configuration, under the user's 
   (`codex.shared_tool_rules`): a `[tools.Bash]` rule holds for a rollout's
   `exec_command` calls as for the hook's `Bash` ones.
 - Claude Code: polling a background shell (`BashOutput`) is waiting, not looping.
-- Qwen Code: its `edit` and `notebook_edit` write files (`HOST_WRITERS`).
+- GitHub Copilot CLI: the same for `read_bash`; its `create` and `edit` write files.
+- Gemini CLI: `update_topic` (narration) and `complete_task` (a sub-agent's answer)
+  are never counted; `read_background_output` is waiting.
+- opencode: its `write` and `edit` write files (names too common to be writers of every
+  source: another's `edit` may only look at a file).
+- Qwen Code: its `edit` and `notebook_edit` write files (the same).
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -37,8 +42,24 @@ __all__ = ["HOST_TOOLS", "config_for", "monitor_for"]
 #: Tool rules a host's tools get unless the configuration has its own for them.
 HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     "claude-code": {"BashOutput": ToolRule(role="poller")},
-    # Tools that write in one host's runs only (`HOST_WRITERS`: Qwen Code's `edit`).
-    **{host: {tool: ToolRule(role="writer") for tool in tools} for host, tools in HOST_WRITERS.items()},
+    # GitHub Copilot CLI: its writing tools, under names too common to be writers for
+    # every source (SWE-agent's `edit` is a command); `read_bash` reads a running shell.
+    "copilot": {
+        **{tool: ToolRule(role="writer") for tool in HOST_WRITERS["copilot"]},
+        "read_bash": ToolRule(role="poller"),
+    },
+    # Gemini CLI: `update_topic` only narrates (a title, a summary: no action), and
+    # `complete_task` is how a sub-agent hands back its result; reading a background
+    # command's output again is waiting.
+    "gemini-cli": {
+        "update_topic": ToolRule(role="exempt"),
+        "complete_task": ToolRule(role="exempt"),
+        "read_background_output": ToolRule(role="poller"),
+    },
+    # opencode 1.17.19 and 1.18.33 (`apply_patch` is a writer of every source already).
+    "opencode": {"write": ToolRule(role="writer"), "edit": ToolRule(role="writer")},
+    # Qwen Code 0.23.4 and 0.24.4: its `edit` and `notebook_edit`.
+    "qwen-code": {tool: ToolRule(role="writer") for tool in HOST_WRITERS["qwen-code"]},
 }
 
 

@@ -52,8 +52,10 @@ it differs, from its captured payloads:
   or a settings `env` (unless the launching environment already sets them), or with a
   hook entry of its own running the very command of the user's (one entry is kept per
   command, the project's first: its timeout and env then decide). Values a `.env` or a
-  settings `env` sets reach the hook's environment; Qwen lists their names in
-  `QWEN_CODE_PRIVATE_RELAUNCH_ENV_PROVENANCE` (0.23+), which a project cannot set.
+  settings `env` sets reach the hook's environment (`PYTHONPATH` too: the hook runs
+  isolated); 0.24 lists their names in `QWEN_CODE_PRIVATE_RELAUNCH_ENV_PROVENANCE`, which
+  a project cannot set, and the launcher (the outermost Qwen process) was started without
+  them in every release.
 - Session files: `~/.qwen/projects/<cwd, "/" as "-">/chats/<session>.jsonl`, a
   sub-agent's `subagents/<session>/agent-<agent_id>.jsonl` beside them.
 
@@ -87,6 +89,7 @@ from .base import (
     StateFolder,
     SwitchOff,
     ancestors,
+    process_environ,
     read_json,
     text_field,
     trim,
@@ -133,7 +136,7 @@ _TRUTHY = ("1", "true", "yes", "on")
 PROVENANCE = "QWEN_CODE_PRIVATE_RELAUNCH_ENV_PROVENANCE"
 #: Set in the session process's environment (and so the hook's): the process that runs
 #: the session, not the launcher or relauncher above it.
-SESSION_MARK = "QWEN_CODE_NO_RELAUNCH=true"
+SESSION_MARK = ("QWEN_CODE_NO_RELAUNCH", "true")
 
 _ENTRY_SCRIPTS = ("@qwen-code/qwen-code/cli.js", "@qwen-code/qwen-code/cli-entry.js")
 
@@ -275,15 +278,6 @@ def _stdin_terminal(pid: int) -> bool | None:
     return target.startswith(("/dev/pts/", "/dev/tty", "/dev/console"))
 
 
-def _environ_has(pid: int, entry: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            data = fh.read(1 << 20)
-    except OSError:
-        return False
-    return entry.encode() in data.split(b"\0")
-
-
 def session_process(start: int | None = None) -> tuple[int, list[str]] | None:
     """(pid, argv) of the Qwen Code session process this hook runs under: the nearest
     ancestor that runs Qwen's entry, when its environment marks it as the session
@@ -292,7 +286,7 @@ def session_process(start: int | None = None) -> tuple[int, list[str]] | None:
     for pid, argv in ancestors(8, start):
         if _entry(argv) is None:
             continue
-        return (pid, argv) if _environ_has(pid, SESSION_MARK) else None
+        return (pid, argv) if (process_environ(pid) or {}).get(SESSION_MARK[0]) == SESSION_MARK[1] else None
     return None
 
 
@@ -472,6 +466,11 @@ class QwenCode(ClaudeStyle):
     matcher_events = frozenset(TOOL_EVENTS)
     timeout = 30000  # milliseconds in every release (1000 or more is read as ms)
     ends_by = "its next model request refused; a sub-agent's run, by SIGINT to the Qwen Code session"
+    # A refused call is reported only by PostToolBatch, which is not hooked.
+    reports_refusals = False
+    # Its hooks get the environment a project's `.env` sets (PYTHONPATH included), and run
+    # in the project's folder: the hook's Python imports nothing from either.
+    isolated = True
     install_notes = MappingProxyType(
         {
             "system": (
@@ -622,27 +621,37 @@ class QwenCode(ClaudeStyle):
         atexit.register(_interrupt, pid)
         return True
 
+    def env_files(self, cwd: str, env: Mapping[str, str]) -> list[str]:
+        found = _env_file(cwd, _account_home())
+        return [found] if found is not None else []
+
+    def started_environ(self) -> dict[str, str] | None:
+        # The outermost Qwen process above the hook: the launcher, started by the user. The
+        # session process below it is started with the project's `.env` already loaded.
+        outer = None
+        for pid, argv in ancestors(8):
+            if _entry(argv) is None:
+                if outer is not None:
+                    break
+                continue
+            outer = pid
+        return process_environ(outer) if outer is not None else None
+
     def env_from_files(self, env: Mapping[str, str]) -> dict[str, str]:
         said = _provenance(env.get(PROVENANCE))
         if said is not None:  # 0.24: Qwen names them
             return said
-        # 0.23 does not: a variable whose value is the one the project's `.env` or settings
-        # "env" sets is taken as the project's (as for Claude Code's settings "env").
+        # 0.23 does not: a variable whose value is the one the project's settings "env"
+        # sets is taken as the project's (as for Claude Code's); its `.env`: `env_files`.
         project = env.get("QWEN_PROJECT_DIR") or os.getcwd()
-        out: dict[str, str] = {}
-        sources: list[tuple[str, Mapping[str, Any]]] = []
-        dotenv = _env_file(project, _account_home())
-        if dotenv is not None:
-            sources.append((dotenv, read_env_file(dotenv)))
-        settings_path = os.path.join(project, PROJECT_SETTINGS)
-        settings = read_json(settings_path)
-        if isinstance(settings, dict) and isinstance(settings.get("env"), dict):
-            sources.append((settings_path, settings["env"]))
-        for path, values in sources:
-            for name, value in values.items():
-                if isinstance(value, str) and value and env.get(name) == value:
-                    out.setdefault(name, path)
-        return out
+        path = os.path.join(project, PROJECT_SETTINGS)
+        settings = read_json(path)
+        table = settings.get("env") if isinstance(settings, dict) else None
+        if not isinstance(table, dict):
+            return {}
+        return {
+            name: path for name, value in table.items() if isinstance(value, str) and value and env.get(name) == value
+        }
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
         return {
