@@ -95,6 +95,7 @@ SAMPLES: dict[str, tuple[bytes, str, str]] = {
     "copilot": ((FIXTURES / "copilot" / "89-loop.events.jsonl").read_bytes(), "session.jsonl", "line"),
     "gemini-cli": ((FIXTURES / "gemini-cli" / "loop.session.jsonl").read_bytes(), "session.jsonl", "line"),
     "qwen-code": ((FIXTURES / "qwen-code" / "stopped-0.24.4.jsonl").read_bytes(), "session.jsonl", "line"),
+    "opencode": ((FIXTURES / "opencode" / "1.18.33-healthy.run-format-json.jsonl").read_bytes(), "run.jsonl", "line"),
     "verl": ((FIXTURES / "verl" / "12.jsonl").read_bytes(), "session.jsonl", "line"),
     "skyrl": ((FIXTURES / "skyrl" / "searchR1_nq.jsonl").read_bytes(), "session.jsonl", "line"),
     "rllm": ((FIXTURES / "rllm" / "episode_hash1a2b3c4d_idtask7_0.json").read_bytes(), "session.json", "trajectories"),
@@ -167,6 +168,7 @@ def test_a_first_record_past_the_head_is_told_by_its_structure(tmp_path, fmt):
         "copilot",
         "gemini-cli",
         "qwen-code",
+        "opencode",
         "verl",
         "skyrl",
     )

@@ -129,6 +129,10 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     if head.startswith(SQLITE_MAGIC):
         yield from _read_database(path, stream)
         return
+    if stream is not None:  # the structure of the head: a first line of any length shows its keys
+        from . import sniff_head
+
+        head, stream = sniff_head(stream)
     objs = head_objects(head.lstrip(), 1)
     if objs and _stream_line(objs[0]):
         yield _read_stream(path, JsonLines(path, stream))
