@@ -4,7 +4,9 @@
 and the releases the tests drive: the pinned one first, then the current release (the
 newest on the npm registry when it was last looked at). `.ci/run` installs them all with
 `python tests/real_clis.py install` before the suite runs; a test asks for one with
-`binary(name, version)`, which installs it on first use when CI did not.
+`binary(name, version)`, which installs it on first use when CI did not. A test that
+runs one in a session of its own (`start_new_session=True`) ends it with
+`end_session`, which says what of it outlived the run.
 
 Installed with npm into `~/.cache/loopwatch-tests/<name>-<version>` (or
 `$LOOPWATCH_TEST_CACHE`), each release in a folder of its own, and reused. Nothing is
@@ -16,11 +18,14 @@ downloaded at run time: a CLI that would update itself is told not to by its tes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -104,6 +109,39 @@ def binary(name: str, version: str | None = None) -> str:
         pytest.skip(str(exc))
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+def end_session(sid: int, grace: float = 30.0) -> list[str]:
+    """The processes of session `sid` (the run's) still there `grace` seconds after its
+    leader exited, killed; their command lines. A hook finishing its last write after
+    Qwen exited is given that time (a loaded machine is slow); a daemon is not gone by then."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = _members(sid)
+        if not found or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return list(found.values())
+
+
+def _members(sid: int) -> dict[int, str]:
+    """pid -> command line of each live process of session `sid`."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+            if int(fields[3]) != sid or fields[0] == b"Z":  # a zombie is done, only not reaped yet
+                continue
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        found[int(entry.name)] = argv
+    return found
 
 
 def main(argv: list[str]) -> int:

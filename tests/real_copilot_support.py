@@ -294,7 +294,7 @@ class CopilotRun:
             try:
                 out, err = proc.communicate(timeout=timeout)
             finally:
-                leftover = _end_session(proc.pid)
+                leftover = real_clis.end_session(proc.pid)
         lines = []
         for line in out.splitlines():
             if line.startswith("{"):
@@ -370,22 +370,3 @@ class CopilotRun:
     def hook_log(self) -> str:
         path = self.state_dir / "hook.log"
         return path.read_text() if path.exists() else ""
-
-
-def _end_session(sid: int) -> list[str]:
-    """Every process still in session `sid` (the run's), killed; their command lines."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
-            if int(fields[3]) != sid or fields[0] == b"Z":  # a zombie is done, only not reaped yet
-                continue
-            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, IndexError, ValueError):
-            continue
-        found.append(argv)
-        with contextlib.suppress(OSError):
-            os.kill(int(entry.name), signal.SIGKILL)
-    return found

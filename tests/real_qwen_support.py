@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -231,7 +230,7 @@ class QwenRun:
         try:
             out, err = proc.communicate(timeout=timeout)
         finally:
-            leftover = end_session(proc.pid)
+            leftover = real_clis.end_session(proc.pid)
         lines = []
         for line in out.splitlines():
             if line.startswith("{"):
@@ -260,22 +259,3 @@ class QwenRun:
         done = self.loopwatch("scan", "--json", str(path), check=False)
         (row,) = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         return row
-
-
-def end_session(sid: int) -> list[str]:
-    """Every process still in session `sid` (the run's), killed; their command lines."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
-            if int(fields[3]) != sid or fields[0] == b"Z":  # a zombie is done, only not reaped yet
-                continue
-            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, IndexError, ValueError):
-            continue
-        found.append(argv)
-        with contextlib.suppress(OSError):
-            os.kill(int(entry.name), signal.SIGKILL)
-    return found

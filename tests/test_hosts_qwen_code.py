@@ -377,13 +377,15 @@ def test_the_session_is_the_process_qwen_marks_never_the_launcher_above_it(tmp_p
 
 END = textwrap.dedent(
     """
-    import os
+    import json, os
     from loopwatch._hosts import host
     from loopwatch._hosts.base import Payload
     said = []
     agent = os.environ["AGENT"]
     ended = host("qwen-code").end_run(Payload("qwen-code", os.environ["EVENT"], "s", agent, None), "a loop", said.append)
-    open(os.environ["OUT"], "w").write(repr((ended, said)))
+    with open(os.environ["OUT"] + ".part", "w") as fh:
+        fh.write(json.dumps([ended, said]))
+    os.replace(os.environ["OUT"] + ".part", os.environ["OUT"])  # whole, or not there yet
     """
 )
 
@@ -419,11 +421,10 @@ def test_a_sub_agents_stop_interrupts_only_a_headless_session(tmp_path, args, ag
         text=True,
         stdin=subprocess.DEVNULL,
     )
-    for _ in range(600):  # the hook may still be writing when its interrupted parent has gone
-        if out.exists() and out.read_text():
-            break
+    deadline = time.monotonic() + 300  # the hook may still be writing when its interrupted parent has gone
+    while not out.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    ended, said = eval(out.read_text())  # our own repr of (bool, list of str)
+    ended, said = json.loads(out.read_text())
     assert (tmp_path / "done.sigint").exists() is signalled
     assert ended is (signalled or event == "Resume")
     if signalled:
