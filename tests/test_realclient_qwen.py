@@ -11,7 +11,9 @@ missing (`real_qwen_support`)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 
 import pytest
 from real_qwen_support import (
@@ -113,9 +115,10 @@ def test_a_reworded_description_is_the_same_call(tmp_path, version):
     assert {"run_shell_command", "agent"} <= set(offered)
 
 
-def test_attended_refuses_every_repeat_and_never_ends_the_run(tmp_path):
+@pytest.mark.parametrize("version", BOTH)
+def test_attended_refuses_every_repeat_and_never_ends_the_run(tmp_path, version):
     with ScriptedChat({"reworded": reworded_script(12)}) as server:
-        machine = _machine(tmp_path, server, PINNED, "attended")
+        machine = _machine(tmp_path, server, version, "attended")
         run = machine.run("SCENARIO:reworded do the task")
         turns = server.of("reworded")
     assert len(turns) == 13 and turns[-1].answered == "text"  # the model gave up by itself
@@ -169,6 +172,29 @@ def test_a_sub_agents_loop_ends_the_session_by_sigint_and_the_person_is_told(tmp
     (sub,) = machine.subagent_files()
     row = machine.scan(sub)
     assert row["actions"] == 3 and row["verdict"]["at_action"] == 4
+
+
+def test_a_project_install_guards_the_run_and_uninstall_takes_it_away(tmp_path):
+    """`install --project` writes `loopwatch hook qwen-code` into the project's settings
+    (the `loopwatch` on the person's PATH runs it): the loop is stopped as with the user's
+    install. After `uninstall --project` the same loop meets only Qwen's own detector,
+    which lets the fifth identical request be made."""
+    with ScriptedChat({"loop": loop_script(12), "again": loop_script(12)}) as server:
+        machine = QwenRun(tmp_path, server, CURRENT)
+        machine.extra_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), machine.env()["PATH"]])
+        machine.install("--project")
+        settings = json.loads((machine.work / ".qwen" / "settings.json").read_text())
+        assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "loopwatch hook qwen-code"
+        assert "hooks" not in json.loads(machine.user_settings.read_text())
+        run = machine.run("SCENARIO:loop do the task")
+        turns = server.of("loop")
+        _stopped_at_the_fourth(machine, run, turns)
+        machine.loopwatch("uninstall", "qwen-code", "--project")
+        assert not any(json.loads((machine.work / ".qwen" / "settings.json").read_text()).get("hooks", {}).values())
+        again = machine.run("SCENARIO:again do the task")
+        turns = server.of("again")
+    assert len(turns) == 5 and again.code == 1 and again.result["subtype"] == "error_during_execution"
+    assert not any(_mentions_loopwatch(t) for t in turns) and again.leftover == []
 
 
 # -- a project that switches the guard off --------------------------------------------------------
