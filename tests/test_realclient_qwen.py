@@ -92,6 +92,11 @@ def test_unattended_loop_ends_right_after_the_fourth_call(tmp_path, version):
             path.write_text(run.stdout)
         row = machine.scan(path)
         assert row["actions"] == 3 and row["verdict"]["action"] == "stop" and row["verdict"]["at_action"] == 4, row
+    # `scan ~/.qwen` as the run left it: its one chat read, the rest of Qwen's state left out by name.
+    done = machine.loopwatch("scan", "--json", str(machine.home / ".qwen"), check=False)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [(r["path"], r["actions"], r["error"]) for r in rows] == [(str(session), 3, None)], done.stderr
+    assert "of Qwen Code's state" in done.stderr and "Gemini CLI" not in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("version", BOTH)
