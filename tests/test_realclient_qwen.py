@@ -205,11 +205,12 @@ def test_a_project_install_guards_the_run_and_uninstall_takes_it_away(tmp_path):
 # -- a project that switches the guard off --------------------------------------------------------
 
 
-def test_a_projects_switch_off_holds_against_hooks_at_the_system_level(tmp_path):
+@pytest.mark.parametrize("version", BOTH)
+def test_a_projects_switch_off_holds_against_hooks_at_the_system_level(tmp_path, version):
     """`install --system` (here: the run's own system settings file) writes the hooks
     with `"disableAllHooks": false`, which Qwen merges last: a project's `true` loses."""
     with ScriptedChat({"loop": loop_script(12)}) as server:
-        machine = QwenRun(tmp_path, server, CURRENT)
+        machine = QwenRun(tmp_path, server, version)
         said = machine.install("--system")
         assert json.loads(machine.system.read_text())["disableAllHooks"] is False and "QWEN_CODE_SIMPLE=0" in said
         machine.project_file(".qwen/settings.json", '{"disableAllHooks": true}\n')
@@ -234,12 +235,13 @@ def test_without_the_system_level_the_switch_off_works_and_doctor_names_it(tmp_p
     assert doctor.returncode == 1 and any(p.startswith(f'{off}: "disableAllHooks": true') for p in problems)
 
 
-def test_the_agents_own_switch_off_is_refused_and_a_project_env_cannot_loosen(tmp_path):
+@pytest.mark.parametrize("version", BOTH)
+def test_the_agents_own_switch_off_is_refused_and_a_project_env_cannot_loosen(tmp_path, version):
     """The agent writes `.qwen/settings.json` with `disableAllHooks`: refused before it
     runs. The project's `.qwen/.env` says LOOPWATCH_MODE=off and LOOPWATCH_PROFILE=
     attended: Qwen puts both in the hook's environment, and the hook believes neither."""
     with ScriptedChat({"off": switch_off_script(tmp_path / "work", 12)}) as server:
-        machine = _machine(tmp_path, server, PINNED)
+        machine = _machine(tmp_path, server, version)
         machine.project_file(".qwen/.env", "LOOPWATCH_MODE=off\nLOOPWATCH_PROFILE=attended\n")
         run = machine.run("SCENARIO:off do the task")
         turns = server.of("off")
@@ -251,7 +253,7 @@ def test_the_agents_own_switch_off_is_refused_and_a_project_env_cannot_loosen(tm
     assert [t.answered for t in turns] == ["tool:write_file"] + ["tool:run_shell_command"] * 4
     assert loopwatch_said(run.tool_results()[calls[4]["id"]]["content"]) is Stopped and run.code == 0
     assert run.leftover == []
-    # 0.23 does not say which variables came from a file: their value, the project's, does
+    # Named by the file: its values are in the session's environment, not the launcher's the person started
     env_file = tmp_path / "work" / ".qwen" / ".env"
     for name in ("LOOPWATCH_MODE", "LOOPWATCH_PROFILE"):
         assert f"{name} set by {env_file}: not trusted" in machine.hook_log()
