@@ -174,9 +174,29 @@ def test_a_sub_agents_loop_ends_the_session_by_sigint_and_the_person_is_told(tmp
     rows = machine.status()
     (agent,) = [row for (_, a), row in rows.items() if a]
     assert agent["agent"].startswith("general-purpose-") and agent["stops"] == 1 and agent["actions"] == 3
+    # The sub-agent's file: the three calls that ran, and the fourth asked for. Its refusal is
+    # there only when Qwen wrote it before the SIGINT took effect: a race the hook cannot wait
+    # out without letting the next model request through. Written, a scan replays the stop
+    # at the fourth; else the fourth is a call whose result never came.
     (sub,) = machine.subagent_files()
+    lines = [json.loads(line) for line in sub.read_text().splitlines()]
+    asked = [p.get("functionCall") for o in lines if o.get("type") == "assistant" for p in o["message"]["parts"]]
+    asked = [c for c in asked if c]
+    answered = {
+        p["functionResponse"]["id"]: json.dumps(p["functionResponse"]["response"])
+        for o in lines
+        if o.get("type") == "tool_result"
+        for p in o["message"]["parts"]
+        if "functionResponse" in p
+    }
+    assert [c["args"]["command"] for c in asked] == [LOOP_COMMAND] * 4
+    assert all("Exit Code: 2" in answered[c["id"]] for c in asked[:3])
     row = machine.scan(sub)
-    assert row["actions"] == 3 and row["verdict"]["at_action"] == 4
+    if asked[3]["id"] in answered:
+        assert "loopwatch stopped the run" in answered[asked[3]["id"]]
+        assert row["actions"] == 3 and row["verdict"]["action"] == "stop" and row["verdict"]["at_action"] == 4
+    else:
+        assert row["actions"] == 4 and row["error"] is None
 
 
 def test_a_project_install_guards_the_run_and_uninstall_takes_it_away(tmp_path):
