@@ -130,6 +130,7 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
         "qwen-code": "qwen-code",
         "codex": "codex",
         "copilot": "copilot",
+        "cursor": "cursor",  # written from Cursor's documentation
         "gemini-cli": "gemini-cli",
         "openhands": "openhands",
         "chat": "chat",

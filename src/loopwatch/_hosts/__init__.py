@@ -23,6 +23,7 @@ HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "copilot": "copilot",
+    "cursor": "cursor",
     "gemini-cli": "gemini_cli",
     "opencode": "opencode",
     "qwen-code": "qwen_code",
@@ -37,6 +38,9 @@ HOST_WRITERS: dict[str, dict[str, str | None]] = {
     # Qwen Code 0.23.4 and 0.24.4: `edit {file_path, old_string, new_string}`,
     # `notebook_edit {notebook_path, ...}`.
     "qwen-code": {"edit": "file_path", "notebook_edit": "notebook_path"},
+    # Cursor, from its documentation: stream-json's `writeToolCall`, `editToolCall` and
+    # `deleteToolCall` (`args.path`), and the hook's `afterFileEdit`, all read as these.
+    "cursor": {"write": "path", "edit": "path", "delete": "path"},
 }
 
 

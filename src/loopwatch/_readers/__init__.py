@@ -43,6 +43,9 @@ FORMATS: dict[str, str] = {
     "atif": "loopwatch._readers.atif",
     "tb-console": "loopwatch._readers.tb_console",
     "qwen-code": "loopwatch._readers.qwen_code",
+    # Before Claude Code's: Cursor's stream-json opens with a `system` init line that
+    # Claude Code's stream-json reader would take for its own (Cursor's has no `tools`).
+    "cursor": "loopwatch._readers.cursor",
     "claude-code": "loopwatch._readers.claude_code",
     "codex": "loopwatch._readers.codex",
     "copilot": "loopwatch._readers.copilot",
