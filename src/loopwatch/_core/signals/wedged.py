@@ -14,7 +14,7 @@ end the streak (a harness's "please continue" frees no terminal); output does.
 
 Evidence (the shared Terminal-Bench 2.0 half, 5,081 sessions, read by hand with
 `labels/show.py`): 3 such rounds in a row in 8 of the 2,721 sessions that solved their
-task, at most 9; in 16 of the 2,360 that failed, up to 30 (`loopwatch scan --json
+task, at most 9; in 16 of the 2,360 that failed, up to 35 (`loopwatch scan --json
 --format events ../shared/corpus-tb2`: each record's `calibration.wedged_most` against
 `resolved` in its MANIFEST.tsv). Echoes alone: one resolved session (9, wedged after
 its files were written, marked complete from the prompt). Empty results: the OpenHands
@@ -47,8 +47,8 @@ __all__ = ["Wedged"]
 
 
 class Params(SignalParams):
-    #: Calls in a row that only echo: 3, the protocol's rounds. A resolved Terminal-Bench
-    #: session has at most 1 but for one (9); failed ones up to 34.
+    #: Rounds in a row that ran nothing: 3, the protocol's rounds; 8 of 2,721 resolved
+    #: Terminal-Bench sessions reach it (at most 9), 16 of 2,360 failed ones (up to 35).
     turns: Count = 3
 
 
