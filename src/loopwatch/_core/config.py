@@ -189,7 +189,8 @@ _DEFAULT_RULE = ToolRule()
 #: writers unless `[tools.X]` says otherwise, so an edit between two failing test runs
 #: is progress (an edit/test loop is not "the same error" repeated). Claude Code's
 #: editing tools, Codex's patch tool, the SWE-agent/OpenHands and Anthropic text
-#: editors, Gemini CLI's, and the usual framework spellings.
+#: editors, Gemini CLI's, and the usual framework spellings. (A host whose writing tools
+#: have names too common to be writers everywhere says so itself: `hosts.monitors`.)
 WRITERS = frozenset(
     {
         "Write",
