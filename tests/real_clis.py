@@ -6,6 +6,11 @@ newest on the npm registry when it was last looked at). `.ci/run` installs them 
 `python tests/real_clis.py install` before the suite runs; a test asks for one with
 `binary(name, version)`, which installs it on first use when CI did not.
 
+A CLI that reads settings from a fixed place in /etc (managed settings, policy files,
+requirements) that no variable moves is tested there: a test that writes there holds
+`etc_lock(name, exclusive=True)`, and every run of that CLI holds it shared, so no other
+run of these tests sees the file.
+
 Installed with npm into `~/.cache/loopwatch-tests/<name>-<version>` (or
 `$LOOPWATCH_TEST_CACHE`), each release in a folder of its own, and reused. Nothing is
 downloaded at run time: a CLI that would update itself is told not to by its test.
@@ -16,11 +21,15 @@ downloaded at run time: a CLI that would update itself is told not to by its tes
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -99,6 +108,24 @@ def binary(name: str, version: str | None = None) -> str:
         pytest.skip(str(exc))
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, exclusive: bool) -> Iterator[None]:
+    """An advisory lock on `path` (created 0600), held for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def etc_lock(name: str, exclusive: bool) -> contextlib.AbstractContextManager[None]:
+    """Held shared by every run of CLI `name`, exclusively by a test that writes that
+    CLI's settings in /etc (see the module docstring)."""
+    return file_lock(Path(tempfile.gettempdir()) / f"loopwatch-tests-{name}-etc.lock", exclusive)
 
 
 def main(argv: list[str]) -> int:

@@ -83,11 +83,7 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
             found.setdefault(event, []).extend(cmds)
             if path in own.values():
                 mine.setdefault(event, []).extend(cmds)
-    for off in host.switch_offs(cwd, env):
-        if off.kind == "off":
-            lines.append(Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}"))
-        else:
-            lines.append(Line("info", f"{off.path}: {off.what}"))
+    lines.extend(switch_off_lines(host, env, cwd))
     if not found:
         lines.append(Line("problem", f"the hook is not installed: run `loopwatch install {name}`"))
     else:
@@ -141,10 +137,21 @@ def _probe_command(host: Host, commands: dict[str, list[str]]) -> str:
     return commands[after or next(iter(commands))][0]
 
 
-#: What to do about a project setting that switches the guard off.
-_SWITCH_OFF_REMEDY = (
-    "remove it, or install where no project can override it (README, 'When a project switches hooks off')"
-)
+def switch_off_lines(host: Host, env: Mapping[str, str], cwd: Path) -> list[Line]:
+    """What switches the host's hooks off here (`Host.switch_offs`): a problem, with what
+    to do about it, unless loopwatch's hook is held on whatever a project says
+    (`Host.held`), which is then said."""
+    offs = host.switch_offs(cwd, env)
+    held = host.held(env, cwd) if offs else None
+    lines = []
+    for off in offs:
+        if off.kind == "off" and held is None:
+            lines.append(Line("problem", f"{off.path}: {off.what}; {host.switch_off_advice()}"))
+        elif off.kind == "off":
+            lines.append(Line("info", f"{off.path}: {off.what}; held on by {held}"))
+        else:
+            lines.append(Line("info", f"{off.path}: {off.what}"))
+    return lines
 
 
 def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
@@ -202,10 +209,11 @@ def check_codex(env: Mapping[str, str], cwd: Path) -> list[Line]:
     checks themselves are in `doctor_codex`."""
     from .doctor_codex import check_codex as run_checks
 
-    lines = [
-        Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}")
-        for off in host_named("codex").switch_offs(cwd, env)
-    ]
+    codex = host_named("codex")
+    lines = switch_off_lines(codex, env, cwd)
+    held = codex.held(env, cwd)
+    if held is not None:
+        lines.append(Line("ok", f"hooks kept on: {held}"))
     return lines + [
         Line("ok" if ok else "problem", text.removeprefix("codex: ")) for ok, text in run_checks(env, cwd=str(cwd))
     ]

@@ -8,8 +8,10 @@ next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json
 project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
 trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`). A host
 may offer a `system` scope (`--system`): settings for every user that no project
-overrides, written readable by all (GitHub Copilot CLI: a policy file in
-/etc/github-copilot/policy.d/).
+overrides, written readable by all (Claude Code: its managed settings,
+/etc/claude-code/managed-settings.json; GitHub Copilot CLI: a policy file in
+/etc/github-copilot/policy.d/). Codex's is not a hook but a pin that keeps every user's
+hooks on whatever a project says, in /etc/codex/requirements.toml (`codex_pin`).
 
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
@@ -91,13 +93,17 @@ def _write(
     inside: Path | None = None,
     scope: str = "user",
 ) -> bool:
-    """Write the settings by `loopwatch._safefile`: no link planted beside the file is
-    followed, its mode is kept (a new one is 0600; 0644 for the `system` scope, which
-    every user's agent reads), a symlinked settings file is edited where it points
-    (within `inside`, a project's folder, for its settings)."""
+    """Write the settings (`_put`), unless nothing changes."""
     if after == before and path.exists():
         return False
-    text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+    return _put(path, json.dumps(after, indent=2, ensure_ascii=False) + "\n", dry_run, inside, scope)
+
+
+def _put(path: Path, text: str, dry_run: bool, inside: Path | None = None, scope: str = "user") -> bool:
+    """Write `text` by `loopwatch._safefile`: no link planted beside the file is
+    followed, its mode is kept (a new one is 0600; 0644 for the `system` scope, which
+    every user's agent reads), a symlinked settings file is edited where it points
+    (within `inside`, a project's folder, for its settings). `dry_run`: print it."""
     if dry_run:
         click.echo(text, nl=False)
         return True
@@ -149,8 +155,8 @@ _SYSTEM = click.option(
     "--system",
     "scope",
     flag_value="system",
-    help="Settings for every user of this machine that no project can switch off, where the agent has them "
-    "(GitHub Copilot CLI: a policy file in /etc; run as root).",
+    help="Settings for every user of this machine that no project can switch off (run as root): Claude Code's "
+    "managed settings, Copilot's policy files, Codex's requirements (a pin that keeps hooks on).",
 )
 _FILE = click.option(
     "--settings",
@@ -213,6 +219,8 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install codex                  # ~/.codex/hooks.json
     loopwatch install copilot                # ~/.copilot/hooks/loopwatch.json
     sudo loopwatch install copilot --system  # /etc/github-copilot/policy.d/loopwatch.json
+    sudo loopwatch install claude-code --system  # /etc/claude-code/managed-settings.json
+    sudo loopwatch install codex --system    # /etc/codex/requirements.toml: hooks pinned on
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
@@ -228,6 +236,9 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         return
     found = host_named(agent)
     path = _target(agent, scope, settings_file)
+    if agent == "codex" and scope == "system":
+        _pin_codex(path, dry_run, settings_file)
+        return
     shared = scope == "project" and settings_file is None
     command = command or default_command(agent, "project" if shared else "user")
     if shared and not command.startswith("loopwatch "):
@@ -260,6 +271,38 @@ def _said_installed(title: str, path: Path, changed: bool, events: tuple[str, ..
     click.echo(f"{title} now runs, around every tool call: {command}")
     if not command.startswith("loopwatch "):
         click.echo("(this Python's path is written there: remove or move this environment, and the guard goes with it)")
+
+
+def _pin_codex(path: Path, dry_run: bool, settings_file: Path | None, remove: bool = False) -> None:
+    """`install codex --system`: pin Codex's hooks on in its requirements (`codex_pin`);
+    with `remove`, take loopwatch's pin out again."""
+    from . import codex_pin
+
+    try:
+        target = safefile.check(path, links="edit")
+        text = target.read_text(encoding="utf-8") if target.exists() else ""
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; nothing was changed") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise BadInput(f"{path}: cannot read: {why}; nothing was changed") from None
+    try:
+        new = codex_pin.unpin(text) if remove else codex_pin.pin(text)
+    except codex_pin.PinError as exc:
+        raise BadInput(f"{path}: {exc}; nothing was changed") from None
+    changed = new is not None and _put(path, new, dry_run, scope="system")
+    if dry_run:
+        return
+    if remove:
+        click.echo(
+            f"removed loopwatch's pin of Codex's hooks from {path}"
+            if changed
+            else f"nothing to do: no pin of loopwatch's in {path}"
+        )
+        return
+    click.echo(f"{'pinned' if changed else 'already pinned'} in {path}: [features] hooks = true")
+    if settings_file is None:
+        click.echo(host_named("codex").install_notes["system"])
 
 
 def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path | None:
@@ -338,6 +381,9 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
     if agent is None:
         raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)
+    if agent == "codex" and scope == "system":
+        _pin_codex(path, dry_run, settings_file, remove=True)
+        return
     try:
         there = path.exists()
     except OSError as exc:

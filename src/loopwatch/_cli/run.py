@@ -14,6 +14,7 @@ from .. import _safefile as safefile
 from .._core.config import ConfigError
 from .._files import NOT_REGULAR
 from .._supervise import FORMATS, Limits, Supervisor, write_record
+from .._supervise.hold import Held, hold
 from .._trust import load_config
 from ._common import WRAPPER_CONTEXT
 
@@ -55,6 +56,24 @@ def _warn_misplaced(ctx: click.Context, command: tuple[str, ...]) -> None:
             f"{shlex.quote(command[0])} ...",
             err=True,
         )
+
+
+def _hold(events: str, command: tuple[str, ...], allow_unguarded: bool) -> Held:
+    """The command to run, with what keeps the agent's hooks on (`_supervise.hold`); one
+    line and exit status 2 when a project switches them off and nothing can hold them."""
+    from pathlib import Path
+
+    try:
+        held = hold(events, command, os.environ, Path.cwd())
+    except OSError as exc:  # the working folder gone
+        raise click.UsageError(f"cannot read the agent's settings here: {exc.strerror or exc}") from None
+    if held.refused is None:
+        return held
+    if allow_unguarded:
+        click.echo(f"loopwatch: {held.off}: running unguarded (--allow-unguarded)", err=True)
+        return held
+    click.echo(f"loopwatch: not started: {held.refused}", err=True)
+    sys.exit(2)
 
 
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -143,6 +162,12 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     help="Keep the whole command line in the record. By default the record keeps the program "
     "and its option names only: values and arguments (an --api-key, a prompt) are masked.",
 )
+@click.option(
+    "--allow-unguarded",
+    is_flag=True,
+    help="Start the command even when a project's settings switch loopwatch's hook in the agent off "
+    "and its command line cannot hold it on (by default `run` refuses, naming the file).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
     events: str,
@@ -155,6 +180,7 @@ def run(
     transcript: str,
     use_pty: bool,
     record_argv: bool,
+    allow_unguarded: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND and end it when it goes in circles.
@@ -167,7 +193,11 @@ def run(
     whole group, SIGKILL after --grace; nothing is left running. Ctrl-C is passed on to
     the command. loopwatch's own lines go to stderr, starting `loopwatch: `.
 
-    Put `--` before the command so that its options stay its own.
+    Put `--` before the command so that its options stay its own. When loopwatch's
+    hook is installed in the agent CLI run (`claude`, `codex`), `run` adds what keeps
+    that CLI's hooks on whatever a project's settings say (Claude Code: `--settings
+    '{"disableAllHooks": false}'`; Codex: `-c features.hooks=true`); where it cannot and
+    a project's settings switch the hook off, it refuses to start (--allow-unguarded).
 
     Without --pty, output goes through pipes, not a terminal: some tools print no
     colours then (many accept --color=always or FORCE_COLOR=1), and interactive ones
@@ -194,9 +224,12 @@ def run(
         raise click.BadParameter(f"{transcript} is a folder; name the transcript file", param_hint="--transcript")
     if transcript not in ("auto", "off") and os.path.exists(transcript) and not os.path.isfile(transcript):
         raise click.BadParameter(f"{transcript}: {NOT_REGULAR}", param_hint="--transcript")
+    held = _hold(events, command, allow_unguarded)
     supervisor = Supervisor(
-        command, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty
+        held.argv, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty
     )
+    if held.said:
+        supervisor.say(held.said)
     try:
         outcome = supervisor.run()
     except OSError as exc:

@@ -10,8 +10,8 @@ Each agent CLI is one module of this package (`claude_code`, `codex`, ...) defin
 - **its runs** (`headless`, `end_run`): how a run that nobody watches is told from one a
   person watches, and, where the host ignores every stop answer, how such a run is ended;
 - **its settings** (`settings_file`, `install`, `uninstall`, `hooked`, `switch_offs`,
-  `switches_off`): where the hook goes, how it is written, and what a project can write
-  to switch it off.
+  `switches_off`, `held`, `keep_on`): where the hook goes, how it is written, what a
+  project can write to switch it off, and what holds it on whatever a project says.
 
 The hook (`loopwatch._hook`), `install`, `uninstall`, `doctor` and `status` are written
 once over this contract, and every decision is taken by one state machine
@@ -44,6 +44,7 @@ __all__ = [
     "GUARD_EVENTS",
     "PROMPT",
     "SUBAGENT_END",
+    "SUPERVISED",
     "TURN_END",
     "Call",
     "Host",
@@ -80,6 +81,10 @@ SUBAGENT_END = "SubagentStop"
 GUARD_EVENTS = (BEFORE, AFTER, FAILED, BATCH, PROMPT, TURN_END, SUBAGENT_END)
 #: The guard events that report calls that ran.
 CALL_EVENTS = (AFTER, FAILED, BATCH)
+
+
+#: Set by `loopwatch run` in the environment of the command it supervises (its hooks see it).
+SUPERVISED = "LOOPWATCH_SUPERVISED"
 
 
 class PayloadError(ValueError):
@@ -304,6 +309,56 @@ class Host:
         reported."""
         return []
 
+    #: Where to install so that no project switches the guard off: the host's level that
+    #: no project overrides, where it has one.
+    switch_off_remedy: ClassVar[str] = (
+        "install where no project can override it (README, 'When a project switches hooks off')"
+    )
+
+    def switch_off_advice(self, run: bool = True) -> str:
+        """What to do about a setting that switches the guard off, in one clause: remove
+        it, install where no project overrides, and (`run`) start the CLI under
+        `loopwatch run` where its command line can hold hooks on."""
+        advice = f"remove it, or {self.switch_off_remedy}"
+        if run and self.keep_on([self.binary]) is not None:
+            advice += f", or start {self.binary} under `loopwatch run`, which holds them on"
+        return advice
+
+    def installed_in(self, env: Mapping[str, str], cwd: Path) -> list[Path]:
+        """The settings files (of the scopes `install` knows) that hold loopwatch's hook."""
+        found = []
+        for scope in self.scopes:
+            try:
+                path = self.settings_file(scope, env, cwd)
+            except OSError:
+                continue
+            settings = read_json(path)
+            if isinstance(settings, dict) and self.hooked(settings):
+                found.append(path)
+        return found
+
+    def held(self, env: Mapping[str, str], cwd: Path) -> str | None:
+        """What keeps loopwatch's hook running here whatever a project's settings say (the
+        `system` scope's file, when loopwatch is installed there), else None."""
+        if "system" not in self.scopes:
+            return None
+        path = self.settings_file("system", env, cwd)
+        settings = read_json(path)
+        if isinstance(settings, dict) and self.hooked(settings) and self.unread("system", path) is None:
+            return f"loopwatch's hooks in {path}, which no project overrides"
+        return None
+
+    def keep_on(self, argv: list[str]) -> list[str] | None:
+        """`argv`, a command line of this host's CLI, with what keeps its hooks on
+        whatever a project's settings say (for `loopwatch run`); None where no command
+        line can, or `argv` already says something of its own there."""
+        return None
+
+    def tell(self, reply: Reply, text: str) -> Reply:
+        """`reply` with `text` for the person watching, where the host shows a hook's
+        words to them; `reply` itself where it shows none (or the reply cannot carry it)."""
+        return reply
+
     #: A project settings file that can switch user hooks off, and what in it does so
     #: (regular expressions, searched in a call's input as JSON text: a write tool's path
     #: and content, a shell command, a patch, alike).
@@ -462,6 +517,14 @@ class ClaudeStyle(JsonHooks):
             out["continue"] = False
             out["stopReason"] = Stopped(person or reason).for_person()
         return Reply(out)
+
+    def tell(self, reply: Reply, text: str) -> Reply:
+        if reply.code != 0 or not (reply.stdout is None or isinstance(reply.stdout, dict)):
+            return reply
+        out = dict(reply.stdout or {})
+        said = out.get("systemMessage")
+        out["systemMessage"] = f"{said}\n{text}" if isinstance(said, str) and said else text
+        return Reply(out, reply.stderr, reply.code)
 
     def stop_reply(self, native: str, reason: str) -> Reply:
         """End the run after a call (the run was stopped for `reason`)."""
