@@ -231,6 +231,11 @@ class CodexHome:
         self.lock_runs = True  # False while the test itself holds the /etc lock, exclusively
         (self.codex_home / "config.toml").write_text(_CONFIG.format(base_url=server.base_url), encoding="utf-8")
 
+    def trust_project(self) -> None:
+        """Mark the work folder trusted in the user's config.toml, as Codex's own prompt does."""
+        config = self.codex_home / "config.toml"
+        config.write_text(config.read_text() + f'\n[projects."{self.work}"]\ntrust_level = "trusted"\n')
+
     def env(self, **extra: str) -> dict[str, str]:
         env = {
             k: v
