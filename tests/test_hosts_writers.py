@@ -16,15 +16,21 @@ from loopwatch._readers import read
 def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     config = Config.make()
     assert all(config.rule(name).role == "writer" for name in WRITERS), WRITERS
-    # A host adds no role of its own but its pollers (Claude Code's, Copilot's), and the
-    # writers of a host whose writing tools have names too common to be writers for every
-    # source (Copilot's `create` and `edit`: SWE-agent's `edit` is a command): the
-    # defaults are the core's.
-    assert {tool: rule.role for rules in HOST_TOOLS.values() for tool, rule in rules.items()} == {
-        "BashOutput": "poller",
-        "read_bash": "poller",
-        "create": "writer",
-        "edit": "writer",
+    # A host adds no role of its own but its pollers (Claude Code's, Copilot's, Gemini CLI's),
+    # Gemini CLI's narration and sub-agent answer (never counted), and the writers of a host
+    # whose writing tools have names too common to be writers for every source (Copilot's
+    # `create` and `edit`, opencode's `write` and `edit`: SWE-agent's `edit` is a command):
+    # the defaults are the core's.
+    assert {(host, tool): rule.role for host, rules in HOST_TOOLS.items() for tool, rule in rules.items()} == {
+        ("claude-code", "BashOutput"): "poller",
+        ("copilot", "read_bash"): "poller",
+        ("copilot", "create"): "writer",
+        ("copilot", "edit"): "writer",
+        ("gemini-cli", "read_background_output"): "poller",
+        ("gemini-cli", "update_topic"): "exempt",
+        ("gemini-cli", "complete_task"): "exempt",
+        ("opencode", "write"): "writer",
+        ("opencode", "edit"): "writer",
     }
     assert "edit" not in WRITERS and config.rule("edit").role == ""
 

@@ -129,11 +129,13 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
         "claude-code": "claude-code",
         "codex": "codex",
         "copilot": "copilot",
+        "gemini-cli": "gemini-cli",
         "openhands": "openhands",
         "chat": "chat",
         "verl": "verl",
         "skyrl": "skyrl",
         "rllm": "rllm",
+        "opencode": "opencode",
     }.get(fmt)
     mine = [(p.name, p.read_bytes()) for p in sorted((FIXTURES / folder).glob("*"))] if folder else []
     return mine + _written().get(fmt, []) + _corpus(fmt)

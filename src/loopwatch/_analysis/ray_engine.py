@@ -55,10 +55,10 @@ from types import FrameType
 from typing import Any
 
 from .._core.config import Config
+from .._encode import decode_json, encode_json
 from .._readers import HEAD_SIZE
 from .evaluation import Case, Replayed, replay_case
 from .replay import SessionResult, replay_file
-from .results import decode_json, encode_json
 
 __all__ = ["RayInterrupted", "RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray", "start_local"]
 

@@ -388,7 +388,12 @@ def replay_file(
 
 
 def replay_steps(
-    session: Session, config: Config, path: str = "", *, excerpts: bool = False
+    session: Session,
+    config: Config,
+    path: str = "",
+    *,
+    excerpts: bool = False,
+    on_note: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[SessionResult, list[dict[str, Any]]]:
     """`replay`, and what happened at each event, in order: one dict per event with
     its `kind` (`call` for a counted tool call, `exempt` for one that is not counted,
@@ -400,8 +405,11 @@ def replay_steps(
     from the first event); `verdict` (`{"action", "signal", "description",
     "started_action"}`) when the event drew a warning, nudge, block or stop up to its
     agent's first stop. Names, digests, counts and times only; with `excerpts`, a call's
-    `input` and `result` too (the start of each, as text)."""
+    `input` and `result` too (the start of each, as text). With `on_note`, each dict is
+    handed to it as it is made and none is kept (the list returned is empty): a session
+    of any length is noted in bounded memory."""
     noted: list[dict[str, Any]] = []
+    keep = noted.append if on_note is None else on_note
 
     def note(event: Any, verdict: Verdict, agents: Agents, ended: bool) -> None:
         monitor = agents.monitor
@@ -429,7 +437,7 @@ def replay_steps(
                 "description": verdict.description,
                 "started_action": verdict.finding.started_index if verdict.finding is not None else None,
             }
-        noted.append(entry)
+        keep(entry)
 
     result = replay(session, config, path, make_monitor=_Noting, on_event=note)
     return result, noted

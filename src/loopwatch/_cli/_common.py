@@ -132,11 +132,12 @@ class progress_bar:
 
     def __enter__(self) -> Self:
         if self.enabled:
-            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+            from .terminal import console
+
             columns = (TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-            self._progress = Progress(*columns, console=Console(stderr=True), transient=True, auto_refresh=False)
+            self._progress = Progress(*columns, console=console(stderr=True), transient=True, auto_refresh=False)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.label, total=self.total)
         return self

@@ -26,7 +26,7 @@ from .evaluate import (
     print_folds,
     print_json,
 )
-from .paths import expand
+from .paths import expand, named
 
 if TYPE_CHECKING:
     from .._analysis.outcomes import Outcomes
@@ -152,6 +152,10 @@ def calibrate(
       loopwatch calibrate runs/ --outcomes runs/ --folds 5 --write calibration.toml
     """
     config = make_config(config_path, profile or "unattended", mode)
+    inputs = [*named(paths), *[p for p in (labels_path, *outcome_paths, config_path) if p]]
+    for option, path in (("--write", write_path), ("--write-profile", profile_out)):
+        if path is not None:
+            _check_output(option, path, [*inputs, *(p for p in (write_path, profile_out) if p and p != path)])
     if write_path and not (folds or folds_by):
         raise click.UsageError(
             "--write needs --folds K or --folds-by COLUMN: a calibration is written with its out-of-fold evidence"
@@ -163,7 +167,7 @@ def calibrate(
             cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, folds_by
         )
         if write_path:
-            _write(write_path, validation)
+            _write(write_path, validation, inputs)
         if as_json:
             print_json(validation.as_json())
         else:
@@ -187,8 +191,6 @@ def calibrate(
     if not paths and labels is None:
         raise click.UsageError("give files or folders to calibrate on, or --labels")
     outcomes = outcomes_or_usage(outcome_paths)
-    if profile_out is not None and os.path.exists(profile_out):
-        raise click.UsageError(f"--write-profile: {profile_out} exists; remove it or name another file")
     problems: list[str] = []
     if paths:
         items = []
@@ -199,8 +201,6 @@ def calibrate(
                 problems.append("-: calibrate reads files, not standard input")
             else:
                 items.append((target.path, target.label))
-        if not items and not problems:
-            fail("calibrate", f"no transcript found in {', '.join(paths)}")
     else:
         assert labels is not None and corpus is not None, "no paths: --labels was given, and the corpus with it"
         items = [(os.path.join(corpus, label.path), label.path) for label in labels]
@@ -221,7 +221,7 @@ def calibrate(
             sweeps = sweep_thresholds(labels, corpus, config, jobs or None, bar.advance)
         report["thresholds"] = {name: sweep.as_json() for name, sweep in sweeps.items()}
     if profile_out is not None:
-        report["profile"] = _write_profile(profile_out, report["sessions"], outcomes)
+        report["profile"] = _write_profile(profile_out, report["sessions"], outcomes, inputs)
     if as_json:
         print_json(report)
     else:
@@ -282,7 +282,9 @@ def _sessions(
     return list(rows.values())
 
 
-def _write_profile(path: str, sessions: list[dict[str, Any]], outcomes: Outcomes | None) -> dict[str, Any]:
+def _write_profile(
+    path: str, sessions: list[dict[str, Any]], outcomes: Outcomes | None, inputs: list[str]
+) -> dict[str, Any]:
     """Write the profile (see the command's help); return what it says, for the report."""
     healthy = [
         row for row in sessions if not row["error"] and (outcomes is None or outcomes.lookup(row["path"]) is True)
@@ -300,20 +302,16 @@ def _write_profile(path: str, sessions: list[dict[str, Any]], outcomes: Outcomes
         f"# The most copies in a row of an output line cycle, numbers masked, in any of them: {most}.\n"
         "# Such repeats may end a run from one copy more.\n"
     ) + tomli_w.dumps({"signals": {"repeated_lines": {"repeats": repeats, "masked_can_stop": True}}})
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as exc:
-        raise click.UsageError(f"--write-profile: cannot write {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    _write_file("--write-profile", path, text, inputs, replace=False)
     return {"path": path, "healthy_sessions": len(healthy), "lines_most": most, "repeats": repeats}
 
 
 def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 140)
+    from .terminal import console as make_console
+
+    console = make_console(width=None if sys.stdout.isatty() else 140)
     table = Table(
         title="per session (most in a row; churn: fewest distinct calls in a window with no write)",
         title_justify="left",
@@ -353,16 +351,35 @@ def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -
         console.print(table)
 
 
-def _write(path: str, report: CrossValidation) -> None:
+def _write(path: str, report: CrossValidation, inputs: list[str]) -> None:
     text = calibration_toml(report, "loopwatch calibrate " + " ".join(sys.argv[1:]))
+    _write_file("--write", path, text, inputs)
+
+
+def _check_output(option: str, path: str, inputs: list[str]) -> None:
+    """One line and exit 2, before any work, when `path` cannot be written (see
+    `loopwatch._safefile`), is one of `inputs` or (`--write-profile`) exists."""
     from .. import _safefile as safefile
 
     try:
-        safefile.write(path, text)
+        safefile.check(path, inputs=inputs)
     except safefile.UnsafeWrite as exc:
-        raise click.UsageError(f"--write {exc}") from None
+        fail("calibrate", f"{option} {exc}")
+    if option == "--write-profile" and os.path.lexists(path):
+        fail("calibrate", f"{option} {path}: exists; remove it or name another file")
+
+
+def _write_file(option: str, path: str, text: str, inputs: list[str], replace: bool = True) -> None:
+    """The file, whole or not at all, by `loopwatch._safefile` (private; never over
+    an existing profile); what goes wrong is one line and exit 2."""
+    from .. import _safefile as safefile
+
+    try:
+        safefile.write(path, text, replace=replace, inputs=inputs)
+    except safefile.UnsafeWrite as exc:
+        fail("calibrate", f"{option} {exc}")
     except OSError as exc:
-        raise click.UsageError(f"--write {path}: cannot write: {exc.strerror or exc}") from None
+        fail("calibrate", f"{option} {path}: cannot write: {exc.strerror or exc}")
 
 
 def _name(row: dict[str, Any], several: bool) -> str:

@@ -66,7 +66,7 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         try:
             if not path.exists():
                 continue
-            settings = json.loads(path.read_text(encoding="utf-8") or "{}")
+            settings = _settings(host, path)
         except (OSError, ValueError) as exc:
             lines.append(Line("problem", f"{path}: unreadable ({exc}); {host.title} ignores a broken settings file"))
             continue
@@ -84,6 +84,17 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
             if path in own.values():
                 mine.setdefault(event, []).extend(cmds)
     lines.extend(switch_off_lines(host, env, cwd))
+    not_here = host.runs_here(cwd, env)
+    if not_here is not None:
+        lines.append(Line("problem", not_here))
+    for variable, (value, setter) in trust.env_file_settings(host, cwd, env).items():
+        lines.append(
+            Line(
+                "info",
+                f"{variable}={value} is set by {setter}, which {host.title} hands to its hooks: "
+                "the hook does not trust it (a project may only tighten)",
+            )
+        )
     if not found:
         lines.append(Line("problem", f"the hook is not installed: run `loopwatch install {name}`"))
     else:
@@ -139,19 +150,24 @@ def _probe_command(host: Host, commands: dict[str, list[str]]) -> str:
 
 def switch_off_lines(host: Host, env: Mapping[str, str], cwd: Path) -> list[Line]:
     """What switches the host's hooks off here (`Host.switch_offs`): a problem, with what
-    to do about it, unless loopwatch's hook is held on whatever a project says
-    (`Host.held`), which is then said."""
-    offs = host.switch_offs(cwd, env)
-    held = host.held(env, cwd) if offs else None
-    lines = []
-    for off in offs:
-        if off.kind == "off" and held is None:
-            lines.append(Line("problem", f"{off.path}: {off.what}; {host.switch_off_advice()}"))
-        elif off.kind == "off":
-            lines.append(Line("info", f"{off.path}: {off.what}; held on by {held}"))
-        else:
-            lines.append(Line("info", f"{off.path}: {off.what}"))
-    return lines
+    to do about it, where the guard is off now; worth knowing where it is not yet, or is
+    held on whatever the setting says (kind "held": what holds is in its words)."""
+    return [
+        Line("problem", f"{off.path}: {off.what}; {host.switch_off_advice()}")
+        if off.kind == "off"
+        else Line("info", f"{off.path}: {off.what}")
+        for off in host.switch_offs(cwd, env)
+    ]
+
+
+def _settings(host: Host, path: Path) -> object:
+    """What `install` edits at `path`: a JSON settings file, or a folder of hook files
+    (`Host.settings_shape`)."""
+    if host.settings_shape == "files":
+        if not path.is_dir():
+            raise OSError(f"{path} is not a folder")
+        return host.read_folder(path)  # type: ignore[attr-defined]  # FileHooks
+    return json.loads(path.read_text(encoding="utf-8") or "{}")
 
 
 def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
@@ -234,6 +250,8 @@ def _set_up(host: str, env: Mapping[str, str], cwd: Path) -> bool:
     if shutil.which(found.binary, path=env.get("PATH")):
         return True
     for scope in found.scopes:
+        if scope == "system":  # the machine's settings folder says nothing of this user's CLIs
+            continue
         try:
             if found.settings_file(scope, env, cwd).parent.is_dir():
                 return True

@@ -10,13 +10,25 @@ trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`).
 may offer a `system` scope (`--system`): settings for every user that no project
 overrides, written readable by all (Claude Code: its managed settings,
 /etc/claude-code/managed-settings.json; GitHub Copilot CLI: a policy file in
-/etc/github-copilot/policy.d/). Codex's is not a hook but a pin that keeps every user's
-hooks on whatever a project says, in /etc/codex/requirements.toml (`codex_pin`).
+/etc/github-copilot/policy.d/; Gemini CLI: `/etc/gemini-cli/settings.json` or
+`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`, where the host also pins hooks on). Codex's is not a
+hook but a pin that keeps every user's hooks on whatever a project says, in
+/etc/codex/requirements.toml (`codex_pin`).
+
+A host whose hooks are files of their own (`settings_shape == "files"`, Cline: one file
+per event in `~/Documents/Cline/Hooks`, or a project's `.clinerules/hooks` with
+`--project`) gets loopwatch's files written there, each marked as loopwatch's; a file of
+the same name that is not loopwatch's is never touched (install refuses, naming it). Its
+hook runs Python isolated (`-I`, `Host.isolated`), so the environment a project can set
+reaches no import. opencode's guard is one such file, a plugin (`loopwatch.js` in
+`~/.config/opencode/plugin/`, or a project's `.opencode/plugin/`). `--system`, where the
+host has such a level (opencode's managed `/etc/opencode/opencode.json`), writes the
+machine's settings, which no project overrides, readable by every user (0644).
 
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
 whenever it changes anything. Uninstalling removes only entries whose command runs
-`loopwatch hook`; everything else is left as it was.
+`loopwatch hook` (hook files marked as loopwatch's); everything else is left as it was.
 """
 
 from __future__ import annotations
@@ -49,10 +61,47 @@ def default_command(agent: str, scope: str = "user") -> str:
     """For the user's own settings (and `--local`, never shared), the interpreter that
     runs this command, so the hook finds this loopwatch whatever the agent's PATH is.
     For a project's shared settings, `loopwatch hook AGENT`: no path of this machine,
-    so the same file works on a teammate's (whose `loopwatch` is on PATH)."""
+    so the same file works on a teammate's (whose `loopwatch` is on PATH).
+
+    A host that runs its hooks isolated (`Host.isolated`) gets `python -I`: no
+    `PYTHON*` variable and no module of the working folder is imported. This loopwatch
+    is then named by its folder when `python -I` alone would not import it (one run from
+    a source tree by `PYTHONPATH`)."""
     if scope == "project":
         return f"loopwatch hook {agent}"
-    return f"{shlex.quote(sys.executable)} -m loopwatch hook {agent}"
+    python = shlex.quote(sys.executable)
+    if not host_named(agent).isolated:
+        return f"{python} -m loopwatch hook {agent}"
+    folder = _loopwatch_folder()
+    if folder is None:
+        return f"{python} -I -m loopwatch hook {agent}"
+    code = (
+        f"import sys; sys.path.insert(0, {folder!r}); from loopwatch.__main__ import main; sys.exit(main(sys.argv[2:]))"
+    )
+    return f"{python} -I -c {shlex.quote(code)} loopwatch hook {agent}"
+
+
+def _loopwatch_folder() -> str | None:
+    """The folder this loopwatch is imported from, when `python -I` would import another
+    one or none; None when it imports this one."""
+    import subprocess
+
+    import loopwatch
+
+    mine = os.path.dirname(os.path.dirname(os.path.abspath(loopwatch.__file__)))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", "import os, loopwatch; print(os.path.abspath(loopwatch.__file__))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=os.path.dirname(sys.executable) or "/",
+        )
+        theirs = os.path.dirname(os.path.dirname(done.stdout.strip())) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        theirs = None
+    return None if theirs is not None and os.path.realpath(theirs) == os.path.realpath(mine) else mine
 
 
 def settings_path(agent: str, scope: str) -> Path:
@@ -91,33 +140,104 @@ def _write(
     after: dict[str, Any],
     dry_run: bool,
     inside: Path | None = None,
-    scope: str = "user",
+    mode: int = 0o600,
 ) -> bool:
-    """Write the settings (`_put`), unless nothing changes."""
+    """Write the settings by `loopwatch._safefile`: no link planted beside the file is
+    followed, its mode is kept (a new one is `mode`), a symlinked settings file is
+    edited where it points (within `inside`, a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
-    return _put(path, json.dumps(after, indent=2, ensure_ascii=False) + "\n", dry_run, inside, scope)
+    return _put(path, json.dumps(after, indent=2, ensure_ascii=False) + "\n", dry_run, inside, mode)
 
 
-def _put(path: Path, text: str, dry_run: bool, inside: Path | None = None, scope: str = "user") -> bool:
-    """Write `text` by `loopwatch._safefile`: no link planted beside the file is
-    followed, its mode is kept (a new one is 0600; 0644 for the `system` scope, which
-    every user's agent reads), a symlinked settings file is edited where it points
-    (within `inside`, a project's folder, for its settings). `dry_run`: print it."""
+def _put(path: Path, text: str, dry_run: bool, inside: Path | None = None, mode: int = 0o600) -> bool:
+    """Write `text` as `_write` does (`dry_run`: print it)."""
     if dry_run:
         click.echo(text, nl=False)
         return True
     try:
-        mode = 0o644 if scope == "system" else 0o600
         kept = safefile.write(path, text, mode=mode, links="edit", backup=True, inside=inside)
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
-        hint = " (the system settings are every user's: run this as root)" if scope == "system" else ""
+        hint = " (the system settings are every user's: run this as root)" if mode == 0o644 else ""
         raise BadInput(f"{path}: cannot write: {exc.strerror or exc}{hint}; nothing was changed") from None
     if kept is not None:
         click.echo(f"backup: {kept}")
     return True
+
+
+def _read_files(host: Any, folder: Path) -> dict[str, str]:
+    """A `FileHooks` host's hook files in `folder` ({} when it does not exist yet); one
+    line and exit status 2 when the folder cannot be read."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise BadInput(f"{folder}: not a folder; nothing was changed")
+        files: dict[str, str] = host.read_folder(folder)
+        return files
+    except OSError as exc:
+        raise BadInput(f"{folder}: cannot read: {exc.strerror or exc}; nothing was changed") from None
+
+
+def _write_files(
+    host: Any,
+    folder: Path,
+    before: dict[str, str],
+    after: dict[str, str],
+    dry_run: bool,
+    inside: Path | None = None,
+    mode: int | None = None,
+) -> bool:
+    """Write the hook files of `after` that differ from `before` and remove loopwatch's
+    that `after` leaves out (never another file): each written whole by
+    `loopwatch._safefile`, as a regular file (a link there is refused: the host skips
+    links, and none is followed). A project's folder must stay within `inside`."""
+    if inside is not None:
+        real, root = os.path.realpath(folder), os.path.realpath(inside)
+        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+            raise BadInput(f"{folder}: links out of {inside} (to {real}); nothing was changed")
+    changes = {name: text for name, text in after.items() if before.get(name) != text}
+    gone = [name for name in before if name not in after]
+    if not changes and not gone:
+        return False
+    if dry_run:
+        for name, text in changes.items():
+            click.echo(f"# {folder / name}\n{text}", nl=False)
+        for name in gone:
+            click.echo(f"# remove {folder / name}")
+        return True
+    try:
+        for name, text in changes.items():
+            safefile.write(folder / name, text, mode=host.file_mode if mode is None else mode, links="refuse")
+        for name in gone:
+            path = folder / name
+            safefile.check(path)
+            path.unlink(missing_ok=True)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; stopped there") from None
+    except OSError as exc:
+        raise BadInput(f"{folder}: cannot write: {exc.strerror or exc}; stopped there") from None
+    return True
+
+
+def _load(host: Any, path: Path, inside: Path | None) -> dict[str, Any]:
+    return _read_files(host, path) if host.settings_shape == "files" else _read(path, inside)
+
+
+def _store(
+    host: Any,
+    path: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    dry_run: bool,
+    inside: Path | None,
+    scope: str = "user",
+) -> bool:
+    # The machine's settings are read by every user's agent: readable by all (root writes them).
+    mode = 0o644 if scope == "system" else None
+    if host.settings_shape == "files":
+        return _write_files(host, path, before, after, dry_run, inside, mode)
+    return _write(path, before, after, dry_run, inside, 0o600 if mode is None else mode)
 
 
 def _write_trust(config: Path, text: str) -> None:
@@ -146,7 +266,10 @@ _SCOPE = click.option(
     help="The user's settings: every session on this machine (default).",
 )
 _PROJECT = click.option(
-    "--project", "scope", flag_value="project", help="This project's shared settings (.claude/, .codex/, ...)."
+    "--project",
+    "scope",
+    flag_value="project",
+    help="This project's shared settings (.claude/, .codex/, .clinerules/hooks/, ...).",
 )
 _LOCAL = click.option(
     "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
@@ -155,8 +278,10 @@ _SYSTEM = click.option(
     "--system",
     "scope",
     flag_value="system",
-    help="Settings for every user of this machine that no project can switch off (run as root): Claude Code's "
-    "managed settings, Copilot's policy files, Codex's requirements (a pin that keeps hooks on).",
+    help="Settings for every user of this machine that no project can switch off, where the agent has them "
+    "(Claude Code: its managed settings; Codex: a pin in /etc/codex/requirements.toml that keeps hooks on; "
+    "GitHub Copilot CLI: a policy file in /etc; Gemini CLI: /etc/gemini-cli/settings.json; opencode: "
+    "/etc/opencode/opencode.json; run as root).",
 )
 _FILE = click.option(
     "--settings",
@@ -221,6 +346,10 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     sudo loopwatch install copilot --system  # /etc/github-copilot/policy.d/loopwatch.json
     sudo loopwatch install claude-code --system  # /etc/claude-code/managed-settings.json
     sudo loopwatch install codex --system    # /etc/codex/requirements.toml: hooks pinned on
+    loopwatch install gemini-cli --system    # /etc/gemini-cli/settings.json
+    loopwatch install cline                  # ~/Documents/Cline/Hooks/
+    loopwatch install opencode               # ~/.config/opencode/plugin/loopwatch.js
+    loopwatch install opencode --system      # /etc/opencode/opencode.json
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
@@ -228,8 +357,10 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     entries are also trusted in ~/.codex/config.toml (Codex skips untrusted hooks
     silently); a Codex hook cannot end `codex exec`, so guard unattended runs with
     `loopwatch run -- codex exec --json`. Existing hooks are kept; running this
-    twice changes nothing; the previous file is kept as *.loopwatch.bak. Disable at
-    any time with LOOPWATCH_MODE=off, or `loopwatch uninstall AGENT`.
+    twice changes nothing; the previous file is kept as *.loopwatch.bak. `--system`
+    (where the CLI has such a level) writes the machine's settings, which a project's
+    cannot switch off. Disable at any time with LOOPWATCH_MODE=off, or `loopwatch
+    uninstall AGENT`.
     """
     if agent is None:
         _hosts_here()
@@ -240,6 +371,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         _pin_codex(path, dry_run, settings_file)
         return
     shared = scope == "project" and settings_file is None
+    given = command is not None
     command = command or default_command(agent, "project" if shared else "user")
     if shared and not command.startswith("loopwatch "):
         click.echo(f"note: {path} is shared, and this command may not run on another machine: {command}", err=True)
@@ -247,15 +379,15 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         click.echo(
             "note: `loopwatch` is not on PATH here; the project's hook runs `loopwatch hook ...` from PATH", err=True
         )
-    if not OURS.search(command):
+    if given and not OURS.search(command):
         raise click.UsageError("--command must run `loopwatch hook` (that is how uninstall finds it)")
     inside = _project(scope, settings_file)
-    before = _read(path, inside)
+    before = _load(found, path, inside)
     try:
-        after = found.install(before, command)
+        after = found.install(before, command, scope if settings_file is None else "user")
     except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
-    changed = _write(path, before, after, dry_run, inside, scope)
+    changed = _store(found, path, before, after, dry_run, inside, scope)
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
@@ -290,7 +422,7 @@ def _pin_codex(path: Path, dry_run: bool, settings_file: Path | None, remove: bo
         new = codex_pin.unpin(text) if remove else codex_pin.pin(text)
     except codex_pin.PinError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
-    changed = new is not None and _put(path, new, dry_run, scope="system")
+    changed = new is not None and _put(path, new, dry_run, mode=0o644)
     if dry_run:
         return
     if remove:
@@ -377,7 +509,12 @@ def _trust_codex(
 @_FILE
 @_DRY
 def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run: bool) -> None:
-    """Remove loopwatch's hook entries (only those) from an agent CLI's settings."""
+    """Remove loopwatch's hook entries (only those) from an agent CLI's settings.
+
+    Nothing else changes: a setting `install --system` wrote beside them (Gemini CLI's
+    `hooksConfig.enabled: true`, which keeps every hook on) stays. Codex's `--system` is
+    only a pin, and `uninstall codex --system` takes it out (a pin loopwatch wrote, none
+    other)."""
     if agent is None:
         raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)
@@ -392,8 +529,9 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
         click.echo(f"nothing to do: {path} does not exist")
         return
     inside = _project(scope, settings_file)
-    before = _read(path, inside)
-    changed = _write(path, before, host_named(agent).uninstall(before), dry_run, inside, scope)
+    found = host_named(agent)
+    before = _load(found, path, inside)
+    changed = _store(found, path, before, found.uninstall(before), dry_run, inside, scope)
     if not dry_run:
         click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
     if agent == "codex" and not dry_run:

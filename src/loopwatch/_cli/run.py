@@ -58,9 +58,15 @@ def _warn_misplaced(ctx: click.Context, command: tuple[str, ...]) -> None:
         )
 
 
+class _Unguarded(click.ClickException):
+    """One line, exit status 2: the run would start with the guard off."""
+
+    exit_code = 2
+
+
 def _hold(events: str, command: tuple[str, ...], allow_unguarded: bool) -> Held:
     """The command to run, with what keeps the agent's hooks on (`_supervise.hold`); one
-    line and exit status 2 when a project switches them off and nothing can hold them."""
+    line and exit status 2 when its hooks would be off and nothing can hold them on."""
     from pathlib import Path
 
     try:
@@ -72,8 +78,7 @@ def _hold(events: str, command: tuple[str, ...], allow_unguarded: bool) -> Held:
     if allow_unguarded:
         click.echo(f"loopwatch: {held.off}: running unguarded (--allow-unguarded)", err=True)
         return held
-    click.echo(f"loopwatch: not started: {held.refused}", err=True)
-    sys.exit(2)
+    raise _Unguarded(held.refused)
 
 
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -165,8 +170,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option(
     "--allow-unguarded",
     is_flag=True,
-    help="Start the command even when a project's settings switch loopwatch's hook in the agent off "
-    "and its command line cannot hold it on (by default `run` refuses, naming the file).",
+    help="Start the command even when loopwatch's hook in the agent would not run (a project's settings "
+    "switch it off and the command line cannot hold it on; opencode's --pure or OPENCODE_PURE=1): only "
+    "this command's own watch is then on.",
 )
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -207,8 +213,9 @@ def run(
         folder = os.path.dirname(os.path.abspath(record_path))
         if not os.path.isdir(folder):
             raise click.BadParameter(f"folder {folder} does not exist", param_hint="--record")
+        read = [p for p in (config_path, transcript if transcript not in ("auto", "off") else None) if p]
         try:
-            safefile.check(record_path)
+            safefile.check(record_path, inputs=read)  # never the transcript followed, nor the configuration
         except safefile.UnsafeWrite as exc:
             raise click.BadParameter(str(exc), param_hint="--record") from None
     overrides: dict[str, Any] = {"mode": mode} if mode else {}  # Config fields
@@ -218,13 +225,13 @@ def run(
         raise click.UsageError(f"configuration: {exc}") from None
 
     _warn_misplaced(click.get_current_context(), command)
+    held = _hold(events, command, allow_unguarded)
     sys.stdout.flush()
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):
         raise click.BadParameter(f"{transcript} is a folder; name the transcript file", param_hint="--transcript")
     if transcript not in ("auto", "off") and os.path.exists(transcript) and not os.path.isfile(transcript):
         raise click.BadParameter(f"{transcript}: {NOT_REGULAR}", param_hint="--transcript")
-    held = _hold(events, command, allow_unguarded)
     supervisor = Supervisor(
         held.argv, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty
     )

@@ -72,10 +72,30 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "sql": ("description",),
             "session_store_sql": ("description",),
         },
-        # Gemini CLI (its tool docs; corpus-tb2 sessions): the description is "shown
-        # to the user".
+        # opencode 1.17.19 and 1.18.33 (the tool schemas each sends the model): its bash
+        # declares no `description`, but one the model sends anyway reaches the tool's input
+        # unchecked (seen), and the model words it for the person; `timeout` says how long to
+        # wait. A task's `description` is "a short (3-5 words) description" (its `prompt`
+        # says what it does). `workdir` stays: where a command runs changes what it does.
+        "opencode": {
+            "bash": ("description", "timeout"),
+            "task": ("description",),
+            "webfetch": ("timeout",),
+        },
+        # Gemini CLI 0.58.0 and 0.61.0 (the function declarations each sends the model;
+        # corpus-tb2 sessions): the shell's `description` is "shown to the user", its
+        # `is_background` and `delay_ms` say how to wait; `replace`'s `instruction` and
+        # `enter_plan_mode`'s `reason` are prose about what the call does;
+        # `wait_for_previous` (on the tools that offer it) only orders parallel calls.
+        # `dir_path` stays: where a command runs changes what it does. Not here:
+        # `update_topic` (narration only: never counted, `hosts.monitors.HOST_TOOLS`).
         "gemini-cli": {
-            "run_shell_command": ("description",),
+            "run_shell_command": ("description", "is_background", "delay_ms"),
+            "replace": ("instruction",),
+            "enter_plan_mode": ("reason",),
+            "invoke_agent": ("wait_for_previous",),
+            "read_background_output": ("delay_ms", "wait_for_previous"),
+            "list_background_processes": ("wait_for_previous",),
         },
         # OpenHands CodeAct tools (corpus-tb2 sessions): the model's own risk rating
         # and a soft timeout say nothing of what runs.

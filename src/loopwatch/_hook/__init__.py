@@ -1,7 +1,7 @@
-"""`loopwatch hook`: the live guard an agent CLI (Claude Code, Codex, GitHub Copilot CLI, ...)
-runs around every tool call.
+"""`loopwatch hook`: the live guard an agent CLI (Claude Code, Codex, Gemini CLI, GitHub
+Copilot CLI, ...) runs around every tool call.
 
-    loopwatch hook [HOST [EVENT]|auto] < payload.json
+    loopwatch hook [HOST|auto] [EVENT] < payload.json
 
 Reads one hook event on stdin, feeds it to the session's monitor (state kept in
 SQLite between calls, see `loopwatch._hook.state`) and answers in the host's own
@@ -14,7 +14,8 @@ malformed payload or an unknown event means "allow", with one line in
 `hook.log` in the state folder. With `fail = "closed"` in `[hook]`, a PreToolUse
 call loopwatch could not check is denied instead, also when it cannot answer within
 `[hook] answer_within` seconds (a watchdog answers for it). `LOOPWATCH_MODE=off`
-returns at once, unless a project's Claude Code settings set it (`loopwatch._trust`).
+returns at once, unless a project set it (a project's Claude Code settings, a `.env`
+Gemini CLI loads: `loopwatch._trust`).
 
 This module is on the hot path: it imports only the standard library and
 the loopwatch core, never click or rich.
@@ -74,13 +75,19 @@ def main(argv: list[str] | None = None) -> int:
         names = ", ".join([*HOSTS, "auto"])
         sys.stderr.write(f"Error: loopwatch hook: expected HOST [EVENT], HOST one of {names}; got {' '.join(args)!r}\n")
         return 0  # a typo in a settings file must not block the agent: allow, loudly
-    # Claude Code hands a project's `.claude/settings.json` "env" to hooks: what the
-    # project set is taken out before anything reads the environment.
+    # Claude Code hands a project's `.claude/settings.json` "env" to hooks, Gemini CLI a
+    # project's `.env`: what the project set is taken out before anything reads the
+    # environment.
     from .._trust import trusted_environ
 
     notes: list[str] = []
     try:
-        tightened = trusted_environ(os.environ, _project_folders(), notes.append)
+        agent = None
+        if host != "auto":
+            from .._hosts import host as host_named
+
+            agent = host_named(host)
+        tightened = trusted_environ(os.environ, _project_folders(), notes.append, agent)
     except Exception as exc:  # noqa: BLE001 - cannot tell who set it: nothing that loosens is believed
         tightened = {}
         for name in ("LOOPWATCH_MODE", "LOOPWATCH_PROFILE"):

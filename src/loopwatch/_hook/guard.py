@@ -8,12 +8,15 @@
     Stop, SubagentStop  -> Monitor.observe(Turn)
 
 Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
-its parent's, in a `GuardSession` (the one `loopwatch.Guard` uses): a call is counted
+its parent's (for a host whose payloads do not name the agent, the main agent's state
+says which sub-agent runs: `spawns`), in a `GuardSession` (the one `loopwatch.Guard`
+uses): a call is counted
 once, by `tool_use_id`, whether it arrives by PostToolUse or PostToolBatch; a call
 loopwatch denied never ran, so the PostToolBatch that reports it (with the denial text
 as its "result") does not count it, and the denial is logged as a block. Once a run is
 stopped, every later call of that agent is refused until the user writes again; when a
-sub-agent was stopped, its parent is stopped at the PostToolUse of the call that ran it
+sub-agent was stopped, its parent is stopped at the PostToolUse (or, where the host
+reports the spawning call as failed, PostToolUseFailure) of the call that ran it
 (`Call.spawned`), so that the parent's PostToolBatch ends the whole run (Claude Code
 ends only the sub-agent otherwise).
 
@@ -39,10 +42,23 @@ from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
 from .._hosts import host as host_named
-from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, SUPERVISED, Host, Payload
+from .._hosts.base import (
+    AFTER,
+    BEFORE,
+    CALL_EVENTS,
+    FAILED,
+    PROMPT,
+    SUPERVISED,
+    TURN_END,
+    Call,
+    Host,
+    Payload,
+    digest,
+)
 from .._hosts.monitors import monitor_for
 from .respond import Reply, reply
 from .settings import detect_profile
+from .spawns import Spawns
 from .state import SessionState, Store
 
 __all__ = ["handle"]
@@ -58,7 +74,6 @@ def handle(
     """Feed one event to its session's monitor and say what to answer. `now` fixes the
     event's time (tests); else it is the session's clock (`SessionState.time`)."""
     outcome: dict[str, Any] = {}
-    child_stop = _stopped_child(payload, store)
     agent = host_named(payload.host)
 
     def make() -> SessionState:
@@ -75,6 +90,7 @@ def handle(
         decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
         if decision.refused:
             decisions.append((payload.event, Verdict(Action.BLOCK, description=decision.reason), tool))
+        child_stop = _stopped_child(payload, store)
         if child_stop is not None and state.stopped is None:
             state.stop(f"a sub-agent was stopped: {child_stop}")
             decisions.append((payload.event, Verdict(Action.STOP, description=state.stopped), None))
@@ -85,7 +101,26 @@ def handle(
         if log is not None:
             log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
 
-    store.update(payload.session, payload.agent, make, feed, bad_state)
+    if agent.spawn_tools and not payload.agent:
+        # The payload does not say which agent: the main agent's state knows which
+        # sub-agents run now (`spawns`). A main-agent event is fed in the same
+        # transaction; a sub-agent's, in its own state's next.
+        def route(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
+            payload.agent = _route(payload, state, agent.spawn_tools, agent.finish_tools)
+            if payload.agent:
+                return []
+            decisions = feed(state)
+            spawning = payload.event == BEFORE and payload.calls[0].name in agent.spawn_tools
+            if spawning and not outcome["decision"].blocks:
+                assert state.spawns is not None
+                state.spawns.spawned(_digest(payload.calls[0]), time.time())
+            return decisions
+
+        store.update(payload.session, "", make, route, bad_state)
+        if payload.agent:
+            store.update(payload.session, payload.agent, make, feed, bad_state)
+    else:
+        store.update(payload.session, payload.agent, make, feed, bad_state)
     decision: Decision = outcome["decision"]
     stopped: str | None = outcome["stopped"]
     ended = stopped is not None and decision.action is Action.STOP and agent.end_run(payload, stopped, log or _quiet)
@@ -100,23 +135,29 @@ def handle(
 
 
 def switched_off(host: Host, cwd: str | None, log: Callable[[str], object]) -> str | None:
-    """What to tell the person when a setting found now switches `host`'s hooks off and
-    nothing holds them on past this session (a session's first event only), else None."""
+    """What to tell the person when a project setting found now switches `host`'s hooks
+    off and nothing holds them on past this session, else None. For a session's first
+    event only: a look for the host's project files (`Host.switch_off_files`), and
+    `switch_offs` read only when one is there."""
     import os
-    from pathlib import Path
 
     try:
-        folder = Path(cwd or os.getcwd())
-        offs = [off for off in host.switch_offs(folder, os.environ) if off.kind in ("off", "later")]
-        if not offs or host.held(os.environ, folder) is not None:
+        folder = cwd or os.getcwd()
+        if not any(os.path.exists(path) for path in host.switch_off_files(folder)):
             return None
+        from pathlib import Path  # only now: the hook's usual path never needs it
+
+        offs = [off for off in host.switch_offs(Path(folder), os.environ) if off.kind in ("off", "later")]
     except (OSError, ValueError) as exc:  # a folder gone, a name that cannot be a path
         log(f"project settings not read for switch-offs ({type(exc).__name__})")
+        return None
+    if not offs:
         return None
     off = offs[0]
     log(f"hooks switched off by {off.path}: told the person")
     if os.environ.get(SUPERVISED):
-        return f"loopwatch: {off.path}: {off.what}. `loopwatch run` holds them on for this run only: {host.switch_off_advice(run=False)}."
+        held = "`loopwatch run` holds them on for this run only"
+        return f"loopwatch: {off.path}: {off.what}. {held}: {host.switch_off_advice(run=False)}."
     return (
         f"loopwatch: {off.path}: {off.what}. From the next session on, nothing guards it: {host.switch_off_advice()}."
     )
@@ -135,9 +176,32 @@ def _steady() -> float:
         return time.monotonic()
 
 
+def _digest(call: Call) -> str:
+    return digest([call.name, call.input])
+
+
+def _route(payload: Payload, state: SessionState, spawn: frozenset[str], finish: frozenset[str]) -> str:
+    """The agent of an event whose payload does not name it, from the main agent's
+    state (`spawns`); sets `Call.spawned` on the after event of a spawning call."""
+    if state.spawns is None:
+        state.spawns = Spawns()
+    spawns = state.spawns
+    if payload.event not in (BEFORE, AFTER) or not payload.calls:
+        if payload.event in (PROMPT, TURN_END):
+            spawns.clear()  # the main agent's turn begins or ends: no sub-agent runs
+        return ""
+    call = payload.calls[0]
+    if payload.event == BEFORE:
+        return spawns.before(_digest(call), payload.stamp, spawn=call.name in spawn, finish=call.name in finish)
+    agent, spawned = spawns.after(_digest(call), spawn=call.name in spawn)
+    if spawned:
+        call.spawned = spawned
+    return agent
+
+
 def _stopped_child(payload: Payload, store: Store) -> str | None:
     """Why the sub-agent a main-agent call ran was stopped, if it was."""
-    if payload.agent or payload.event != "PostToolUse":
+    if payload.agent or payload.event not in (AFTER, FAILED):
         return None
     for call in payload.calls:
         if call.spawned:
@@ -154,6 +218,8 @@ def _feed(payload: Payload, state: SessionState, at: float, host: Host) -> tuple
     event, agent = payload.event, payload.agent or None
     if event == BEFORE:
         call = payload.calls[0]
+        if call.name in host.finish_tools:  # an agent handing back its result: never refused
+            return ALLOWED, call.name
         attempt = Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=agent)
         reported = host.reports_refusals
         written = host.switches_off(call, payload.cwd)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
@@ -118,9 +118,10 @@ class Payload:
     `GUARD_EVENTS`, or the host's own name for an event the guard does not know), `native`
     the host's; `agent` is "" for the main agent; `calls` holds the call(s) of a tool
     event (a batch may hold several); `oversize` says stdin was larger than the limit and
-    only the identifying fields could be read."""
+    only the identifying fields could be read; `stamp` is when the host says the event
+    happened (epoch seconds, its clock), None where it does not say."""
 
-    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "session")
+    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "session", "stamp")
 
     def __init__(
         self,
@@ -132,9 +133,10 @@ class Payload:
         calls: tuple[Call, ...] = (),
         oversize: bool = False,
         native: str | None = None,
+        stamp: float | None = None,
     ) -> None:
         self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
-        self.calls, self.oversize = calls, oversize
+        self.calls, self.oversize, self.stamp = calls, oversize, stamp
         self.native = event if native is None else native
 
 
@@ -156,8 +158,10 @@ ALLOW_REPLY = Reply()
 class SwitchOff(NamedTuple):
     """A setting that switches the guard off: the file that holds it, and what it does.
     `kind`: "off" (the guard is off now), "later" (it will be, once the host reads the
-    file: a folder not trusted yet), or "undo" (not off, but a project's own hook runs
-    after loopwatch's and can undo what it checked)."""
+    file: a folder not trusted yet), "undo" (not off, but a project's own hook runs
+    after loopwatch's and can undo what it checked), or "held" (it would be off, but
+    what holds loopwatch's hook on here whatever it says, a `--system` install, is named
+    in `what`)."""
 
     path: str
     what: str
@@ -166,12 +170,72 @@ class SwitchOff(NamedTuple):
 
 class StateFolder(NamedTuple):
     """A folder of the host's own state, known by the names it holds (every name of
-    `marker`): a folder walk (`scan`) enters or reads only its entries matching `keep`
-    (glob patterns) and leaves the rest out by name, never opened: settings, trust
-    lists, logs and caches are not transcripts."""
+    `marker`) or by its own `name` (`.claude`): a folder walk (`scan`) enters or reads
+    only its entries matching `keep` (glob patterns) and leaves the rest out by name,
+    never opened: settings, credentials, trust lists, logs and caches are not
+    transcripts.
+
+    Given both a `name` and a `marker`, a folder must have both (opencode's folders are
+    all called `opencode`, and only what they hold tells them from a clone of its code).
+    A kept file matching `read` is a transcript whatever its name (opencode's sessions
+    are a database, `opencode.db`).
+
+    A session's own folder is known only beside its session file (`beside`: the suffix
+    of that file, Claude Code's `<session>/` beside `<session>.jsonl`). What of it is
+    the session's agents' transcripts (`parts`: paths in it, `*` within a name, `**` any
+    folders) is read with the session file, as one session (`parts_of`): a walk neither
+    reads it on its own nor counts it left out."""
 
     keep: tuple[str, ...]
     marker: tuple[str, ...]
+    name: str = ""
+    beside: str = ""
+    parts: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+
+    def known(self, folder: str, names: Collection[str]) -> bool:
+        """Is `folder`, which holds `names`, one of these?"""
+        folder = os.path.normpath(folder)
+        if self.beside and not os.path.isfile(folder + self.beside):
+            return False
+        named = not self.name or os.path.basename(folder) == self.name
+        marked = not self.marker or all(m in names for m in self.marker)
+        return (bool(self.name) or bool(self.marker)) and named and marked
+
+    def part(self, name: str) -> bool:
+        """Does the entry `name` of such a folder hold its session's agents' transcripts?"""
+        return any(pattern.split("/", 1)[0] == name for pattern in self.parts)
+
+    def parts_of(self, session_file: str) -> list[str]:
+        """The transcripts of a session's agents, sorted: the files matching `parts` in
+        its folder (`session_file` less `beside`); [] when it has none."""
+        if not self.parts or not self.beside or not session_file.endswith(self.beside):
+            return []
+        folder = session_file[: -len(self.beside)]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        if not self.known(folder, names):
+            return []
+        from fnmatch import fnmatchcase
+
+        def matches(names: list[str], pattern: list[str]) -> bool:
+            if not pattern:
+                return not names
+            if pattern[0] == "**":
+                return any(matches(names[i:], pattern[1:]) for i in range(len(names) + 1))
+            return bool(names) and fnmatchcase(names[0], pattern[0]) and matches(names[1:], pattern[1:])
+
+        found = []
+        for root, folders, files in os.walk(folder):
+            folders.sort()
+            for file in sorted(files):
+                path = os.path.join(root, file)
+                relative = os.path.relpath(path, folder).split(os.sep)
+                if any(matches(relative, p.split("/")) for p in self.parts) and os.path.isfile(path):
+                    found.append(path)
+        return found
 
 
 class Host:
@@ -208,6 +272,22 @@ class Host:
     install_notes: ClassVar[Mapping[str, str]] = {}
     #: Folders of the host's own state a folder walk reads only in part (`StateFolder`).
     state_folders: ClassVar[tuple[StateFolder, ...]] = ()
+    #: The tools a main agent runs a sub-agent with, for a host whose payloads do not
+    #: say which agent a call is of (Gemini CLI): the hook tells a sub-agent's calls by
+    #: when they come, between that call's before and after events (`_hook.spawns`).
+    #: Empty where payloads name the agent (Claude Code's `agent_id`).
+    spawn_tools: ClassVar[frozenset[str]] = frozenset()
+    #: The tools with which a (sub-)agent hands back its result and ends: never refused
+    #: and never answered with a stop. Refusing it keeps a stopped sub-agent running
+    #: (Gemini CLI's `complete_task`: it retries to its turn limit).
+    finish_tools: ClassVar[frozenset[str]] = frozenset()
+    #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
+    #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    settings_shape: ClassVar[str] = "json"
+    #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
+    #: folder), for a host that hands its hooks an environment a project can set (Cline
+    #: loads a project's `.env` into it).
+    isolated: ClassVar[bool] = False
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -262,6 +342,12 @@ class Host:
         process that is not this host."""
         return None
 
+    def headless_process(self, pid: int, argv: list[str]) -> str | None:
+        """`headless` for a running process (`pid`, its `argv`), for a host whose headless
+        runs show in more than the command line (Gemini CLI: no terminal on stdin or
+        stdout). The default: the command line alone."""
+        return self.headless(argv)
+
     def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
         """The profile what the host put in the hook's environment implies, and why;
         None when it says nothing (the process tree is asked next)."""
@@ -272,6 +358,10 @@ class Host:
         (`ends_by` says how). True when it was ended. The default: the host honours
         its stop answer, nothing more to do."""
         return False
+
+    #: The event `probe_payload` is, in the host's words, where its payloads name none (the
+    #: hook's command line does: `loopwatch hook HOST EVENT`); None where they do.
+    probe_event: ClassVar[str | None] = None
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
         """A harmless after-call payload, as the host would send it, for `doctor`'s dry
@@ -290,9 +380,10 @@ class Host:
         (its owner, its mode); None when nothing says so."""
         return None
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         """A copy of `settings` (the parsed file, {} when absent) with exactly one
-        loopwatch hook per hooked event, running `command`."""
+        loopwatch hook per hooked event, running `command`. `scope` is the settings
+        scope the file is (a host may write more at a level no project overrides)."""
         raise NotImplementedError
 
     def uninstall(self, settings: Any) -> Any:
@@ -302,6 +393,12 @@ class Host:
     def hooked(self, settings: Any) -> dict[str, list[str]]:
         """Event -> loopwatch's hook commands found in `settings`."""
         raise NotImplementedError
+
+    def unguarded(self, argv: list[str], env: Mapping[str, str]) -> str | None:
+        """Why this host, run as `argv` in `env`, would load no hook at all (loopwatch's
+        among them: opencode's `--pure`), in a few words; None when nothing says so.
+        `loopwatch run` refuses to start such a run unless told to."""
+        return None
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         """Settings found now (a project's, from `cwd`, or the user's own) that switch
@@ -324,6 +421,13 @@ class Host:
             advice += f", or start {self.binary} under `loopwatch run`, which holds them on"
         return advice
 
+    def switch_off_files(self, cwd: str) -> list[str]:
+        """The project files, for a session in `cwd`, whose settings can switch hooks off
+        (what `switch_offs` reads of the project), as text: the hook looks for them once, at
+        a session's start, and reads `switch_offs` only when one is there. Empty: the
+        hook does not look."""
+        return []
+
     def installed_in(self, env: Mapping[str, str], cwd: Path) -> list[Path]:
         """The settings files (of the scopes `install` knows) that hold loopwatch's hook."""
         found = []
@@ -332,21 +436,36 @@ class Host:
                 path = self.settings_file(scope, env, cwd)
             except OSError:
                 continue
-            settings = read_json(path)
-            if isinstance(settings, dict) and self.hooked(settings):
+            if self._hooked_at(path):
                 found.append(path)
         return found
 
     def held(self, env: Mapping[str, str], cwd: Path) -> str | None:
         """What keeps loopwatch's hook running here whatever a project's settings say (the
-        `system` scope's file, when loopwatch is installed there), else None."""
+        `system` scope's file, when loopwatch is installed there and the host reads it),
+        else None. A host whose system level holds against a switch says so in
+        `switch_offs` (kind "held")."""
         if "system" not in self.scopes:
             return None
-        path = self.settings_file("system", env, cwd)
-        settings = read_json(path)
-        if isinstance(settings, dict) and self.hooked(settings) and self.unread("system", path) is None:
-            return f"loopwatch's hooks in {path}, which no project overrides"
+        try:
+            path = self.settings_file("system", env, cwd)
+            if self._hooked_at(path) and self.unread("system", path) is None:
+                return f"loopwatch's hooks in {path}, which no project overrides"
+        except OSError:
+            pass
         return None
+
+    def _hooked_at(self, path: Path) -> bool:
+        """Does the settings file (or folder of hook files) at `path` hold loopwatch's hook?"""
+        if self.settings_shape == "files":
+            read_folder = getattr(self, "read_folder", None)
+            try:
+                settings = read_folder(path) if read_folder is not None and path.is_dir() else None
+            except OSError:
+                return False
+        else:
+            settings = read_json(path)
+        return isinstance(settings, dict) and bool(self.hooked(settings))
 
     def keep_on(self, argv: list[str]) -> list[str] | None:
         """`argv`, a command line of this host's CLI, with what keeps its hooks on
@@ -358,6 +477,25 @@ class Host:
         """`reply` with `text` for the person watching, where the host shows a hook's
         words to them; `reply` itself where it shows none (or the reply cannot carry it)."""
         return reply
+
+    def runs_here(self, cwd: Path, env: Mapping[str, str]) -> str | None:
+        """Why the host would run no hook at all in `cwd` (Gemini CLI: a folder the user
+        has not trusted), else None. Read only."""
+        return None
+
+    def env_files(self, cwd: str, env: Mapping[str, str]) -> list[str]:
+        """A project's files whose variables the host puts into its hooks' environment
+        (Gemini CLI's `.env`), for a session started in `cwd`: the user's own excepted.
+        `loopwatch._trust` lets what they set only tighten the guard. (Paths as text: the
+        hook asks on every call, and pathlib is not on its way.)"""
+        return []
+
+    def started_environ(self) -> dict[str, str] | None:
+        """The environment the host's session process (an ancestor of this hook) was
+        started with, where the host adds variables of its own to its hooks' afterwards
+        (a `.env` it loads): what the user set is there, what the host added is not.
+        None where this cannot be read or does not apply."""
+        return None
 
     #: A project settings file that can switch user hooks off, and what in it does so
     #: (regular expressions, searched in a call's input as JSON text: a write tool's path
@@ -448,7 +586,7 @@ class JsonHooks(Host):
         out["hooks"] = new_hooks
         return out
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         out = self.uninstall(settings)
         hooks = out.get("hooks")
         if hooks is None:
@@ -489,6 +627,8 @@ class ClaudeStyle(JsonHooks):
 
         verdict = decision.verdict
         event = payload.event
+        if payload.calls and all(call.name in self.finish_tools for call in payload.calls):
+            return warn(verdict)  # an agent handing back its result: never refused, never stopped
         if event == BEFORE:
             if decision.blocks and decision.message is not None:
                 return self.refuse(
@@ -674,9 +814,9 @@ _DIGEST_CHARS = 1 << 16  # a string is hashed in pieces: no second copy of a lar
 def digest(value: Any) -> str:
     """A digest of the whole of a JSON value, read without recursion (the nesting a
     payload may have is the parser's limit, not ours) and in bounded pieces."""
-    import hashlib
+    from .._core.fingerprint import blake2b  # the bare BLAKE2: hashlib would load OpenSSL
 
-    hasher = hashlib.blake2b(digest_size=8)
+    hasher = blake2b(digest_size=8)
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()

@@ -64,6 +64,7 @@ from .base import (
     ClaudeStyle,
     Payload,
     PayloadError,
+    StateFolder,
     SwitchOff,
     read_json,
     same_names,
@@ -315,6 +316,21 @@ class ClaudeCode(ClaudeStyle):
 
     name = NAME
     title = "Claude Code"
+    # Seen in the state folders of 2.1.197 and 2.1.332 (projects, backups, plugins,
+    # shell-snapshots, session-env) and in users' (settings, credentials, todos, statsig,
+    # file-history, history.jsonl): only `projects/` holds sessions. A session's agents
+    # write their own transcripts in its folder beside it: `subagents/agent-<id>.jsonl`
+    # (with an `agent-<id>.meta.json` sidecar), a workflow's in
+    # `subagents/workflows/<run>/` (beside its `journal.jsonl`); its `tool-results/` and
+    # `workflows/` (scripts, run records) are no sessions.
+    state_folders = (
+        StateFolder(("projects",), (), name=".claude"),
+        # a copy under another name, known by what only it holds beside `projects/`
+        StateFolder(("projects",), ("projects", ".credentials.json")),
+        StateFolder(("projects",), ("projects", "todos")),
+        StateFolder(("projects",), ("projects", "shell-snapshots")),
+        StateFolder((), ("subagents",), beside=".jsonl", parts=("subagents/**/agent-*.jsonl",)),
+    )
     binary = "claude"
     package = "@anthropic-ai/claude-code"
     tested = ("2.1.197", "2.1.332")
@@ -420,12 +436,20 @@ class ClaudeCode(ClaudeStyle):
             return None  # the user's own flag settings: ours would replace them
         return [argv[0], *KEEP_ON, *argv[1:]]
 
+    def switch_off_files(self, cwd: str) -> list[str]:
+        return [os.path.join(cwd, name) for name in PROJECT_SETTINGS]
+
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         found = []
+        held = None
         for path in (self.settings_file("user", env, cwd), *(cwd / name for name in PROJECT_SETTINGS)):
             settings = read_json(path)
             if isinstance(settings, dict) and settings.get("disableAllHooks") is True:
-                found.append(SwitchOff(str(path), '"disableAllHooks": true turns every hook off, loopwatch\'s too'))
+                held = held or self.held(env, cwd)
+                what = '"disableAllHooks": true turns every hook off, loopwatch\'s too'
+                found.append(
+                    SwitchOff(str(path), f"{what}; held on by {held}" if held else what, "held" if held else "off")
+                )
         return found
 
 

@@ -58,6 +58,7 @@ from .base import (
     Payload,
     PayloadError,
     Reply,
+    StateFolder,
     SwitchOff,
     same_names,
     text_field,
@@ -348,15 +349,20 @@ def pinned_on(config: Any) -> bool:
     return isinstance(features, dict) and features.get("hooks") is True
 
 
-def project_folders(cwd: Path) -> list[Path]:
+def project_folders(cwd: str) -> list[str]:
     """The folders whose `.codex/config.toml` Codex reads for a session in `cwd`: the
-    project's root (the nearest folder above holding `.git`, else `cwd`) down to `cwd`."""
-    chain: list[Path] = []
-    for folder in (cwd, *cwd.parents):
+    project's root (the nearest folder above holding `.git`, else `cwd`) down to `cwd`.
+    (Paths as text: the hook asks at a session's start, and pathlib is not on its way.)"""
+    chain: list[str] = []
+    folder = os.path.abspath(cwd)
+    while True:
         chain.append(folder)
-        if (folder / ".git").exists():
+        if os.path.exists(os.path.join(folder, ".git")):
             return list(reversed(chain))
-    return [cwd]
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return [os.path.abspath(cwd)]
+        folder = parent
 
 
 def hooks_switched_off(config: Any) -> str | None:
@@ -376,6 +382,14 @@ class Codex(ClaudeStyle):
 
     name = "codex"
     title = "Codex"
+    # Seen in 0.171.0's CODEX_HOME: config.toml, sqlite stores, skills, shell_snapshots,
+    # and the rollouts in sessions/YYYY/MM/DD/; users' also hold auth.json (credentials),
+    # history.jsonl (prompts), log/ and archived_sessions/ (rollouts too).
+    state_folders = (
+        StateFolder(("sessions", "archived_sessions"), (), name=".codex"),
+        StateFolder(("sessions", "archived_sessions"), ("sessions", "auth.json")),
+        StateFolder(("sessions", "archived_sessions"), ("sessions", "config.toml")),
+    )
     binary = "codex"
     package = "@openai/codex"
     tested = ("0.171.0",)
@@ -476,13 +490,18 @@ class Codex(ClaudeStyle):
             return None
         return [argv[0], *KEEP_ON, *argv[1:]]
 
+    def switch_off_files(self, cwd: str) -> list[str]:
+        return [os.path.join(folder, PROJECT_CONFIG) for folder in project_folders(cwd)]
+
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         found = []
-        for folder in project_folders(cwd):
-            path = folder / PROJECT_CONFIG
-            key = hooks_switched_off(_toml(str(path)))
+        held = None
+        for path in self.switch_off_files(str(cwd)):
+            key = hooks_switched_off(_toml(path))
             if key is not None:
-                found.append(SwitchOff(str(path), f"{key} = false turns every hook off, loopwatch's too"))
+                held = held or self.held(env, cwd)
+                what = f"{key} = false turns every hook off, loopwatch's too"
+                found.append(SwitchOff(path, f"{what}; held on by {held}" if held else what, "held" if held else "off"))
         return found
 
 

@@ -63,10 +63,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from . import HOST_WRITERS
 from .base import (
     AFTER,
     ALLOW_REPLY,
@@ -88,6 +88,8 @@ from .base import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .._core.session import Decision
 
 __all__ = [
@@ -146,7 +148,7 @@ _SHELL_ID = r"(<(?:[a-z ]{0,48} )?shellId: )\d+"
 #: Copilot's tools that write a file, and the input field that names it: its `create`
 #: and `edit` (1.0.89, 1.0.102). Writers for Copilot's sessions only (`hosts.monitors`):
 #: other agents give these names to other tools.
-WRITERS: Mapping[str, str] = MappingProxyType({"create": "path", "edit": "path"})
+WRITERS: Mapping[str, str | None] = MappingProxyType(HOST_WRITERS["copilot"])
 
 #: How Copilot words a call a `preToolUse` hook refused, before the hook's reason.
 DENIED_BY_HOOK = "Denied by preToolUse hook: "
@@ -388,6 +390,8 @@ class Copilot(JsonHooks):
         log(f"sent SIGINT to copilot pid {pid} (the headless session process) to end the run")
         return True
 
+    probe_event = "postToolUse"
+
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
         return {
             "sessionId": "loopwatch-doctor",
@@ -401,6 +405,8 @@ class Copilot(JsonHooks):
     # -- its settings --------------------------------------------------------------------------
 
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
+        from pathlib import Path  # here, not at import: the hook never needs it
+
         if scope == "user":
             return Path(copilot_home(env)) / "hooks" / "loopwatch.json"
         if scope == "system":
@@ -419,8 +425,8 @@ class Copilot(JsonHooks):
     def _without(self, group: Any) -> Any:
         return None if self.commands(group) else group
 
-    def install(self, settings: Any, command: str) -> Any:
-        out = super().install(settings, command)
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
+        out = super().install(settings, command, scope)
         return {"version": out.pop("version", 1), **out}
 
     def unread(self, scope: str, path: Path) -> str | None:
@@ -434,13 +440,24 @@ class Copilot(JsonHooks):
         return None
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
+        from pathlib import Path  # here, not at import: the hook never needs it
+
         found: list[SwitchOff] = []
         home = Path(copilot_home(env))
+        policy = self.held(env, cwd)  # the policy level runs whatever `disableAllHooks` says
+
+        def all_off(path: Path, what: str, kind: str = "off") -> SwitchOff:
+            return (
+                SwitchOff(str(path), f"{what}; held on by {policy}", "held")
+                if policy
+                else SwitchOff(str(path), what, kind)
+            )
+
         user = read_jsonc(home / USER_SETTINGS)
         if isinstance(user, dict) and user.get("disableAllHooks") is True:
             found.append(
-                SwitchOff(
-                    str(home / USER_SETTINGS),
+                all_off(
+                    home / USER_SETTINGS,
                     '"disableAllHooks": true turns your own hooks off, loopwatch\'s too (policy hooks still run)',
                 )
             )
@@ -459,8 +476,8 @@ class Copilot(JsonHooks):
                 continue
             if settings.get("disableAllHooks") is True:
                 found.append(
-                    SwitchOff(
-                        str(root / name),
+                    all_off(
+                        root / name,
                         f'"disableAllHooks": true turns your hooks off, loopwatch\'s too{later} '
                         "(only `loopwatch install copilot --system` holds against it)",
                         "off" if trusted else "later",

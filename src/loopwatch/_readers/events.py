@@ -31,7 +31,6 @@ name's stem; a later, different `session` value does not start a new session
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from itertools import chain
 from typing import Any, BinaryIO
@@ -41,7 +40,7 @@ import orjson
 from .._core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .._files import open_file
 from .base import Session
-from .jsonio import kind_of
+from .jsonio import first_line, kind_of
 from .jsonio import lines as _lines
 from .mini_swe_agent import CORRECTIONS
 
@@ -50,10 +49,6 @@ __all__ = ["NAME", "TYPES", "parse_line", "read", "sniff"]
 NAME = "events"
 
 TYPES = ("tool", "attempt", "text", "output", "retry", "turn", "correction", "user")
-
-# A head whose first line is longer than the sniffed 64 KiB cannot be parsed; this
-# recognises its opening instead.
-_OPENING = re.compile(rb'^\s*\{\s*"type"\s*:\s*"(' + b"|".join(t.encode() for t in TYPES) + rb')"')
 
 # Claude Code's session lines also say `"type": "user"`; they carry these keys,
 # which no loopwatch event has.
@@ -64,18 +59,27 @@ _PEEK_LINES = 16
 
 
 class _BadLine(ValueError):
-    """A line that is valid JSON but not a loopwatch event; the message says why."""
+    """A line that is valid JSON but not a loopwatch event; the message says why: the
+    field and the kind of value found (`'text' is an array, not a string`), never the
+    value, which may be model text, an output line or a command with its token."""
+
+
+def _kind(value: Any) -> str:
+    """The JSON kind of a value, for a message that must not quote it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def sniff(path: str, head: bytes) -> bool:
     """The first non-empty line is a JSON object whose `type` is an event type."""
-    head = head.lstrip()
-    first, newline, _ = head.partition(b"\n")
-    try:
-        value = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        # cut by the head's end: judge by the opening only
-        return not newline and _OPENING.match(first) is not None
+    value = first_line(head)  # a line the head's end cuts: its keys up to the cut
     if not isinstance(value, dict) or kind_of(value) not in TYPES:
         return False
     return value["type"] != "user" or _FOREIGN_KEYS.isdisjoint(value)
@@ -172,13 +176,13 @@ def _parse_value(raw: bytes | str, source_ref: str | None) -> tuple[str | None, 
     """The line's event type and its event (see `parse_line`)."""
     value = orjson.loads(raw)
     if not isinstance(value, dict):
-        raise _BadLine(f"not a JSON object but {type(value).__name__}")
+        raise _BadLine(f"not a JSON object but {_kind(value)}")
     kind = kind_of(value)
     make = _MAKERS.get(kind) if kind is not None else None
     if make is None:
         if kind is None and value.get("type") is not None:
-            raise _BadLine(f"'type' is not a string: {value['type']!r}"[:120])
-        raise _BadLine(f"unknown event type {kind!r} (expected one of {', '.join(TYPES)})")
+            raise _BadLine(f"'type' is {_kind(value['type'])}, not a string")
+        raise _BadLine(f"unknown event type (expected one of {', '.join(TYPES)})" if kind else "no 'type'")
     at = _number(value, "at")
     return kind, make(value, at, source_ref)
 
@@ -188,7 +192,7 @@ def _text(value: dict[str, Any], key: str, required: bool = True, default: str |
     if field is None and not required:
         return None
     if not isinstance(field, str) or (required and key == "name" and not field):
-        what = "missing" if key not in value else f"not a string: {field!r}"[:80]
+        what = "missing" if key not in value else ("is empty" if field == "" else f"is {_kind(field)}, not a string")
         raise _BadLine(f"{value['type']} event: {key!r} {what}")
     return field
 
@@ -198,7 +202,7 @@ def _number(value: dict[str, Any], key: str) -> Any:
     if field is None:
         return None
     if isinstance(field, bool) or not isinstance(field, (int, float)):
-        raise _BadLine(f"{value['type']} event: {key!r} is not a number: {field!r}"[:120])
+        raise _BadLine(f"{value['type']} event: {key!r} is {_kind(field)}, not a number")
     return field
 
 

@@ -3,16 +3,19 @@
 loopwatch's hook runs inside the agent CLI, and a project's settings file can switch
 every hook off (Claude Code's `disableAllHooks`, Codex's `[features] hooks = false`,
 ...). Before `run` starts a command, `hold` decides, for the host the command runs
-(`host_of`: by the binary's name, or the stream format asked for):
+(`host_of`: the stream format asked for, else the host that knows the command line as
+its own, else by the binary's name):
 
+- the command itself loads no hook at all (`Host.unguarded`: opencode's `--pure`): `run`
+  refuses to start it, unless `--allow-unguarded`;
 - loopwatch's hook is not installed for that host: nothing of it to hold; the command
   runs as given (`run` still watches it);
 - the host's command line can keep hooks on whatever a project says (`Host.keep_on`:
   Claude Code's `--settings`, Codex's `-c features.hooks=true`): the command runs with
   it, and the person is told when a project's setting is there to overrule;
-- a project's setting switches hooks off now (`Host.switch_offs`), nothing holds them on
-  (`Host.held`: a `--system` install) and the command line cannot: `run` refuses to
-  start, in one line naming the file and what to do, unless the person said
+- a project's setting switches hooks off now (`Host.switch_offs`, kind "off": nothing
+  holds them on, such as a `--system` install) and the command line cannot: `run`
+  refuses to start, in one line naming the file and what to do, unless the person said
   `--allow-unguarded`.
 
 It reads settings files only; it writes nothing and starts nothing.
@@ -36,9 +39,14 @@ _STREAM_HOSTS = {"codex-json": "codex", "claude-stream": "claude-code"}
 
 def host_of(events: str, argv: Sequence[str]) -> str | None:
     """The agent CLI being run, as `HOSTS` names it: the one whose stream format was asked
-    for, else the one whose binary the command is (`codex`, `codex-x86_64-...`), else None."""
+    for, else the one that knows the command line as its own (`Host.headless`: a launcher
+    in front included), else the one whose binary the command is (`codex-x86_64-...`),
+    else None."""
     if events in _STREAM_HOSTS:
         return _STREAM_HOSTS[events]
+    for name in HOSTS:
+        if host_named(name).headless(list(argv)) is not None:
+            return name
     command = os.path.basename(argv[0]) if argv else ""
     for name in HOSTS:
         binary = host_named(name).binary
@@ -67,6 +75,11 @@ def hold(events: str, argv: Sequence[str], env: Mapping[str, str], cwd: Path) ->
     if name is None:
         return Held(command)
     host = host_named(name)
+    none = host.unguarded(command, env)
+    if none is not None:
+        return Held(
+            command, off=none, refused=f"{none}: loopwatch's guard would not run; unset it, or pass --allow-unguarded"
+        )
     if not host.installed_in(env, cwd):
         return Held(command)
     offs = [off for off in host.switch_offs(cwd, env) if off.kind == "off"]
@@ -74,7 +87,7 @@ def hold(events: str, argv: Sequence[str], env: Mapping[str, str], cwd: Path) ->
     if kept is not None:
         said = f"{offs[0].path}: {offs[0].what}; held on for this run ({' '.join(kept[1:3])})" if offs else None
         return Held(kept, said=said)
-    if not offs or host.held(env, cwd) is not None:
+    if not offs:
         return Held(command)
     off = f"{offs[0].path}: {offs[0].what}"
     refused = (
