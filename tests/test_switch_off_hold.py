@@ -164,7 +164,7 @@ def test_run_refuses_when_nothing_can_hold_the_hook_on(machine):
     done = invoke("run", "--", *argv)
     assert done.exit_code == 2
     (line,) = done.output.strip().splitlines()
-    assert line.startswith(f"loopwatch: not started: {off}: ")
+    assert line.startswith(f"Error: {off}: ")
     assert "sudo loopwatch install claude-code --system" in line and "--allow-unguarded" in line
     assert "under `loopwatch run`" not in line  # it is under `loopwatch run` already
 
