@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from loopwatch._cli import cli
-from loopwatch._cli.codex_pin import MARK
+from loopwatch._hosts.codex_pin import MARK
 from loopwatch._cli.doctor import switch_off_lines
 from loopwatch._hook.guard import handle
 from loopwatch._hook.payload import parse

@@ -62,6 +62,8 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
     mine: dict[str, list[str]] = {}  # event -> the commands of the user's (or the system's) file
     where: list[Path] = []
     for scope in host.scopes:
+        if host.shape(scope) == "pin":
+            continue  # no hook there: what it holds is in `switch_offs`
         path = host.settings_file(scope, env, cwd)
         try:
             if not path.exists():

@@ -11,9 +11,11 @@ may offer a `system` scope (`--system`): settings for every user that no project
 overrides, written readable by all (Claude Code: its managed settings,
 /etc/claude-code/managed-settings.json; GitHub Copilot CLI: a policy file in
 /etc/github-copilot/policy.d/; Gemini CLI: `/etc/gemini-cli/settings.json` or
-`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`, where the host also pins hooks on). Codex's is not a
-hook but a pin that keeps every user's hooks on whatever a project says, in
-/etc/codex/requirements.toml (`codex_pin`).
+`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`, where the host also pins hooks on). A scope whose
+file holds no hook but a setting that keeps every user's hooks on whatever a project says
+(`Host.shape` "pin": Codex's `--system`, `[features] hooks = true` in
+/etc/codex/requirements.toml) is edited by the host's `pin`, and `uninstall` takes out
+only loopwatch's pin.
 
 A host whose hooks are files of their own (`settings_shape == "files"`, Cline: one file
 per event in `~/Documents/Cline/Hooks`, or a project's `.clinerules/hooks` with
@@ -367,8 +369,8 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         return
     found = host_named(agent)
     path = _target(agent, scope, settings_file)
-    if agent == "codex" and scope == "system":
-        _pin_codex(path, dry_run, settings_file)
+    if found.shape(scope) == "pin":
+        _pin(found, scope, path, dry_run, settings_file)
         return
     shared = scope == "project" and settings_file is None
     given = command is not None
@@ -405,11 +407,9 @@ def _said_installed(title: str, path: Path, changed: bool, events: tuple[str, ..
         click.echo("(this Python's path is written there: remove or move this environment, and the guard goes with it)")
 
 
-def _pin_codex(path: Path, dry_run: bool, settings_file: Path | None, remove: bool = False) -> None:
-    """`install codex --system`: pin Codex's hooks on in its requirements (`codex_pin`);
-    with `remove`, take loopwatch's pin out again."""
-    from . import codex_pin
-
+def _pin(host: Any, scope: str, path: Path, dry_run: bool, settings_file: Path | None, remove: bool = False) -> None:
+    """A scope of shape "pin" (`Host.pin`): pin the host's hooks on in `path`, readable
+    by every user; with `remove`, take loopwatch's pin out again."""
     try:
         target = safefile.check(path, links="edit")
         text = target.read_text(encoding="utf-8") if target.exists() else ""
@@ -419,22 +419,22 @@ def _pin_codex(path: Path, dry_run: bool, settings_file: Path | None, remove: bo
         why = getattr(exc, "strerror", None) or str(exc)
         raise BadInput(f"{path}: cannot read: {why}; nothing was changed") from None
     try:
-        new = codex_pin.unpin(text) if remove else codex_pin.pin(text)
-    except codex_pin.PinError as exc:
+        new = host.pin(text, remove=remove)
+    except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
     changed = new is not None and _put(path, new, dry_run, mode=0o644)
     if dry_run:
         return
     if remove:
         click.echo(
-            f"removed loopwatch's pin of Codex's hooks from {path}"
+            f"removed loopwatch's pin of {host.title}'s hooks from {path}"
             if changed
             else f"nothing to do: no pin of loopwatch's in {path}"
         )
         return
-    click.echo(f"{'pinned' if changed else 'already pinned'} in {path}: [features] hooks = true")
-    if settings_file is None:
-        click.echo(host_named("codex").install_notes["system"])
+    click.echo(f"{'pinned' if changed else 'already pinned'} in {path}: {host.pinned}")
+    if settings_file is None and scope in host.install_notes:
+        click.echo(host.install_notes[scope])
 
 
 def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path | None:
@@ -512,14 +512,15 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
     """Remove loopwatch's hook entries (only those) from an agent CLI's settings.
 
     Nothing else changes: a setting `install --system` wrote beside them (Gemini CLI's
-    `hooksConfig.enabled: true`, which keeps every hook on) stays. Codex's `--system` is
-    only a pin, and `uninstall codex --system` takes it out (a pin loopwatch wrote, none
+    `hooksConfig.enabled: true`, which keeps every hook on) stays. Where `--system` is
+    only a pin (Codex's), `uninstall --system` takes it out (a pin loopwatch wrote, none
     other)."""
     if agent is None:
         raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)
-    if agent == "codex" and scope == "system":
-        _pin_codex(path, dry_run, settings_file, remove=True)
+    found = host_named(agent)
+    if found.shape(scope) == "pin":
+        _pin(found, scope, path, dry_run, settings_file, remove=True)
         return
     try:
         there = path.exists()
@@ -529,7 +530,6 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
         click.echo(f"nothing to do: {path} does not exist")
         return
     inside = _project(scope, settings_file)
-    found = host_named(agent)
     before = _load(found, path, inside)
     changed = _store(found, path, before, found.uninstall(before), dry_run, inside, scope)
     if not dry_run:

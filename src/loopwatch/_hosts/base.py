@@ -283,6 +283,7 @@ class Host:
     finish_tools: ClassVar[frozenset[str]] = frozenset()
     #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
     #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    #: One scope may differ (`shape`).
     settings_shape: ClassVar[str] = "json"
     #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
     #: folder), for a host that hands its hooks an environment a project can set (Cline
@@ -375,6 +376,21 @@ class Host:
         user of the machine, which no project overrides) is written readable by all."""
         raise NotImplementedError
 
+    def shape(self, scope: str) -> str:
+        """The shape of what `install` edits for `scope`: `settings_shape`, or "pin" for a
+        scope whose file holds no hook but a setting that keeps every user's hooks on
+        whatever a project says (Codex's `system`: its requirements), edited by `pin`."""
+        return self.settings_shape
+
+    #: What a scope of shape "pin" holds once pinned, in the file's own words.
+    pinned: ClassVar[str] = ""
+
+    def pin(self, text: str, remove: bool = False) -> str | None:
+        """For a scope of shape "pin": `text` (its file's, "" for none) with hooks pinned
+        on (`remove`: without loopwatch's pin, and never another), or None when nothing
+        changes. Raises SettingsError when it cannot be done safely."""
+        raise NotImplementedError
+
     def unread(self, scope: str, path: Path) -> str | None:
         """Why the host would not read `path`, the settings file of `scope`, as it stands
         (its owner, its mode); None when nothing says so."""
@@ -432,6 +448,8 @@ class Host:
         """The settings files (of the scopes `install` knows) that hold loopwatch's hook."""
         found = []
         for scope in self.scopes:
+            if self.shape(scope) == "pin":
+                continue  # no hook there
             try:
                 path = self.settings_file(scope, env, cwd)
             except OSError:

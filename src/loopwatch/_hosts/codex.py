@@ -479,6 +479,16 @@ class Codex(ClaudeStyle):
             return Path(REQUIREMENTS)
         return cwd / ".codex" / "hooks.json"
 
+    def shape(self, scope: str) -> str:
+        return "pin" if scope == "system" else self.settings_shape
+
+    pinned = "[features] hooks = true"
+
+    def pin(self, text: str, remove: bool = False) -> str | None:
+        from . import codex_pin  # tomlkit: never on the hook's path
+
+        return codex_pin.unpin(text) if remove else codex_pin.pin(text)
+
     def held(self, env: Mapping[str, str], cwd: Path) -> str | None:
         for path in (REQUIREMENTS, MANAGED_CONFIG):
             if pinned_on(_toml(path)):

@@ -3,9 +3,9 @@ Codex's requirements file (`/etc/codex/requirements.toml`), which an administrat
 policy holds over every config.toml, a project's `[features] hooks = false` included
 (`loopwatch._hosts.codex` has what was observed).
 
-`install codex --system` writes the pin, `uninstall codex --system` removes it. The file
-is edited with tomlkit, which keeps every line the administrator wrote as it was
-(comments, spacing, order); the pin's line carries a comment of ours (`MARK`), and only a
+`install codex --system` writes the pin, `uninstall codex --system` removes it (`Codex.pin`:
+a scope of shape "pin" in the host contract). The file is edited with tomlkit, which keeps
+every line the administrator wrote as it was (comments, spacing, order); the pin's line carries a comment of ours (`MARK`), and only a
 pin with it is ever removed. The result is parsed back before it is written. Refused,
 with nothing changed: a file that is not TOML, a `features` that is not a table loopwatch
 can edit (an inline table, a value), and a pin of hooks *off*, which is an
@@ -23,13 +23,15 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Item, Table
 
+from .base import SettingsError
+
 __all__ = ["MARK", "PinError", "pin", "unpin"]
 
 #: The comment on the pin's line: how `unpin` knows the pin is loopwatch's.
 MARK = "loopwatch install codex --system: hooks stay on whatever a project says"
 
 
-class PinError(Exception):
+class PinError(SettingsError):
     """The pin cannot be written safely; the message says why."""
 
 
