@@ -11,7 +11,7 @@
   through a custom `model_provider`; `install()` runs the project's own
   `loopwatch install codex` exactly as a user would; `exec()` runs `codex exec`
   (stdin closed: it waits on an open one), `run()` the same under `loopwatch run`.
-  Every Codex run holds `real_clis.etc_lock("codex")` shared: Codex reads requirements
+  Every run of Codex (and of loopwatch) holds `real_clis.etc_lock("codex")` shared: Codex reads requirements
   from /etc, where nothing moves them, and a test that writes there holds it exclusively.
 
 Only the standard library: this is test support, not part of loopwatch.
@@ -228,7 +228,6 @@ class CodexHome:
         self.state = root / "state"
         for folder in (self.codex_home, self.work):
             folder.mkdir(parents=True, exist_ok=True)
-        self.lock_runs = True  # False while the test itself holds the /etc lock, exclusively
         (self.codex_home / "config.toml").write_text(_CONFIG.format(base_url=server.base_url), encoding="utf-8")
 
     def trust_project(self) -> None:
@@ -256,15 +255,9 @@ class CodexHome:
         return env
 
     def loopwatch(self, *args: str, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=self.env(**env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        """`loopwatch ARGS` as this user, under the shared /etc lock (it reads Codex's
+        requirements too: `install`, `doctor`)."""
+        return self.command([sys.executable, "-m", "loopwatch", *args], 120, **env)
 
     def install(self) -> subprocess.CompletedProcess:
         done = self.loopwatch("install", "codex")
@@ -282,8 +275,8 @@ class CodexHome:
         ]
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
-        """The shared /etc lock, unless this test holds it exclusively (`lock_runs`)."""
-        return real_clis.etc_lock("codex", exclusive=False) if self.lock_runs else contextlib.nullcontext()
+        """The shared /etc lock (`real_clis.etc_lock`)."""
+        return real_clis.etc_lock("codex", exclusive=False)
 
     def exec(self, prompt: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
         return self.command(self.exec_args(prompt), timeout, **env)

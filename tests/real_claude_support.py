@@ -13,8 +13,8 @@
   carried), so a test can say exactly which model turns happened, and that none
   came after a stop.
 - `ClaudeRun`: a fresh HOME, `loopwatch install claude-code` run there as a user
-  would, then `claude -p ... --output-format stream-json --verbose`. Every run holds
-  `real_clis.etc_lock("claude-code")` shared: Claude Code's managed settings are in
+  would, then `claude -p ... --output-format stream-json --verbose`. Every run (of
+  Claude Code, and of loopwatch) holds `real_clis.etc_lock("claude-code")` shared: Claude Code's managed settings are in
   /etc, where nothing moves them, and a test that writes there holds it exclusively.
 
 Everything here is written for these tests; the field shapes follow what the real
@@ -392,7 +392,6 @@ class ClaudeRun:
         self.work.mkdir(parents=True, exist_ok=True)
         self.profile = profile
         self.extra_env: dict[str, str] = {}
-        self.lock_runs = True  # False while the test itself holds the /etc lock, exclusively
 
     @property
     def state_dir(self) -> Path:
@@ -420,15 +419,18 @@ class ClaudeRun:
         return env
 
     def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=self.env(),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        """`loopwatch ARGS` as this user, under the shared /etc lock: it reads the managed
+        settings too (`install`, `doctor`)."""
+        with self.locked():
+            done = subprocess.run(
+                [sys.executable, "-m", "loopwatch", *args],
+                cwd=self.work,
+                env=self.env(),
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         if check and done.returncode != 0:
             raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
         return done
@@ -466,8 +468,8 @@ class ClaudeRun:
         return Finished(done.returncode, lines, done.stderr)
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
-        """The shared /etc lock, unless this test holds it exclusively (`lock_runs`)."""
-        return real_clis.etc_lock("claude-code", exclusive=False) if self.lock_runs else contextlib.nullcontext()
+        """The shared /etc lock (`real_clis.etc_lock`)."""
+        return real_clis.etc_lock("claude-code", exclusive=False)
 
     def _run(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
         return subprocess.run(

@@ -11,20 +11,19 @@ stopped, the person is told, the agent cannot write such a file, `doctor` names 
 
 The `--system` tests write the real files in /etc: nothing in either CLI moves them
 (Claude Code's path is fixed in its code, Codex's too; no variable names another). So
-they run as root only, hold the CLI's /etc lock exclusively (every other run of that CLI
-in these tests holds it shared), and put /etc back as it was. The managed hook's command
+they run as root only, inside `real_clis.etc_written`: the CLI's /etc lock held
+exclusively (every other run of that CLI, and of loopwatch beside it, holds it shared),
+and the CLI's /etc folder put back exactly as it was, which is checked. The managed hook's command
 runs loopwatch only for this test's HOME: a run of Claude Code elsewhere on the machine
 meanwhile (another checkout's tests) runs it as a no-op, never a second guard.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,26 +49,6 @@ root_only = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, 
 NUDGE = "going in circles"
 MANAGED = Path("/etc/claude-code/managed-settings.json")
 REQUIREMENTS = Path("/etc/codex/requirements.toml")
-
-
-@contextlib.contextmanager
-def etc_file(cli: str, path: Path) -> Iterator[None]:
-    """Hold `cli`'s /etc lock exclusively; on the way out put `path` (its backup, its
-    folder) back as they were."""
-    backup = path.with_name(path.name + ".loopwatch.bak")
-    with real_clis.etc_lock(cli, exclusive=True):
-        made = not path.parent.exists()
-        before = {p: p.read_bytes() if p.exists() else None for p in (path, backup)}
-        try:
-            yield
-        finally:
-            for p, content in before.items():
-                if content is None:
-                    p.unlink(missing_ok=True)
-                else:
-                    p.write_bytes(content)
-            if made and path.parent.exists():
-                path.parent.rmdir()
 
 
 def _switch_claude_off(machine: ClaudeRun) -> Path:
@@ -130,9 +109,8 @@ def test_claude_with_a_system_install_is_still_stopped_with_hooks_switched_off(t
     hooks run whatever the project says, and the loop is stopped before the 4th call. With
     the user's own install beside it and no switch-off, both hooks run, each call is
     counted once: still the 4th call, never earlier."""
-    with etc_file("claude-code", MANAGED), ScriptedAnthropic({"loop": loop_script(12)}) as server:
+    with real_clis.etc_written("claude-code", MANAGED.parent), ScriptedAnthropic({"loop": loop_script(12)}) as server:
         machine = ClaudeRun(tmp_path, server, claude_binary(version))
-        machine.lock_runs = False  # this test holds the lock
         hook = f"{shlex.quote(sys.executable)} -m loopwatch hook claude-code"
         guarded = f'if [ "$HOME" = {shlex.quote(str(machine.home))} ]; then exec {hook}; fi'
         said = machine.loopwatch("install", "claude-code", "--system", "--command", guarded).stdout
@@ -233,9 +211,8 @@ def test_codex_under_run_keeps_its_hook_with_hooks_switched_off(codex_user, tmp_
 def test_codex_with_the_system_pin_keeps_its_hook_with_hooks_switched_off(codex_user):
     """`install codex --system` pins hooks on in /etc/codex/requirements.toml: `codex exec`
     alone (no `run`) runs the hook whatever the project says, and it blocks the 4th call."""
-    with etc_file("codex", REQUIREMENTS):
+    with real_clis.etc_written("codex", REQUIREMENTS.parent):
         home, server = codex_user([shell(LOOP_COMMAND)] * 12)
-        home.lock_runs = False  # this test holds the lock
         said = home.loopwatch("install", "codex", "--system")
         mode = REQUIREMENTS.stat()
         _switch_codex_off(home)
