@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import real_clis
@@ -20,12 +21,15 @@ def _taken_elsewhere(name: str) -> bool:
         f"fd = os.open(os.path.join(tempfile.gettempdir(), 'loopwatch-tests-{name}-etc.lock'), os.O_RDWR | os.O_CREAT)\n"
         "try:\n    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)\nexcept BlockingIOError:\n    sys.exit(3)\n"
     )
-    return subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 3
+    env = {**os.environ, "TMPDIR": tempfile.gettempdir()}
+    return subprocess.run([sys.executable, "-c", code], env=env, timeout=60).returncode == 3
 
 
 @pytest.fixture
-def name(tmp_path):
-    return f"selftest-{os.getpid()}-{tmp_path.name}"
+def name(tmp_path, monkeypatch):
+    """A CLI name of this test's own, its lock file in the test's folder."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return "selftest"
 
 
 def test_what_the_test_did_is_undone(tmp_path, name):
