@@ -425,7 +425,7 @@ class Host:
     #: Where to install so that no project switches the guard off: the host's level that
     #: no project overrides, where it has one.
     switch_off_remedy: ClassVar[str] = (
-        "install where no project can override it (README, 'When a project switches hooks off')"
+        "install where no project can override it (docs/hosts, 'When a project switches hooks off')"
     )
 
     def switch_off_advice(self, run: bool = True) -> str:
