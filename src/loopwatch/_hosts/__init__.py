@@ -22,6 +22,7 @@ HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "copilot": "copilot",
+    "cursor": "cursor",
     "gemini-cli": "gemini_cli",
     "opencode": "opencode",
 }
@@ -32,6 +33,9 @@ HOSTS: dict[str, str] = {
 HOST_WRITERS: dict[str, dict[str, str | None]] = {
     # GitHub Copilot CLI 1.0.89 and 1.0.102: `create {path, file_text}`, `edit {path, old_str, new_str}`.
     "copilot": {"create": "path", "edit": "path"},
+    # Cursor, from its documentation: stream-json's `writeToolCall`, `editToolCall` and
+    # `deleteToolCall` (`args.path`), and the hook's `afterFileEdit`, all read as these.
+    "cursor": {"write": "path", "edit": "path", "delete": "path"},
 }
 
 
