@@ -28,7 +28,6 @@ Copilot's quirks, each seen on the real CLI (`loopwatch._hosts.copilot` has the 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import json
 import os
@@ -37,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,23 +89,12 @@ def ready(version: str) -> str:
     return binary
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path, exclusive: bool) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)
-
-
-ETC_LOCK = Path(tempfile.gettempdir()) / "loopwatch-tests-copilot-etc.lock"
+_file_lock = real_clis.file_lock
 
 
 def etc_lock(exclusive: bool) -> contextlib.AbstractContextManager[None]:
     """Held shared by every Copilot run, exclusively by a test that writes in /etc."""
-    return _file_lock(ETC_LOCK, exclusive)
+    return real_clis.etc_lock("copilot", exclusive)
 
 
 # -- scripts ------------------------------------------------------------------------------------
