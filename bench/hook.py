@@ -1,7 +1,7 @@
 """Wall time of one `loopwatch hook` call, next to the bare `python -c pass`.
 
     PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000] [--load N] [--installed] [--compare DIR]
-    PYTHONPATH=src python bench/hook.py --hosts claude-code,gemini-cli [--calls 50] [--warm 1000]
+    PYTHONPATH=src python bench/hook.py --hosts claude-code,gemini-cli,qwen-code [--calls 50] [--warm 1000]
 
 The hook runs on every tool call, so its path from process start to answer is the
 product. This measures, on this machine and in this run:
@@ -36,7 +36,8 @@ figure from the same run: `git archive <commit> src | tar -x -C /tmp/before; ...
 run against states warmed alike, each hook through `sh -c` as the host runs it: Claude Code
 runs the hook three times per call (PreToolUse, PostToolUse, PostToolBatch), Gemini CLI twice
 (BeforeTool, AfterTool), GitHub Copilot CLI twice (preToolUse, postToolUse: its payloads name
-no event, so the command does, and ends in `|| true`). Printed: the median of each event, the
+no event, so the command does, and ends in `|| true`), Qwen Code three times (UserPromptSubmit
+before every model request, PreToolUse, PostToolUse). Printed: the median of each event, the
 sum per call, and each host's ratio to Claude Code's (target: at most 1x).
 
 `--installed` measures what a user runs instead: this worktree is installed with
@@ -275,6 +276,18 @@ def call_events(host: str, i: int, session: str, cwd: str) -> list[tuple[str, di
     command = COMMANDS[i % len(COMMANDS)] + f" # step {i // 3}"
     output = f"output of {command}\n" * 5
     base = {"session_id": session, "transcript_path": f"{cwd}/t.jsonl", "cwd": cwd}
+    if host == "qwen-code":  # 0.23.4, 0.24.4: the request's UserPromptSubmit first (a continuation)
+        base = {**base, "timestamp": "2026-12-06T02:20:04.715Z", "permission_mode": "yolo"}
+        base["prompt_id"] = f"{session}########0"
+        tool = {"tool_name": "run_shell_command", "tool_input": {"command": command, "description": "Run a command"}}
+        tool |= {"tool_use_id": f"toolu_{i:06d}", "tool_call_id": f"call_{i}_{i}"}
+        text = f"Command: {command}\nDirectory: (root)\nOutput: {output}Error: (none)\nExit Code: 0\n"
+        response = {"llmContent": text + "Signal: (none)\nProcess Group PGID: (none)", "returnDisplay": output}
+        return [
+            ("qwen-code", {**base, "hook_event_name": "UserPromptSubmit", "prompt": ""}),
+            ("qwen-code", {**base, **tool, "hook_event_name": "PreToolUse"}),
+            ("qwen-code", {**base, **tool, "hook_event_name": "PostToolUse", "tool_response": response}),
+        ]
     if host == "gemini-cli":
         tool = {"tool_name": "run_shell_command", "tool_input": {"command": command, "description": "Run a command"}}
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
@@ -360,7 +373,7 @@ def main() -> None:
     parser.add_argument("--installed", action="store_true", help="time a regular install in a temporary venv")
     parser.add_argument("--compare", metavar="DIR", help="also time the hook from this source tree")
     parser.add_argument(
-        "--hosts", metavar="A,B", help="time one tool call on each host (claude-code,copilot,gemini-cli)"
+        "--hosts", metavar="A,B", help="time one tool call on each host (claude-code,copilot,gemini-cli,qwen-code)"
     )
     args = parser.parse_args()
     if args.installed:

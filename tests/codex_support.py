@@ -10,13 +10,16 @@
 - `CodexHome`: a fresh HOME and CODEX_HOME whose config.toml reaches the server
   through a custom `model_provider`; `install()` runs the project's own
   `loopwatch install codex` exactly as a user would; `exec()` runs `codex exec`
-  (stdin closed: it waits on an open one).
+  (stdin closed: it waits on an open one), `run()` the same under `loopwatch run`.
+  Every run of Codex (and of loopwatch) holds `real_clis.etc_lock("codex")` shared: Codex reads requirements
+  from /etc, where nothing moves them, and a test that writes there holds it exclusively.
 
 Only the standard library: this is test support, not part of loopwatch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -227,6 +230,11 @@ class CodexHome:
             folder.mkdir(parents=True, exist_ok=True)
         (self.codex_home / "config.toml").write_text(_CONFIG.format(base_url=server.base_url), encoding="utf-8")
 
+    def trust_project(self) -> None:
+        """Mark the work folder trusted in the user's config.toml, as Codex's own prompt does."""
+        config = self.codex_home / "config.toml"
+        config.write_text(config.read_text() + f'\n[projects."{self.work}"]\ntrust_level = "trusted"\n')
+
     def env(self, **extra: str) -> dict[str, str]:
         env = {
             k: v
@@ -247,15 +255,9 @@ class CodexHome:
         return env
 
     def loopwatch(self, *args: str, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=self.env(**env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        """`loopwatch ARGS` as this user, under the shared /etc lock (it reads Codex's
+        requirements too: `install`, `doctor`)."""
+        return self.command([sys.executable, "-m", "loopwatch", *args], 120, **env)
 
     def install(self) -> subprocess.CompletedProcess:
         done = self.loopwatch("install", "codex")
@@ -272,22 +274,40 @@ class CodexHome:
             prompt,
         ]
 
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The shared /etc lock (`real_clis.etc_lock`)."""
+        return real_clis.etc_lock("codex", exclusive=False)
+
     def exec(self, prompt: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            self.exec_args(prompt),
-            cwd=self.work,
-            env=self.env(**env),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        return self.command(self.exec_args(prompt), timeout, **env)
+
+    def run(self, prompt: str, *options: str, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
+        """`loopwatch run OPTIONS -- codex exec --json ... PROMPT`."""
+        argv = [sys.executable, "-m", "loopwatch", "run", *options, "--", *self.exec_args(prompt)]
+        return self.command(argv, timeout, **env)
+
+    def command(self, argv: list[str], timeout: float, **env: str) -> subprocess.CompletedProcess:
+        """`argv` run in the work folder, as this user, under the shared /etc lock."""
+        with self.locked():
+            return subprocess.run(
+                argv,
+                cwd=self.work,
+                env=self.env(**env),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
 
     def tui(self, prompt: str, settle: float = 6.0, timeout: float = 120) -> bytes:
         """Run the interactive `codex` (attended: a person at a terminal) in a pseudo-
         terminal with `prompt` as its first message, answer the terminal queries it
         makes, and end it once the server has had no turn for `settle` seconds (the
         turn is over: the TUI then waits for the person). Returns what it drew."""
+        with self.locked():
+            return self._tui(prompt, settle, timeout)
+
+    def _tui(self, prompt: str, settle: float, timeout: float) -> bytes:
         import fcntl
         import pty
         import select

@@ -54,6 +54,21 @@ def healthy_events() -> list[dict]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def _no_machine_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's settings in /etc that loopwatch reads and `install --system` writes
+    for Claude Code and Codex (paths no variable moves), redirected into the test's
+    folder for every test run in this process: none reads or writes the real ones. (The
+    real-CLI tests that must use /etc run loopwatch as a process of its own, through
+    `real_clis.etc_written`.)"""
+    from loopwatch._hosts import claude_code, codex
+
+    folder = tmp_path / "machine-etc"
+    monkeypatch.setattr(claude_code, "MANAGED_SETTINGS", str(folder / "claude-code" / "managed-settings.json"))
+    monkeypatch.setattr(codex, "REQUIREMENTS", str(folder / "codex" / "requirements.toml"))
+    monkeypatch.setattr(codex, "MANAGED_CONFIG", str(folder / "codex" / "managed_config.toml"))
+
+
 @pytest.fixture
 def examples() -> Path:
     return EXAMPLES

@@ -13,7 +13,9 @@
   carried), so a test can say exactly which model turns happened, and that none
   came after a stop.
 - `ClaudeRun`: a fresh HOME, `loopwatch install claude-code` run there as a user
-  would, then `claude -p ... --output-format stream-json --verbose`.
+  would, then `claude -p ... --output-format stream-json --verbose`. Every run (of
+  Claude Code, and of loopwatch) holds `real_clis.etc_lock("claude-code")` shared: Claude Code's managed settings are in
+  /etc, where nothing moves them, and a test that writes there holds it exclusively.
 
 Everything here is written for these tests; the field shapes follow what the real
 CLI sent and accepted (the captures described in ../shared/clients/README.md).
@@ -21,6 +23,7 @@ CLI sent and accepted (the captures described in ../shared/clients/README.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -416,15 +419,18 @@ class ClaudeRun:
         return env
 
     def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=self.env(),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        """`loopwatch ARGS` as this user, under the shared /etc lock: it reads the managed
+        settings too (`install`, `doctor`)."""
+        with self.locked():
+            done = subprocess.run(
+                [sys.executable, "-m", "loopwatch", *args],
+                cwd=self.work,
+                env=self.env(),
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         if check and done.returncode != 0:
             raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
         return done
@@ -449,16 +455,8 @@ class ClaudeRun:
         argv = self.claude_argv(prompt)
         if wrap is not None:
             argv = wrap(argv)
-        done = subprocess.run(
-            argv,
-            check=False,
-            cwd=self.work,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        with self.locked():
+            done = self._run(argv, timeout)
         lines = []
         for line in done.stdout.splitlines():
             line = line.strip()
@@ -469,17 +467,28 @@ class ClaudeRun:
                     pass
         return Finished(done.returncode, lines, done.stderr)
 
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The shared /etc lock (`real_clis.etc_lock`)."""
+        return real_clis.etc_lock("claude-code", exclusive=False)
+
+    def _run(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            argv,
+            check=False,
+            cwd=self.work,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
     def interactive(self, prompt: str, done: Callable[[], bool], timeout: float = 180) -> str:
         """Claude Code's interactive session (its terminal UI on a pseudo-terminal, as a
         person would start it: `claude "PROMPT"`), until `done()` says the script is
         over; then it is ended (SIGTERM, then SIGKILL). Onboarding, the API-key and
         folder-trust questions are answered beforehand in `~/.claude.json`, as a user who
         had answered them once. Returns what the screen showed (escape codes removed)."""
-        import pty
-        import select
-        import signal
-        import time
-
         key = self.env()["ANTHROPIC_API_KEY"]
         (self.home / ".claude.json").write_text(
             json.dumps(
@@ -496,6 +505,15 @@ class ClaudeRun:
         )
         env = {**self.env(), "TERM": "xterm-256color"}
         argv = [self.binary, prompt, "--dangerously-skip-permissions"]
+        with self.locked():
+            return self._interactive(argv, env, done, timeout)
+
+    def _interactive(self, argv: list[str], env: dict[str, str], done: Callable[[], bool], timeout: float) -> str:
+        import pty
+        import select
+        import signal
+        import time
+
         pid, fd = pty.fork()
         if pid == 0:  # the child: become Claude Code
             try:

@@ -4,7 +4,16 @@
 and the releases the tests drive: the pinned one first, then the current release (the
 newest on the npm registry when it was last looked at). `.ci/run` installs them all with
 `python tests/real_clis.py install` before the suite runs; a test asks for one with
-`binary(name, version)`, which installs it on first use when CI did not.
+`binary(name, version)`, which installs it on first use when CI did not. A test that
+runs one in a session of its own (`start_new_session=True`) ends it with
+`end_session`, which says what of it outlived the run.
+
+A CLI that reads settings from a fixed place in /etc (managed settings, policy files,
+requirements) that no variable moves is tested there: a test that writes there does so
+inside `etc_written(name, folder)`, which holds `etc_lock(name, exclusive=True)` and puts
+the folder back exactly as it found it (and says so, or fails), and every run of that CLI
+(and of loopwatch beside it, which reads those files too) holds the lock shared, so no
+other run of these tests sees the file.
 
 Installed with npm into `~/.cache/loopwatch-tests/<name>-<version>` (or
 `$LOOPWATCH_TEST_CACHE`), each release in a folder of its own, and reused. Nothing is
@@ -16,11 +25,17 @@ downloaded at run time: a CLI that would update itself is told not to by its tes
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,6 +54,7 @@ CLIS: dict[str, Cli] = {
     # 1.17.20 has no linux-x64 binary on the registry (its platform packages were never
     # published): 1.17.19 is the pinned release.
     "opencode": Cli("opencode-ai", "opencode", ("1.17.19", "1.18.33")),
+    "qwen-code": Cli("@qwen-code/qwen-code", "qwen", ("0.23.4", "0.24.4")),
 }
 
 _LOCK = threading.Lock()
@@ -103,6 +119,142 @@ def binary(name: str, version: str | None = None) -> str:
         pytest.skip(str(exc))
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+def end_session(sid: int, grace: float = 30.0) -> list[str]:
+    """The processes of session `sid` (the run's) still there `grace` seconds after its
+    leader exited, killed; their command lines. A hook finishing its last write after
+    Qwen exited is given that time (a loaded machine is slow); a daemon is not gone by then."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = _members(sid)
+        if not found or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return list(found.values())
+
+
+def _members(sid: int) -> dict[int, str]:
+    """pid -> command line of each live process of session `sid`."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+            if int(fields[3]) != sid or fields[0] == b"Z":  # a zombie is done, only not reaped yet
+                continue
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        found[int(entry.name)] = argv
+    return found
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, exclusive: bool) -> Iterator[None]:
+    """An advisory lock on `path` (created 0600), held for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+#: The CLIs whose /etc lock this process holds exclusively: a run it starts meanwhile
+#: needs no shared lock (asking for one on another descriptor would wait for ever).
+_WRITING: set[str] = set()
+
+
+@contextlib.contextmanager
+def etc_lock(name: str, exclusive: bool) -> Iterator[None]:
+    """Held shared by every run of CLI `name`, exclusively by a test that writes that
+    CLI's settings in /etc (see the module docstring). Within a test holding it
+    exclusively, a shared one is already held."""
+    if not exclusive and name in _WRITING:
+        yield
+        return
+    with file_lock(Path(tempfile.gettempdir()) / f"loopwatch-tests-{name}-etc.lock", exclusive):
+        if not exclusive:
+            yield
+            return
+        _WRITING.add(name)
+        try:
+            yield
+        finally:
+            _WRITING.discard(name)
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, int, int, bytes]] | None:
+    """Everything under `folder` (mode, owner, group, bytes or link target, by path), or
+    None when there is no such folder."""
+    if not folder.exists():
+        return None
+    found = {}
+    for path in [folder, *sorted(folder.rglob("*"))]:
+        info = path.lstat()
+        if path.is_symlink():
+            content = os.readlink(path).encode()
+        elif path.is_file():
+            content = path.read_bytes()
+        else:
+            content = b""
+        found[str(path.relative_to(folder))] = (info.st_mode, info.st_uid, info.st_gid, content)
+    return found
+
+
+def _put_back(folder: Path, tree: dict[str, tuple[int, int, int, bytes]] | None) -> None:
+    """Make `folder` what `_tree` saw: what the test added goes, what it changed or
+    removed comes back (bytes, mode, owner)."""
+    import stat
+
+    now = _tree(folder) or {}
+    for name in sorted(set(now) - set(tree or {}), reverse=True):  # deepest first
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
+    if tree is None:
+        return
+    for name, (mode, uid, gid, content) in sorted(tree.items()):
+        path = folder / name if name != "." else folder
+        if stat.S_ISDIR(mode):
+            path.mkdir(exist_ok=True)
+        elif stat.S_ISLNK(mode):
+            if now.get(name) != (mode, uid, gid, content):
+                path.unlink(missing_ok=True)
+                os.symlink(content.decode(), path)
+            os.lchown(path, uid, gid)
+            continue
+        elif now.get(name, (0, 0, 0, None))[3] != content:
+            path.write_bytes(content)
+        os.chown(path, uid, gid)
+        os.chmod(path, stat.S_IMODE(mode))
+
+
+@contextlib.contextmanager
+def etc_written(name: str, folder: Path) -> Iterator[None]:
+    """For a test that writes CLI `name`'s settings under `folder` in /etc: hold
+    `etc_lock(name, exclusive=True)` for the block; then put `folder` back as it was and
+    check that it is (an AssertionError names what differs)."""
+    with etc_lock(name, exclusive=True):
+        before = _tree(folder)
+        try:
+            yield
+        finally:
+            _put_back(folder, before)
+            after = _tree(folder)
+            if after != before:
+                differ = sorted(set(before or {}) ^ set(after or {})) or [
+                    key for key in before or {} if (before or {})[key] != (after or {}).get(key)
+                ]
+                raise AssertionError(f"{folder} was not left as found: {differ}")
 
 
 def main(argv: list[str]) -> int:

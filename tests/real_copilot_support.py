@@ -28,7 +28,6 @@ Copilot's quirks, each seen on the real CLI (`loopwatch._hosts.copilot` has the 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import json
 import os
@@ -37,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,23 +89,12 @@ def ready(version: str) -> str:
     return binary
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path, exclusive: bool) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)
-
-
-ETC_LOCK = Path(tempfile.gettempdir()) / "loopwatch-tests-copilot-etc.lock"
+_file_lock = real_clis.file_lock
 
 
 def etc_lock(exclusive: bool) -> contextlib.AbstractContextManager[None]:
     """Held shared by every Copilot run, exclusively by a test that writes in /etc."""
-    return _file_lock(ETC_LOCK, exclusive)
+    return real_clis.etc_lock("copilot", exclusive)
 
 
 # -- scripts ------------------------------------------------------------------------------------
@@ -294,7 +282,7 @@ class CopilotRun:
             try:
                 out, err = proc.communicate(timeout=timeout)
             finally:
-                leftover = _end_session(proc.pid)
+                leftover = real_clis.end_session(proc.pid)
         lines = []
         for line in out.splitlines():
             if line.startswith("{"):
@@ -370,22 +358,3 @@ class CopilotRun:
     def hook_log(self) -> str:
         path = self.state_dir / "hook.log"
         return path.read_text() if path.exists() else ""
-
-
-def _end_session(sid: int) -> list[str]:
-    """Every process still in session `sid` (the run's), killed; their command lines."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
-            if int(fields[3]) != sid or fields[0] == b"Z":  # a zombie is done, only not reaped yet
-                continue
-            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, IndexError, ValueError):
-            continue
-        found.append(argv)
-        with contextlib.suppress(OSError):
-            os.kill(int(entry.name), signal.SIGKILL)
-    return found

@@ -90,7 +90,10 @@ class Machine:
 
 
 async def ask(machine: Machine, loopwatch: Loopwatch | None, prompt: str) -> list:
-    return [message async for message in query(prompt=prompt, options=machine.options(loopwatch))]
+    """One session of the real CLI, under the shared /etc lock as every run of it is
+    (`real_clis.etc_lock`)."""
+    with machine.run.locked():
+        return [message async for message in query(prompt=prompt, options=machine.options(loopwatch))]
 
 
 def results(messages: list) -> list[ResultMessage]:
@@ -238,7 +241,8 @@ def test_one_loopwatch_serves_two_sessions_at_once(tmp_path, release):
         async def both() -> tuple[list, list]:
             return await asyncio.gather(ask(looping, loopwatch, "SCENARIO:loop list the directory"), chat())
 
-        stopped, finished = asyncio.run(both())
+        with healthy.run.locked():  # the healthy session's CLI (the looping one's: `ask`)
+            stopped, finished = asyncio.run(both())
         loop_turns, healthy_turns = server.of("loop"), server.of("healthy")
     assert len(loop_turns) == 4 and len(ran(loop_turns)) == 3
     assert "same Bash call" in loopwatch.stop_reason(results(stopped)[-1])

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
 import pytest
@@ -181,15 +180,7 @@ def test_reworded_runtime_fields_are_the_same_call_live_and_replayed(user):
 
 
 def _run(home: CodexHome, prompt: str, record) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *home.exec_args(prompt)],
-        cwd=home.work,
-        env=home.env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-    )
+    return home.run(prompt, "--record", str(record))
 
 
 @pytest.mark.parametrize("hooked", [True, False], ids=["with-hook", "run-only"])

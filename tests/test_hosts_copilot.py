@@ -484,8 +484,8 @@ def test_a_system_install_is_readable_by_every_user(tmp_path):
 
 
 def test_scopes_a_host_does_not_have_are_refused_in_one_line():
-    done = CliRunner().invoke(cli, ["install", "claude-code", "--system"])
-    assert done.exit_code == 2 and "--system is not a Claude Code settings scope" in done.output
+    done = CliRunner().invoke(cli, ["install", "codex", "--local"])
+    assert done.exit_code == 2 and "--local is not a Codex settings scope" in done.output
 
 
 @pytest.mark.slow  # runs the dry-run command

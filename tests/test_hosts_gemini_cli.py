@@ -342,8 +342,8 @@ def test_install_keeps_what_is_there_and_system_pins_hooks_on(tmp_path, monkeypa
     assert not HOST.hooked(json.loads(system.read_text())) and json.loads(system.read_text())["hooksConfig"]
     assert runner.invoke(uninstall, ["gemini-cli"]).exit_code == 0
     assert json.loads(user.read_text())["hooks"]["BeforeTool"] == theirs["hooks"]["BeforeTool"]
-    wrong = runner.invoke(install, ["claude-code", "--system"])
-    assert wrong.exit_code == 2 and "not a Claude Code settings scope" in wrong.output
+    wrong = runner.invoke(install, ["gemini-cli", "--local"])
+    assert wrong.exit_code == 2 and "--local is not a Gemini CLI settings scope" in wrong.output
 
 
 def test_switch_offs_a_project_can_make(tmp_path):
@@ -413,6 +413,9 @@ class _Started:
 
     def started_environ(self):
         return self.started
+
+    def env_from_files(self, env):
+        return HOST.env_from_files(env)
 
 
 @pytest.mark.parametrize(

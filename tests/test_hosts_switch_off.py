@@ -28,6 +28,30 @@ REFUSED = [
     ("claude-code", "Bash", {"command": "echo '{\"disableAllHooks\": true}' > .claude/settings.json"}),
     ("codex", "Bash", {"command": "printf '[features]\\nhooks = false\\n' >> .codex/config.toml"}),
     ("codex", "apply_patch", "*** Begin Patch\n*** Add File: .codex/config.toml\n+[features]\n+codex_hooks = false\n"),
+    # Qwen Code: its settings, bare or safe mode by `.env` or settings "env", and an entry of
+    # the project's own running loopwatch's command (it replaces the user's).
+    ("qwen-code", "write_file", {"file_path": "/repo/.qwen/settings.json", "content": '{"disableAllHooks": true}\n'}),
+    ("qwen-code", "write_file", {"file_path": "/repo/.qwen/.env", "content": "QWEN_CODE_SIMPLE=1\n"}),
+    ("qwen-code", "write_file", {"file_path": "/repo/.env", "content": "API=x\nQWEN_CODE_SAFE_MODE=true\n"}),
+    (
+        "qwen-code",
+        "edit",
+        {
+            "file_path": "/repo/.qwen/settings.json",
+            "old_string": "{",
+            "new_string": '{"env": {"QWEN_CODE_SIMPLE": "1"},',
+        },
+    ),
+    ("qwen-code", "run_shell_command", {"command": "echo QWEN_CODE_SIMPLE=1 >> .env", "description": "x"}),
+    (
+        "qwen-code",
+        "write_file",
+        {
+            "file_path": "/repo/.qwen/settings.json",
+            "content": '{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", '
+            '"command": "/usr/bin/python3 -m loopwatch hook qwen-code", "timeout": 0.001}]}]}}',
+        },
+    ),
 ]
 
 ALLOWED = [
@@ -41,6 +65,11 @@ ALLOWED = [
     ),
     ("codex", "Bash", {"command": "cat .codex/config.toml"}),
     ("codex", "Bash", {"command": "printf '[features]\\nhooks = true\\n' >> .codex/config.toml"}),
+    ("qwen-code", "write_file", {"file_path": "/repo/.qwen/settings.json", "content": '{"disableAllHooks": false}'}),
+    ("qwen-code", "write_file", {"file_path": "/repo/.env", "content": "DATABASE_URL=postgres://x\n"}),
+    ("qwen-code", "write_file", {"file_path": "/repo/src/env.py", "content": "QWEN_CODE_SIMPLE = 1"}),
+    ("qwen-code", "run_shell_command", {"command": "grep -rn disableAllHooks .qwen/", "description": "x"}),
+    ("qwen-code", "write_file", {"file_path": "/repo/.environment", "content": "QWEN_CODE_SIMPLE=1"}),
 ]
 
 

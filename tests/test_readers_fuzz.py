@@ -127,6 +127,7 @@ def _corpus(fmt: str) -> list[tuple[str, bytes]]:
 def seeds(fmt: str) -> list[tuple[str, bytes]]:
     folder = {
         "claude-code": "claude-code",
+        "qwen-code": "qwen-code",
         "codex": "codex",
         "copilot": "copilot",
         "cursor": "cursor",  # written from Cursor's documentation

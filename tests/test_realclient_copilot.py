@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 import pytest
+import real_clis
 from real_copilot_support import (
     CURRENT,
     KEY,
@@ -24,7 +25,6 @@ from real_copilot_support import (
     PINNED,
     CopilotRun,
     Finished,
-    etc_lock,
     healthy_script,
     loop_script,
     reworded_script,
@@ -281,29 +281,22 @@ def test_a_system_install_holds_against_the_project_switch_off(tmp_path):
     """`loopwatch install copilot --system` writes Copilot's policy file: it runs whatever a
     trusted project says (`disableAllHooks`), and the loop still ends before its fourth call.
     Nothing moves that folder, so the test holds every other Copilot run off while the
-    file exists, and removes what it made."""
+    file exists, and puts /etc/github-copilot back exactly as it was (`real_clis.etc_written`)."""
     policy = Path("/etc/github-copilot/policy.d")
-    with etc_lock(exclusive=True):
-        made = [p for p in (policy.parent, policy) if not p.exists()]
+    with real_clis.etc_written("copilot", policy.parent):
         assert not (policy / "loopwatch.json").exists()
-        try:
-            with ScriptedChat({"loop": loop_script(12)}) as server:
-                machine = CopilotRun(tmp_path, server, CURRENT)
-                said = machine.install("--system")
-                machine.trust()
-                settings = machine.work / ".github" / "copilot" / "settings.json"
-                settings.parent.mkdir(parents=True)
-                settings.write_text('{"disableAllHooks": true}')
-                mode = (policy / "loopwatch.json").stat()
-                doctor = machine.loopwatch("doctor", "copilot", check=False)
-                run = machine.run("SCENARIO:loop do the task", locked=False)  # this test holds the lock
-                turns = server.of("loop")
-            removed = machine.loopwatch("uninstall", "copilot", "--system")
-        finally:
-            for name in ("loopwatch.json", "loopwatch.json.loopwatch.bak"):
-                (policy / name).unlink(missing_ok=True)
-            for folder in reversed(made):
-                folder.rmdir()
+        with ScriptedChat({"loop": loop_script(12)}) as server:
+            machine = CopilotRun(tmp_path, server, CURRENT)
+            said = machine.install("--system")
+            machine.trust()
+            settings = machine.work / ".github" / "copilot" / "settings.json"
+            settings.parent.mkdir(parents=True)
+            settings.write_text('{"disableAllHooks": true}')
+            mode = (policy / "loopwatch.json").stat()
+            doctor = machine.loopwatch("doctor", "copilot", check=False)
+            run = machine.run("SCENARIO:loop do the task", locked=False)  # this test holds the lock
+            turns = server.of("loop")
+        removed = machine.loopwatch("uninstall", "copilot", "--system")
     assert "policy.d/loopwatch.json" in said
     assert mode.st_uid == 0 and oct(mode.st_mode & 0o777) == "0o644"
     assert "hook installed for 5 events in /etc/github-copilot/policy.d/loopwatch.json" in doctor.stdout

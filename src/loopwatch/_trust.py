@@ -10,9 +10,11 @@ holds may switch its guard off. Two kinds of source:
 - **a project's**, untrusted: a `loopwatch.toml` or `[tool.loopwatch]` found from the
   working directory up, the `"env"` of a project's Claude Code settings
   (`.claude/settings.json`, `.claude/settings.local.json`), which Claude Code hands
-  to every hook as if it were the user's environment, and the environment files a
-  host loads into its own environment, and so its hooks' (`Host.env_files`: Gemini
-  CLI's project `.env` or `.gemini/.env`).
+  to every hook as if it were the user's environment, the environment files a host
+  loads into its own environment, and so its hooks' (`Host.env_files`: Gemini CLI's
+  project `.env` or `.gemini/.env`, Qwen Code's `.qwen/.env` or `.env`), and what a host
+  says it took from a project's files into its hooks' environment (`Host.env_from_files`:
+  Qwen Code's own list, its settings `env`).
 
 An untrusted source may only **tighten** (`tighten`): `mode` may go up (off < warn <
 enforce), `profile` may become "unattended", `stop` may become true and `[hook] fail`
@@ -256,13 +258,17 @@ def trusted_environ(
     host: Any = None,
 ) -> dict[str, str]:
     """Take out of `env` (in place) every variable of `ENV_NAMES` a project set (see
-    `project_env`, and for `host`, a `Host`, its environment files); return those that
-    may still tighten (`LOOPWATCH_MODE` above "off", `LOOPWATCH_PROFILE=unattended`),
-    for `tighten`. `log` hears one line per variable."""
+    `project_env`, and for `host`, a `Host`, its environment files and what it names
+    itself: `Host.env_from_files`); return those that may still tighten
+    (`LOOPWATCH_MODE` above "off", `LOOPWATCH_PROFILE=unattended`), for `tighten`. `log`
+    hears one line per variable."""
     found = project_env(folders, env)
     if host is not None:
         for key, setting in _host_env(host, folders, env).items():
             found.setdefault(key, setting)
+        for name, origin in host.env_from_files(env).items():
+            if name in ENV_NAMES and env.get(name) and name not in found:
+                found[name] = (env[name], origin)
     keep: dict[str, str] = {}
     for name, (value, path) in found.items():
         del env[name]

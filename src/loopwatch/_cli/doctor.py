@@ -64,6 +64,8 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
     mine: dict[str, list[str]] = {}  # event -> the commands of the user's (or the system's) file
     where: list[Path] = []
     for scope in host.scopes:
+        if host.shape(scope) == "pin":
+            continue  # no hook there: what it holds is in `switch_offs`
         path = host.settings_file(scope, env, cwd)
         try:
             if not path.exists():
@@ -96,11 +98,7 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
             found.setdefault(event, []).extend(cmds)
             if path in own.values():
                 mine.setdefault(event, []).extend(cmds)
-    for off in host.switch_offs(cwd, env):
-        if off.kind == "off":
-            lines.append(Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}"))
-        else:
-            lines.append(Line("info", f"{off.path}: {off.what}"))
+    lines.extend(switch_off_lines(host, env, cwd))
     not_here = host.runs_here(cwd, env)
     if not_here is not None:
         lines.append(Line("problem", not_here))
@@ -175,6 +173,18 @@ def _probe_command(host: Host, commands: dict[str, list[str]]) -> str:
     return commands[after or next(iter(commands))][0]
 
 
+def switch_off_lines(host: Host, env: Mapping[str, str], cwd: Path) -> list[Line]:
+    """What switches the host's hooks off here (`Host.switch_offs`): a problem, with what
+    to do about it, where the guard is off now; worth knowing where it is not yet, or is
+    held on whatever the setting says (kind "held": what holds is in its words)."""
+    return [
+        Line("problem", f"{off.path}: {off.what}; {host.switch_off_advice()}")
+        if off.kind == "off"
+        else Line("info", f"{off.path}: {off.what}")
+        for off in host.switch_offs(cwd, env)
+    ]
+
+
 def _settings(host: Host, path: Path) -> object:
     """What `install` edits at `path`: a JSON settings file, or a folder of hook files
     (`Host.settings_shape`)."""
@@ -183,12 +193,6 @@ def _settings(host: Host, path: Path) -> object:
             raise OSError(f"{path} is not a folder")
         return host.read_folder(path)  # type: ignore[attr-defined]  # FileHooks
     return json.loads(path.read_text(encoding="utf-8") or "{}")
-
-
-#: What to do about a project setting that switches the guard off.
-_SWITCH_OFF_REMEDY = (
-    "remove it, or install where no project can override it (README, 'When a project switches hooks off')"
-)
 
 
 def check_claude_code(env: Mapping[str, str], cwd: Path) -> list[Line]:
@@ -252,10 +256,11 @@ def check_codex(env: Mapping[str, str], cwd: Path) -> list[Line]:
     checks themselves are in `doctor_codex`."""
     from .doctor_codex import check_codex as run_checks
 
-    lines = [
-        Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}")
-        for off in host_named("codex").switch_offs(cwd, env)
-    ]
+    codex = host_named("codex")
+    lines = switch_off_lines(codex, env, cwd)
+    held = codex.held(env, cwd)
+    if held is not None:
+        lines.append(Line("ok", f"hooks kept on: {held}"))
     return lines + [
         Line("ok" if ok else "problem", text.removeprefix("codex: ")) for ok, text in run_checks(env, cwd=str(cwd))
     ]

@@ -8,9 +8,15 @@ next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json
 project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
 trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`). A host
 may offer a `system` scope (`--system`): settings for every user that no project
-overrides, written readable by all (GitHub Copilot CLI: a policy file in
+overrides, written readable by all (Claude Code: its managed settings,
+/etc/claude-code/managed-settings.json; GitHub Copilot CLI: a policy file in
 /etc/github-copilot/policy.d/; Gemini CLI: `/etc/gemini-cli/settings.json` or
-`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`, where the host also pins hooks on).
+`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`; Qwen Code: `/etc/qwen-code/settings.json` or
+`$QWEN_CODE_SYSTEM_SETTINGS_PATH`; where the host also pins hooks on). A scope whose
+file holds no hook but a setting that keeps every user's hooks on whatever a project says
+(`Host.shape` "pin": Codex's `--system`, `[features] hooks = true` in
+/etc/codex/requirements.toml) is edited by the host's `pin`, and `uninstall` takes out
+only loopwatch's pin.
 
 A host whose hooks are files of their own (`settings_shape == "files"`, Cline: one file
 per event in `~/Documents/Cline/Hooks`, or a project's `.clinerules/hooks` with
@@ -154,7 +160,11 @@ def _write(
     edited where it points (within `inside`, a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
-    text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+    return _put(path, json.dumps(after, indent=2, ensure_ascii=False) + "\n", dry_run, inside, mode)
+
+
+def _put(path: Path, text: str, dry_run: bool, inside: Path | None = None, mode: int = 0o600) -> bool:
+    """Write `text` as `_write` does (`dry_run`: print it)."""
     if dry_run:
         click.echo(text, nl=False)
         return True
@@ -276,8 +286,9 @@ _SYSTEM = click.option(
     "scope",
     flag_value="system",
     help="Settings for every user of this machine that no project can switch off, where the agent has them "
-    "(GitHub Copilot CLI: a policy file in /etc; Gemini CLI: /etc/gemini-cli/settings.json; opencode: "
-    "/etc/opencode/opencode.json; run as root).",
+    "(Claude Code: its managed settings; Codex: a pin in /etc/codex/requirements.toml that keeps hooks on; "
+    "GitHub Copilot CLI: a policy file in /etc; Gemini CLI: /etc/gemini-cli/settings.json; opencode: "
+    "/etc/opencode/opencode.json; Qwen Code: /etc/qwen-code/settings.json; run as root).",
 )
 _FILE = click.option(
     "--settings",
@@ -340,10 +351,13 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install codex                  # ~/.codex/hooks.json
     loopwatch install copilot                # ~/.copilot/hooks/loopwatch.json
     sudo loopwatch install copilot --system  # /etc/github-copilot/policy.d/loopwatch.json
+    sudo loopwatch install claude-code --system  # /etc/claude-code/managed-settings.json
+    sudo loopwatch install codex --system    # /etc/codex/requirements.toml: hooks pinned on
     loopwatch install gemini-cli --system    # /etc/gemini-cli/settings.json
     loopwatch install cline                  # ~/Documents/Cline/Hooks/
     loopwatch install opencode               # ~/.config/opencode/plugin/loopwatch.js
     loopwatch install opencode --system      # /etc/opencode/opencode.json
+    loopwatch install qwen-code --system     # /etc/qwen-code/settings.json
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
@@ -361,6 +375,9 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         return
     found = host_named(agent)
     path = _target(agent, scope, settings_file)
+    if found.shape(scope) == "pin":
+        _pin(found, scope, path, dry_run, settings_file)
+        return
     shared = scope == "project" and settings_file is None
     given = command is not None
     command = command or default_command(agent, "project" if shared else "user")
@@ -395,6 +412,36 @@ def _said_installed(name: str, title: str, path: Path, changed: bool, events: tu
     if not command.startswith("loopwatch "):
         click.echo("(this Python's path is written there: remove or move this environment, and the guard goes with it)")
     click.echo(f"Check that it works: loopwatch doctor {name}")
+
+
+def _pin(host: Any, scope: str, path: Path, dry_run: bool, settings_file: Path | None, remove: bool = False) -> None:
+    """A scope of shape "pin" (`Host.pin`): pin the host's hooks on in `path`, readable
+    by every user; with `remove`, take loopwatch's pin out again."""
+    try:
+        target = safefile.check(path, links="edit")
+        text = target.read_text(encoding="utf-8") if target.exists() else ""
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; nothing was changed") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise BadInput(f"{path}: cannot read: {why}; nothing was changed") from None
+    try:
+        new = host.pin(text, remove=remove)
+    except SettingsError as exc:
+        raise BadInput(f"{path}: {exc}; nothing was changed") from None
+    changed = new is not None and _put(path, new, dry_run, mode=0o644)
+    if dry_run:
+        return
+    if remove:
+        click.echo(
+            f"removed loopwatch's pin of {host.title}'s hooks from {path}"
+            if changed
+            else f"nothing to do: no pin of loopwatch's in {path}"
+        )
+        return
+    click.echo(f"{'pinned' if changed else 'already pinned'} in {path}: {host.pinned}")
+    if settings_file is None and scope in host.install_notes:
+        click.echo(host.install_notes[scope])
 
 
 def _codex_key_path(path: Path, scope: str, settings_file: Path | None) -> Path | None:
@@ -472,10 +519,16 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
     """Remove loopwatch's hook entries (only those) from an agent CLI's settings.
 
     Nothing else changes: a setting `install --system` wrote beside them (Gemini CLI's
-    `hooksConfig.enabled: true`, which keeps every hook on) stays."""
+    `hooksConfig.enabled: true`, which keeps every hook on) stays. Where `--system` is
+    only a pin (Codex's), `uninstall --system` takes it out (a pin loopwatch wrote, none
+    other)."""
     if agent is None:
         raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)
+    found = host_named(agent)
+    if found.shape(scope) == "pin":
+        _pin(found, scope, path, dry_run, settings_file, remove=True)
+        return
     try:
         there = path.exists()
     except OSError as exc:
@@ -484,7 +537,6 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
         click.echo(f"nothing to do: {path} does not exist")
         return
     inside = _project(scope, settings_file)
-    found = host_named(agent)
     before = _load(found, path, inside)
     changed = _store(found, path, before, found.uninstall(before), dry_run, inside, scope)
     if not dry_run:

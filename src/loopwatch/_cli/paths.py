@@ -16,9 +16,12 @@ An agent CLI's own state folder (`~/.claude`, `~/.codex`, `~/.copilot`, `~/.gemi
 opencode's, one of its session folders, ...; each host says how its folders are known:
 `Host.state_folders`) is walked in part: only its transcripts are read (opencode's
 database among them, whatever its name), and its settings, credentials, trust lists, logs
-and caches are left out by name, never opened, and counted (`LeftOut`). A session's
-agents' transcripts in its folder (Claude Code's `<session>/subagents/`) are read with
-the session file, as one session: the walk does not read them again.
+and caches are left out by name, never opened, and counted (`LeftOut`). A pattern of what
+to keep names an entry of the state folder (`sessions`: kept whole) or, with `/`, a path
+below it (Qwen Code's `projects/*/chats/*.jsonl`: only those files, the folders on the way
+entered for them). A session's agents' transcripts in its folder (Claude Code's
+`<session>/subagents/`) are read with the session file, as one session: the walk does not
+read them again.
 
 A file named explicitly (or matched by a glob) is always read, whatever its name.
 Paths that do not exist, globs that match nothing and files that are not regular
@@ -117,6 +120,10 @@ def _state_folders() -> tuple[tuple[str, StateFolder], ...]:
     for name in HOSTS:
         agent = host_named(name)
         found.extend((agent.title, rule) for rule in agent.state_folders)
+    # The rule that asks for the most names in a folder first (a stable sort: else in the
+    # hosts' order): Qwen Code's `~/.qwen` also holds the two names Gemini CLI's
+    # `~/.gemini` is known by (Qwen Code is a fork of it).
+    found.sort(key=lambda item: -len(item[1].marker))
     return tuple(found)
 
 
@@ -130,6 +137,28 @@ def _state_folder(folder: str, names: Collection[str]) -> tuple[str, StateFolder
 
 def _kept(name: str, keep: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in keep)
+
+
+def _keeps(rel: tuple[str, ...], keep: tuple[str, ...], folder: bool = False) -> bool:
+    """Is the entry at `rel` (its path below a state folder, by parts) read or entered?
+    Kept when a pattern names it or a folder above it; a folder is entered, too, when a
+    pattern goes on below it."""
+    for pattern in keep:
+        parts = pattern.split("/")
+        if len(parts) <= len(rel) or folder:
+            common = min(len(parts), len(rel))
+            if all(fnmatch.fnmatchcase(rel[i], parts[i]) for i in range(common)):
+                return True
+    return False
+
+
+def _whole(rel: tuple[str, ...], keep: tuple[str, ...]) -> bool:
+    """Is the folder at `rel` kept whole (a pattern names it or a folder above it), so a
+    walk reads below it as anywhere else?"""
+    return any(
+        len(parts) <= len(rel) and all(fnmatch.fnmatchcase(rel[i], parts[i]) for i in range(len(parts)))
+        for parts in (pattern.split("/") for pattern in keep)
+    )
 
 
 def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
@@ -272,26 +301,36 @@ def _walk(folder: str, left_out: LeftOut | None = None) -> Iterator[tuple[Target
         where = exc.filename or folder
         problems.append(Target(where, where, walked=True, problem=f"cannot list folder: {exc.strerror or exc}"))
 
+    # Folders entered below a state folder whose patterns go on deeper: whose, its rule,
+    # and the folder's path below the state folder.
+    below: dict[str, tuple[str, StateFolder, tuple[str, ...]]] = {}
     for root, folders, files in os.walk(folder, onerror=unreadable):
         while problems:
             yield problems.pop(0), ()
-        state = _state_folder(root, [*folders, *files])
-        if state is not None:  # an agent CLI's own state: only what it keeps is read
-            whose, rule = state
-            # a session's agents' transcripts are read with it (neither here nor left out)
-            folders[:] = [f for f in folders if not rule.part(f)]
-            files = [f for f in files if not rule.part(f)]
-            dropped = [f for f in folders if not f.startswith(".") and not _kept(f, rule.keep)]
-            dropped += [f for f in files if not _kept(f, rule.keep)]
+        context = below.pop(root, None)
+        if context is None:
+            state = _state_folder(root, [*folders, *files])
+            if state is not None:
+                # a session's agents' transcripts are read with it (neither here nor left out)
+                folders[:] = [f for f in folders if not state[1].part(f)]
+                files = [f for f in files if not state[1].part(f)]
+                context = (*state, ())
+        if context is not None:  # an agent CLI's own state: only what it keeps is read
+            whose, rule, rel = context
+            dropped = [f for f in folders if not f.startswith(".") and not _keeps((*rel, f), rule.keep, folder=True)]
+            dropped += [f for f in files if not _keeps((*rel, f), rule.keep)]
             if left_out is not None and dropped:
                 left_out[whose] += len(dropped)
-            folders[:] = [f for f in folders if _kept(f, rule.keep)]
-            files = [f for f in files if _kept(f, rule.keep)]
+            folders[:] = [f for f in folders if _keeps((*rel, f), rule.keep, folder=True)]
+            files = [f for f in files if _keeps((*rel, f), rule.keep)]
+            for name in folders:
+                if not _whole((*rel, name), rule.keep):
+                    below[os.path.join(root, name)] = (whose, rule, (*rel, name))
         folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in SKIPPED_FOLDERS)
         files.sort()
         siblings = ("agent.log",) if "agent.log" in files else ()
         parts = os.path.relpath(root, folder).split(os.sep) if root != folder else []
-        read = state[1].read if state is not None else ()
+        read = context[1].read if context is not None else ()
         for name in files:
             if is_transcript_name(name, siblings) or (read and _kept(name, read)):
                 path = os.path.join(root, name)
@@ -336,13 +375,23 @@ def _left_out_below(base: str, parts: list[str]) -> bool:
     """Would a walk of `base` leave out the entry at `parts` below it (an agent CLI's
     state folder on the way that does not keep it)?"""
     folder = base
-    for part in parts:
-        try:
-            state = _state_folder(folder, os.listdir(folder))
-        except OSError:
-            return False
-        if state is not None and (state[1].part(part) or not _kept(part, state[1].keep)):
-            return True
+    context: tuple[StateFolder, int] | None = None  # the state folder's rule, and where it is
+    for i, part in enumerate(parts):
+        if context is None:
+            try:
+                state = _state_folder(folder, os.listdir(folder))
+            except OSError:
+                return False
+            if state is not None and state[1].part(part):
+                return True
+            context = (state[1], i) if state is not None else None
+        if context is not None:
+            rule, start = context
+            rel = tuple(parts[start : i + 1])
+            if not _keeps(rel, rule.keep, folder=i < len(parts) - 1):
+                return True
+            if _whole(rel, rule.keep):
+                context = None  # kept whole: below it, as anywhere else
         folder = os.path.join(folder, part)
     return False
 

@@ -15,6 +15,7 @@ from .. import _safefile as safefile
 from .._core.config import ConfigError
 from .._files import NOT_REGULAR
 from .._supervise import FORMATS, Limits, Supervisor, write_record
+from .._supervise.hold import Held, hold
 from .._trust import load_config
 from ._common import WRAPPER_CONTEXT, BadInput, check_command, deprecated, mode_option, out_option
 
@@ -55,18 +56,21 @@ def _warn_misplaced(ctx: click.Context, command: tuple[str, ...]) -> None:
         )
 
 
-def _unguarded(command: tuple[str, ...]) -> str | None:
-    """Why the agent CLI `command` runs (if it is one loopwatch guards) would load no hook,
-    loopwatch's included (`Host.unguarded`); None when nothing says so."""
-    from .._hosts import HOSTS
-    from .._hosts import host as host_named
+def _hold(events: str, command: tuple[str, ...], allow_unguarded: bool) -> Held:
+    """The command to run, with what keeps the agent's hooks on (`_supervise.hold`); one
+    line and exit status 2 when its hooks would be off and nothing can hold them on."""
+    from pathlib import Path
 
-    argv = list(command)
-    for name in HOSTS:
-        found = host_named(name)
-        if found.headless(argv) is not None:
-            return found.unguarded(argv, os.environ)
-    return None
+    try:
+        held = hold(events, command, os.environ, Path.cwd())
+    except OSError as exc:  # the working folder gone
+        raise click.UsageError(f"cannot read the agent's settings here: {exc.strerror or exc}") from None
+    if held.refused is None:
+        return held
+    if allow_unguarded:
+        click.echo(f"loopwatch: {held.off}: running unguarded (--allow-unguarded)", err=True)
+        return held
+    raise BadInput(held.refused)
 
 
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -152,8 +156,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option(
     "--allow-unguarded",
     is_flag=True,
-    help="Start the command even when it would load no hook at all (opencode's --pure or "
-    "OPENCODE_PURE=1): loopwatch's live guard is then off, and only this command's own watch is on.",
+    help="Start the command even when loopwatch's hook in the agent would not run (a project's settings "
+    "switch it off and the command line cannot hold it on; opencode's --pure or OPENCODE_PURE=1): only "
+    "this command's own watch is then on.",
 )
 @deprecated("--record", "-o/--out", "record_path", type=click.Path(dir_okay=False))
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -182,7 +187,11 @@ def run(
     whole group, SIGKILL after --grace; nothing is left running. Ctrl-C is passed on to
     the command. loopwatch's own lines go to stderr, starting `loopwatch: `.
 
-    Put `--` before the command so that its options stay its own.
+    Put `--` before the command so that its options stay its own. When loopwatch's
+    hook is installed in the agent CLI run (`claude`, `codex`), `run` adds what keeps
+    that CLI's hooks on whatever a project's settings say (Claude Code: `--settings
+    '{"disableAllHooks": false}'`; Codex: `-c features.hooks=true`); where it cannot and
+    a project's settings switch the hook off, it refuses to start (--allow-unguarded).
 
     Without --pty, output goes through pipes, not a terminal: some tools print no
     colours then (many accept --color=always or FORCE_COLOR=1), and interactive ones
@@ -208,9 +217,7 @@ def run(
         raise BadInput(f"configuration: {exc}") from None
 
     _warn_misplaced(click.get_current_context(), command)
-    why = None if allow_unguarded else _unguarded(command)
-    if why is not None:
-        raise BadInput(f"{why}: loopwatch's guard would not run; unset it, or pass --allow-unguarded")
+    held = _hold(events, command, allow_unguarded)
     sys.stdout.flush()
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):
@@ -218,8 +225,10 @@ def run(
     if transcript not in ("auto", "off") and os.path.exists(transcript) and not os.path.isfile(transcript):
         raise click.BadParameter(f"{transcript}: {NOT_REGULAR}", param_hint="--transcript")
     supervisor = Supervisor(
-        command, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty
+        held.argv, config, Limits(idle, max_runtime, grace), events, transcript=transcript, pty=use_pty
     )
+    if held.said:
+        supervisor.say(held.said)
     try:
         outcome = supervisor.run()
     except OSError as exc:

@@ -11,12 +11,12 @@ bench/identity.py clients` re-measures it).
 
 `IGNORED` names those fields per tool, for the tools of each host, read from what the
 real CLIs offer the model (the tools and input schemas Claude Code 2.1.197 and 2.1.332,
-Codex 0.171.0 and GitHub Copilot CLI 1.0.89 and 1.0.102 send in their requests, captured
-by the real-client tests) and from
-the recorded sessions in the shared corpora (Gemini CLI, OpenHands). Every other field
-identifies the call, a field unknown here included: an unknown field may change what
-the call does, and treating two different calls as one could stop work that was
-succeeding, while counting a reworded one only misses a loop.
+Codex 0.171.0, GitHub Copilot CLI 1.0.89 and 1.0.102 and Qwen Code 0.23.4 and 0.24.4 send
+in their requests, captured by the real-client tests) and from the recorded sessions in
+the shared corpora (Gemini CLI, OpenHands). Every other field identifies the call, a
+field unknown here included: an unknown field may change what the call does, and
+treating two different calls as one could stop work that was succeeding, while counting
+a reworded one only misses a loop.
 
 A tool's rule in the configuration (`[tools.X] identity = [...]` or `ignore = [...]`)
 replaces the default; `identifying` is the one place a call's input is reduced to
@@ -96,6 +96,23 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "invoke_agent": ("wait_for_previous",),
             "read_background_output": ("delay_ms", "wait_for_previous"),
             "list_background_processes": ("wait_for_previous",),
+        },
+        # Qwen Code 0.23.4 and 0.24.4, the input schemas each sends the model: the
+        # shell's `description` is "for the user", an agent's "a short description of
+        # the task" (its `prompt` says what it does), a wakeup's and a goal update's
+        # `reason` are "shown to the user", a message's `summary` is "for UI display",
+        # an artifact's `title` and `description` are for "the client artifact list";
+        # `timeout`, `is_background` and `run_in_background` say how to wait. The same
+        # failing command with its description reworded ran 12 times of 12 past Qwen's
+        # own detector (which counts identical inputs).
+        "qwen-code": {
+            "run_shell_command": ("description", "timeout", "is_background"),
+            "agent": ("description", "run_in_background"),
+            "monitor": ("description",),
+            "loop_wakeup": ("reason",),
+            "update_goal": ("reason",),
+            "send_message": ("summary",),
+            "record_artifact": ("title", "description"),
         },
         # OpenHands CodeAct tools (corpus-tb2 sessions): the model's own risk rating
         # and a soft timeout say nothing of what runs.

@@ -58,6 +58,7 @@ __all__ = [
     "label",
     "loopwatch_said",
     "tools_phrase",
+    "without_told",
 ]
 
 _LABEL_FIELDS = ("command", "cmd", "file_path", "path", "pattern", "query", "url")
@@ -381,13 +382,14 @@ class UnchangedCheck(Message):
 
 
 class StuckTerminal(Message):
-    """`wedged`: calls in a row whose result is only their echo or a continuation prompt."""
+    """`wedged`: calls in a row that ran nothing: only their echo, a continuation prompt,
+    or nothing at all from a command that always prints."""
 
-    template = "{count} commands in a row were only echoed by the terminal{over}: none of them ran"
+    template = "{count} commands in a row got back only their echo or nothing at all{over}: none of them ran"
     hint_template = (
         "the shell is waiting for the rest of an unfinished command (an open quote or heredoc) or is held by "
-        "a running program; end it (Ctrl-C, or close the quote) and check that a normal prompt comes back "
-        "before running anything else"
+        "a program that has not returned; wait for it or end it (Ctrl-C, or close the quote), and check that a "
+        "normal prompt comes back before running anything else"
     )
 
     def __init__(self, count: int, span: float = 0.0) -> None:
@@ -395,9 +397,9 @@ class StuckTerminal(Message):
 
 
 class PromptedOnly(Message):
-    """`text_only`: automatic prompts answered with text only, in a row."""
+    """`text_only`: text replies with no tool call, in a row."""
 
-    template = "{count} prompts in a row were answered with text only and no tool call"
+    template = "{count} replies in a row were text only, with no tool call"
     hint_template = (
         "the harness is waiting for an action; call a tool to do the next step, or call its finish tool if the "
         "task is done"
@@ -564,6 +566,20 @@ class Unchecked(Told):
 
 #: The refusals a reader may meet in a transcript, by their head.
 _REFUSALS: dict[str, type[Told]] = {Stopped.head: Stopped, Blocked.head: Blocked, Guarded.head: Blocked}
+
+
+#: What a host may append to a call's result from loopwatch's hook (Qwen Code puts a
+#: hook's additional context after the result, "\n\n" between).
+_APPENDED = (Nudged.head, StillCircling.head, Stopped.head, Blocked.head)
+
+
+def without_told(text: str) -> str:
+    """`text` (a call's result as a transcript recorded it) without what loopwatch's hook
+    had appended to it: the call's own result, which the live hook judged."""
+    at = text.rfind("\n\nloopwatch")
+    if at >= 0 and text.startswith(_APPENDED, at + 2):
+        return text[:at]
+    return text
 
 
 def loopwatch_said(text: str) -> type[Told] | None:

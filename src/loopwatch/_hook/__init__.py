@@ -238,6 +238,7 @@ def _check(
     data = b""
     fail_closed: bool | None = None
     try:
+        from .._hosts.base import RESUME
         from .payload import EVENTS, parse, read_stdin
 
         data, oversize = read_stdin(_MAX_PAYLOAD)
@@ -254,6 +255,8 @@ def _check(
         if event not in EVENTS:
             _log(folder, event, session, "unknown event: allowed")
             return 0
+        if event == RESUME and _never_stopped(folder, session, payload.agent):
+            return 0  # the agent goes on, and nothing was stopped: nothing to load, nothing to say
         from . import settings as hook_settings
 
         config_settings, config, _ = hook_settings.load(
@@ -296,6 +299,28 @@ def _check(
             fail_closed,
             f"{type(exc).__name__}: {str(exc)[:300]}",
         )
+
+
+def _never_stopped(folder: str, session: str, agent: str) -> bool:
+    """Was (session, agent) never stopped, by the state's count of stops? Read without
+    loading the guard (a host that asks before every model request asks often). Any
+    doubt (no database yet, a link, an error) is False: the whole guard then decides."""
+    import sqlite3
+    import stat
+    from urllib.parse import quote
+
+    path = os.path.join(folder, "state.db")
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode) or os.path.islink(folder):
+            return False
+        db = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1.0, isolation_level=None)
+        try:
+            row = db.execute("SELECT stops FROM sessions WHERE session = ? AND agent = ?", (session, agent)).fetchone()
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error):
+        return False
+    return row is not None and row[0] == 0
 
 
 def _hang() -> None:

@@ -5,6 +5,7 @@
     PostToolUseFailure  -> Monitor.observe(ToolCall(error=True))
     PostToolBatch       -> one ToolCall per call not already counted
     UserPromptSubmit    -> Monitor.observe(UserMessage)  (every streak starts again)
+    Resume              -> nothing observed or written; a stopped run is ended there (Qwen Code)
     Stop, SubagentStop  -> Monitor.observe(Turn)
 
 Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
@@ -22,6 +23,11 @@ ends only the sub-agent otherwise).
 
 Event times are the session's clock (`SessionState.time`): its first wall time plus the
 time since on a clock no one sets, the same in every hook process.
+
+At a session's first event (its main agent's), the host's settings files are read once
+(`Host.switch_offs`: a few small files) and the person is told, where the host shows a
+hook's words, when a project's setting switches hooks off and nothing holds them on past
+this session. Later events read nothing of the kind.
 """
 
 from __future__ import annotations
@@ -37,7 +43,20 @@ from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
 from .._hosts import host as host_named
-from .._hosts.base import AFTER, BEFORE, CALL_EVENTS, FAILED, PROMPT, TURN_END, Call, Host, Payload, digest
+from .._hosts.base import (
+    AFTER,
+    BEFORE,
+    CALL_EVENTS,
+    FAILED,
+    PROMPT,
+    RESUME,
+    SUPERVISED,
+    TURN_END,
+    Call,
+    Host,
+    Payload,
+    digest,
+)
 from .._hosts.monitors import monitor_for
 from .respond import Reply, reply
 from .settings import detect_profile
@@ -60,6 +79,7 @@ def handle(
     agent = host_named(payload.host)
 
     def make() -> SessionState:
+        outcome["first"] = True
         profile, why = detect_profile(payload.host, config)
         data = {k: v for k, v in config.items() if k != "hook"}
         monitor = monitor_for(payload.host, apply_env(Config.make({**data, "profile": profile})))
@@ -83,7 +103,9 @@ def handle(
         if log is not None:
             log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
 
-    if agent.spawn_tools and not payload.agent:
+    if payload.event == RESUME:  # nothing to observe: only whether the run was stopped (read, never written)
+        outcome.update(decision=ALLOWED, stopped=store.stopped(payload.session, payload.agent))
+    elif agent.spawn_tools and not payload.agent:
         # The payload does not say which agent: the main agent's state knows which
         # sub-agents run now (`spawns`). A main-agent event is fed in the same
         # transaction; a sub-agent's, in its own state's next.
@@ -105,10 +127,45 @@ def handle(
         store.update(payload.session, payload.agent, make, feed, bad_state)
     decision: Decision = outcome["decision"]
     stopped: str | None = outcome["stopped"]
-    ended = stopped is not None and decision.action is Action.STOP and agent.end_run(payload, stopped, log or _quiet)
+    ending = decision.action is Action.STOP or payload.event == RESUME
+    ended = stopped is not None and ending and agent.end_run(payload, stopped, log or _quiet)
     if ended and log is not None:
         log(f"ended the run ({agent.ends_by}): {stopped}")
-    return reply(payload, decision, stopped)
+    answer = reply(payload, decision, stopped)
+    if outcome.get("first") and not payload.agent:
+        told = switched_off(agent, payload.cwd, log or _quiet)
+        if told is not None:
+            answer = agent.tell(answer, told)
+    return answer
+
+
+def switched_off(host: Host, cwd: str | None, log: Callable[[str], object]) -> str | None:
+    """What to tell the person when a project setting found now switches `host`'s hooks
+    off and nothing holds them on past this session, else None. For a session's first
+    event only: a look for the host's project files (`Host.switch_off_files`), and
+    `switch_offs` read only when one is there."""
+    import os
+
+    try:
+        folder = cwd or os.getcwd()
+        if not any(os.path.exists(path) for path in host.switch_off_files(folder)):
+            return None
+        from pathlib import Path  # only now: the hook's usual path never needs it
+
+        offs = [off for off in host.switch_offs(Path(folder), os.environ) if off.kind in ("off", "later")]
+    except (OSError, ValueError) as exc:  # a folder gone, a name that cannot be a path
+        log(f"project settings not read for switch-offs ({type(exc).__name__})")
+        return None
+    if not offs:
+        return None
+    off = offs[0]
+    log(f"hooks switched off by {off.path}: told the person")
+    if os.environ.get(SUPERVISED):
+        held = "`loopwatch run` holds them on for this run only"
+        return f"loopwatch: {off.path}: {off.what}. {held}: {host.switch_off_advice(run=False)}."
+    return (
+        f"loopwatch: {off.path}: {off.what}. From the next session on, nothing guards it: {host.switch_off_advice()}."
+    )
 
 
 def _quiet(line: str) -> None:

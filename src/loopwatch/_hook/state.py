@@ -544,6 +544,21 @@ class Store:
         keys = ("session", "agent", "host", "profile", "created", "updated", "actions", "nudges", "blocks", "stops")
         return [dict(zip(keys, row)) for row in self.db.execute(query, args + (limit,))]
 
+    def stopped(self, session: str, agent: str) -> str | None:
+        """Why (session, agent) is stopped now, if it is: read only, without the lock (a
+        reader sees the last committed state). A session that never stopped is told by
+        its count alone, its state not decoded; one that cannot be read is not stopped."""
+        try:
+            row = self.db.execute(
+                "SELECT stops FROM sessions WHERE session = ? AND agent = ?", (session, agent)
+            ).fetchone()
+            if row is None or not row[0]:
+                return None
+            state = self.state(session, agent)
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError):
+            return None
+        return state.stopped if state is not None else None
+
     def state(self, session: str, agent: str) -> SessionState | None:
         row = self.db.execute("SELECT state FROM sessions WHERE session = ? AND agent = ?", (session, agent)).fetchone()
         return loads(row[0]) if row else None

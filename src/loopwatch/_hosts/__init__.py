@@ -3,7 +3,8 @@
 `HOSTS` lists them (`host(name)` gives one); `base` holds the contract every host module
 fulfils. `WRITERS` is the one table of tools that write files, across hosts: the readers mark
 their successful calls as writes and the hook gives them the `writer` role (a write is
-progress: it resets same-error counts and ends churn and stagnation).
+progress: it resets same-error counts and ends churn and stagnation); `HOST_WRITERS` the
+same for tools that write in one host's runs only.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ HOSTS: dict[str, str] = {
     "cursor": "cursor",
     "gemini-cli": "gemini_cli",
     "opencode": "opencode",
+    "qwen-code": "qwen_code",
 }
 
 
@@ -33,6 +35,9 @@ HOSTS: dict[str, str] = {
 HOST_WRITERS: dict[str, dict[str, str | None]] = {
     # GitHub Copilot CLI 1.0.89 and 1.0.102: `create {path, file_text}`, `edit {path, old_str, new_str}`.
     "copilot": {"create": "path", "edit": "path"},
+    # Qwen Code 0.23.4 and 0.24.4: `edit {file_path, old_string, new_string}`,
+    # `notebook_edit {notebook_path, ...}`.
+    "qwen-code": {"edit": "file_path", "notebook_edit": "notebook_path"},
     # Cursor, from its documentation: stream-json's `writeToolCall`, `editToolCall` and
     # `deleteToolCall` (`args.path`), and the hook's `afterFileEdit`, all read as these.
     "cursor": {"write": "path", "edit": "path", "delete": "path"},
@@ -58,7 +63,8 @@ WRITERS: dict[str, str | None] = {
     "NotebookEdit": "notebook_path",
     # Codex's patch tool (0.171.0 rollouts: `custom_tool_call` apply_patch).
     "apply_patch": None,
-    # Gemini CLI's (0.58.0 and 0.61.0: the tools it offers the model).
+    # Gemini CLI's (0.58.0 and 0.61.0: the tools it offers the model); `write_file` is
+    # Qwen Code's too (0.23.4, 0.24.4).
     "write_file": "file_path",
     "replace": "file_path",
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.

@@ -10,8 +10,8 @@ Each agent CLI is one module of this package (`claude_code`, `codex`, ...) defin
 - **its runs** (`headless`, `end_run`): how a run that nobody watches is told from one a
   person watches, and, where the host ignores every stop answer, how such a run is ended;
 - **its settings** (`settings_file`, `install`, `uninstall`, `hooked`, `switch_offs`,
-  `switches_off`): where the hook goes, how it is written, and what a project can write
-  to switch it off.
+  `switches_off`, `held`, `keep_on`): where the hook goes, how it is written, what a
+  project can write to switch it off, and what holds it on whatever a project says.
 
 The hook (`loopwatch._hook`), `install`, `uninstall`, `doctor` and `status` are written
 once over this contract, and every decision is taken by one state machine
@@ -43,7 +43,9 @@ __all__ = [
     "FAILED",
     "GUARD_EVENTS",
     "PROMPT",
+    "RESUME",
     "SUBAGENT_END",
+    "SUPERVISED",
     "TURN_END",
     "Call",
     "Host",
@@ -54,6 +56,7 @@ __all__ = [
     "StateFolder",
     "SwitchOff",
     "ancestors",
+    "process_environ",
     "text_field",
     "trim",
 ]
@@ -72,14 +75,22 @@ FAILED = "PostToolUseFailure"
 BATCH = "PostToolBatch"
 #: The person wrote: every streak starts again, a stop is lifted.
 PROMPT = "UserPromptSubmit"
+#: The agent goes on by itself: the model is about to be asked again, and no person wrote
+#: (Qwen Code's UserPromptSubmit before every further request of a turn). Nothing is
+#: observed; a host that ends a stopped run there (`Host.reply`) is asked.
+RESUME = "Resume"
 #: The agent's turn ended.
 TURN_END = "Stop"
 #: A sub-agent's turn ended.
 SUBAGENT_END = "SubagentStop"
 
-GUARD_EVENTS = (BEFORE, AFTER, FAILED, BATCH, PROMPT, TURN_END, SUBAGENT_END)
+GUARD_EVENTS = (BEFORE, AFTER, FAILED, BATCH, PROMPT, RESUME, TURN_END, SUBAGENT_END)
 #: The guard events that report calls that ran.
 CALL_EVENTS = (AFTER, FAILED, BATCH)
+
+
+#: Set by `loopwatch run` in the environment of the command it supervises (its hooks see it).
+SUPERVISED = "LOOPWATCH_SUPERVISED"
 
 
 class PayloadError(ValueError):
@@ -153,8 +164,10 @@ ALLOW_REPLY = Reply()
 class SwitchOff(NamedTuple):
     """A setting that switches the guard off: the file that holds it, and what it does.
     `kind`: "off" (the guard is off now), "later" (it will be, once the host reads the
-    file: a folder not trusted yet), or "undo" (not off, but a project's own hook runs
-    after loopwatch's and can undo what it checked)."""
+    file: a folder not trusted yet), "undo" (not off, but a project's own hook runs
+    after loopwatch's and can undo what it checked), or "held" (it would be off, but
+    what holds loopwatch's hook on here whatever it says, a `--system` install, is named
+    in `what`)."""
 
     path: str
     what: str
@@ -276,6 +289,7 @@ class Host:
     finish_tools: ClassVar[frozenset[str]] = frozenset()
     #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
     #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    #: One scope may differ (`shape`).
     settings_shape: ClassVar[str] = "json"
     #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
     #: folder), for a host that hands its hooks an environment a project can set (Cline
@@ -348,8 +362,9 @@ class Host:
 
     def end_run(self, payload: Payload, reason: str, log: Callable[[str], object]) -> bool:
         """End an unattended run this host would carry on despite every stop answer
-        (`ends_by` says how). True when it was ended. The default: the host honours
-        its stop answer, nothing more to do."""
+        (`ends_by` says how). Asked at each stop decision of a stopped run, and at each
+        RESUME of one (the host's answer there may be what ends it). True when it was
+        ended. The default: the host honours its stop answer, nothing more to do."""
         return False
 
     #: The event `probe_payload` is, in the host's words, where its payloads name none (the
@@ -366,6 +381,21 @@ class Host:
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
         """The file `install` writes for `scope`. A `system` scope (settings for every
         user of the machine, which no project overrides) is written readable by all."""
+        raise NotImplementedError
+
+    def shape(self, scope: str) -> str:
+        """The shape of what `install` edits for `scope`: `settings_shape`, or "pin" for a
+        scope whose file holds no hook but a setting that keeps every user's hooks on
+        whatever a project says (Codex's `system`: its requirements), edited by `pin`."""
+        return self.settings_shape
+
+    #: What a scope of shape "pin" holds once pinned, in the file's own words.
+    pinned: ClassVar[str] = ""
+
+    def pin(self, text: str, remove: bool = False) -> str | None:
+        """For a scope of shape "pin": `text` (its file's, "" for none) with hooks pinned
+        on (`remove`: without loopwatch's pin, and never another), or None when nothing
+        changes. Raises SettingsError when it cannot be done safely."""
         raise NotImplementedError
 
     def unread(self, scope: str, path: Path) -> str | None:
@@ -399,6 +429,80 @@ class Host:
         reported."""
         return []
 
+    #: Where to install so that no project switches the guard off: the host's level that
+    #: no project overrides, where it has one.
+    switch_off_remedy: ClassVar[str] = (
+        "install where no project can override it (docs/hosts, 'When a project switches hooks off')"
+    )
+
+    def switch_off_advice(self, run: bool = True) -> str:
+        """What to do about a setting that switches the guard off, in one clause: remove
+        it, install where no project overrides, and (`run`) start the CLI under
+        `loopwatch run` where its command line can hold hooks on."""
+        advice = f"remove it, or {self.switch_off_remedy}"
+        if run and self.keep_on([self.binary]) is not None:
+            advice += f", or start {self.binary} under `loopwatch run`, which holds them on"
+        return advice
+
+    def switch_off_files(self, cwd: str) -> list[str]:
+        """The project files, for a session in `cwd`, whose settings can switch hooks off
+        (what `switch_offs` reads of the project), as text: the hook looks for them once, at
+        a session's start, and reads `switch_offs` only when one is there. Empty: the
+        hook does not look."""
+        return []
+
+    def installed_in(self, env: Mapping[str, str], cwd: Path) -> list[Path]:
+        """The settings files (of the scopes `install` knows) that hold loopwatch's hook."""
+        found = []
+        for scope in self.scopes:
+            if self.shape(scope) == "pin":
+                continue  # no hook there
+            try:
+                path = self.settings_file(scope, env, cwd)
+            except OSError:
+                continue
+            if self._hooked_at(path):
+                found.append(path)
+        return found
+
+    def held(self, env: Mapping[str, str], cwd: Path) -> str | None:
+        """What keeps loopwatch's hook running here whatever a project's settings say (the
+        `system` scope's file, when loopwatch is installed there and the host reads it),
+        else None. A host whose system level holds against a switch says so in
+        `switch_offs` (kind "held")."""
+        if "system" not in self.scopes:
+            return None
+        try:
+            path = self.settings_file("system", env, cwd)
+            if self._hooked_at(path) and self.unread("system", path) is None:
+                return f"loopwatch's hooks in {path}, which no project overrides"
+        except OSError:
+            pass
+        return None
+
+    def _hooked_at(self, path: Path) -> bool:
+        """Does the settings file (or folder of hook files) at `path` hold loopwatch's hook?"""
+        if self.settings_shape == "files":
+            read_folder = getattr(self, "read_folder", None)
+            try:
+                settings = read_folder(path) if read_folder is not None and path.is_dir() else None
+            except OSError:
+                return False
+        else:
+            settings = read_json(path)
+        return isinstance(settings, dict) and bool(self.hooked(settings))
+
+    def keep_on(self, argv: list[str]) -> list[str] | None:
+        """`argv`, a command line of this host's CLI, with what keeps its hooks on
+        whatever a project's settings say (for `loopwatch run`); None where no command
+        line can, or `argv` already says something of its own there."""
+        return None
+
+    def tell(self, reply: Reply, text: str) -> Reply:
+        """`reply` with `text` for the person watching, where the host shows a hook's
+        words to them; `reply` itself where it shows none (or the reply cannot carry it)."""
+        return reply
+
     def runs_here(self, cwd: Path, env: Mapping[str, str]) -> str | None:
         """Why the host would run no hook at all in `cwd` (Gemini CLI: a folder the user
         has not trusted), else None. Read only."""
@@ -417,6 +521,13 @@ class Host:
         (a `.env` it loads): what the user set is there, what the host added is not.
         None where this cannot be read or does not apply."""
         return None
+
+    def env_from_files(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The variables of the hook's environment `env` that the host took from files
+        a project can write (its `.env`, a settings file's `env`), each with where it
+        came from, as the host itself says. `loopwatch._trust` lets them only tighten
+        the guard. Empty where the host says nothing."""
+        return {}
 
     #: A project settings file that can switch user hooks off, and what in it does so
     #: (regular expressions, searched in a call's input as JSON text: a write tool's path
@@ -579,6 +690,14 @@ class ClaudeStyle(JsonHooks):
             out["stopReason"] = Stopped(person or reason).for_person()
         return Reply(out)
 
+    def tell(self, reply: Reply, text: str) -> Reply:
+        if reply.code != 0 or not (reply.stdout is None or isinstance(reply.stdout, dict)):
+            return reply
+        out = dict(reply.stdout or {})
+        said = out.get("systemMessage")
+        out["systemMessage"] = f"{said}\n{text}" if isinstance(said, str) and said else text
+        return Reply(out, reply.stderr, reply.code)
+
     def stop_reply(self, native: str, reason: str) -> Reply:
         """End the run after a call (the run was stopped for `reason`)."""
         from .._core.messages import Stopped
@@ -650,7 +769,7 @@ def text_field(raw: Mapping[str, Any], key: str, required: bool = False) -> str 
     return value
 
 
-def read_json(path: Path, limit: int = 1 << 20) -> Any:
+def read_json(path: Path | str, limit: int = 1 << 20) -> Any:
     """A small JSON settings file, or None when it is absent, too large, or not JSON.
     For reading what a project holds (`switch_offs`): never raises."""
     from .._files import open_file
@@ -685,6 +804,22 @@ def ancestors(levels: int = 8, start: int | None = None) -> list[tuple[int, list
             break
         out.append((pid, argv))
         pid = parent
+    return out
+
+
+def process_environ(pid: int) -> dict[str, str] | None:
+    """The environment process `pid` was started with, read from /proc (Linux); None
+    where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read(1 << 20)
+    except OSError:
+        return None
+    out: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
     return out
 
 

@@ -31,6 +31,16 @@ tests/test_realclient_claude.py pin each of these):
 - `claude -p` runs hooks with `CLAUDE_CODE_ENTRYPOINT=sdk-cli`; a turn ends with Stop
   (SubagentStop for a sub-agent); the user's prompt is UserPromptSubmit (`prompt`,
   never read here).
+- **Switched off by a project** (2.1.197 and 2.1.332): `{"disableAllHooks": true}` in a
+  project's `.claude/settings.json` or `.claude/settings.local.json` turns every hook of
+  the user's settings off (8 of 8 identical failing calls ran). Two things hold against
+  it: hooks in the managed settings (`/etc/claude-code/managed-settings.json`, a path no
+  variable moves; they run whatever the merged settings say, unless the managed settings
+  themselves say `disableAllHooks`), which `install claude-code --system` writes; and
+  `--settings '{"disableAllHooks": false}'` on the command line (flag settings come
+  after the project's and the local ones), which `loopwatch run` adds. A hook's
+  `systemMessage` is shown to the person in the interactive UI; under `claude -p` it
+  goes to the session file only (a `hook_system_message` attachment).
 
 This module is on the hook's path: standard library only, nothing compiled or built
 at import.
@@ -41,6 +51,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._files import open_file
@@ -287,6 +298,14 @@ def said_stop(reason: str) -> bool:
 PROJECT_SETTINGS = (os.path.join(".claude", "settings.json"), os.path.join(".claude", "settings.local.json"))
 
 
+#: The managed settings: read for every user of the machine, their hooks run whatever a
+#: project says (Linux; no variable moves it).
+MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
+
+#: What `loopwatch run` adds to a `claude` command line: flag settings outrank a project's.
+KEEP_ON = ("--settings", '{"disableAllHooks": false}')
+
+
 def config_dir(env: Mapping[str, str]) -> str:
     """The user's Claude Code folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
@@ -317,8 +336,18 @@ class ClaudeCode(ClaudeStyle):
     tested = ("2.1.197", "2.1.332")
     events = same_names(HOOK_EVENTS)
     hooked_events = HOOK_EVENTS
-    scopes = ("user", "project", "local")
+    scopes = ("user", "project", "local", "system")
     matcher_events = frozenset(TOOL_EVENTS)
+    install_notes = MappingProxyType(
+        {
+            "system": (
+                "Claude Code reads these managed settings for every user of this machine, and runs their hooks "
+                'whatever a project\'s settings say ("disableAllHooks" included). Keep the file writable by root '
+                "alone; the Python written in it must be one every user can run."
+            ),
+        }
+    )
+    switch_off_remedy = "`sudo loopwatch install claude-code --system` (managed settings, which no project overrides)"
     switch_paths = r"\.claude[/\\]+settings(?:\.local)?\.json"
     switch_keys = r"disableAllHooks\W{0,4}\s*:\s*true"
 
@@ -390,14 +419,37 @@ class ClaudeCode(ClaudeStyle):
 
         if scope == "user":
             return Path(config_dir(env)) / "settings.json"
+        if scope == "system":
+            return Path(MANAGED_SETTINGS)
         return cwd / PROJECT_SETTINGS[1 if scope == "local" else 0]
+
+    def held(self, env: Mapping[str, str], cwd: Path) -> str | None:
+        managed = read_json(self.settings_file("system", env, cwd))
+        if isinstance(managed, dict) and managed.get("disableAllHooks") is True:
+            return None  # the managed settings switch every hook off, their own too
+        return super().held(env, cwd)
+
+    def keep_on(self, argv: list[str]) -> list[str] | None:
+        if not argv or os.path.basename(argv[0]) != self.binary:
+            return None
+        if any(arg == "--settings" or arg.startswith("--settings=") for arg in argv[1:]):
+            return None  # the user's own flag settings: ours would replace them
+        return [argv[0], *KEEP_ON, *argv[1:]]
+
+    def switch_off_files(self, cwd: str) -> list[str]:
+        return [os.path.join(cwd, name) for name in PROJECT_SETTINGS]
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         found = []
+        held = None
         for path in (self.settings_file("user", env, cwd), *(cwd / name for name in PROJECT_SETTINGS)):
             settings = read_json(path)
             if isinstance(settings, dict) and settings.get("disableAllHooks") is True:
-                found.append(SwitchOff(str(path), '"disableAllHooks": true turns every hook off, loopwatch\'s too'))
+                held = held or self.held(env, cwd)
+                what = '"disableAllHooks": true turns every hook off, loopwatch\'s too'
+                found.append(
+                    SwitchOff(str(path), f"{what}; held on by {held}" if held else what, "held" if held else "off")
+                )
         return found
 
 

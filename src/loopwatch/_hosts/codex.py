@@ -25,6 +25,16 @@ and its source (openai/codex `codex-rs/hooks/src/engine/discovery.rs`,
   matcher?, hooks: [{type: "command", command, timeout, async, statusMessage?}]}`,
   with the timeout defaulted to 600 and the matcher dropped for events that take none.
   Checked against `codex app-server`'s `hooks/list` in the real-client tests.
+- **Switched off by a project** (0.171.0): `[features] hooks = false` in a project's
+  `.codex/config.toml` turns every hook off, loopwatch's too (12 of 12 identical failing
+  calls ran; in a project with no trust entry as in a trusted one; not in one marked
+  untrusted); the old name `codex_hooks = false` too, in a trusted project. What holds
+  against it: `hooks = true` pinned in `[features]` of `/etc/codex/requirements.toml`
+  (or the older `/etc/codex/managed_config.toml`), which `install codex --system`
+  writes, and `-c features.hooks=true` on the command line, which `loopwatch run` adds.
+  Not the same pin in `/etc/codex/config.toml` (a project's file comes after it), and not
+  hooks placed at the managed level alone (switched off with the rest). No variable
+  moves those /etc paths.
 
 Standard library only, and nothing heavy at import: the hook imports this module.
 """
@@ -35,12 +45,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._files import open_file
 from .base import (
     ALLOW_REPLY,
     BEFORE,
+    SUPERVISED,
     Call,
     ClaudeStyle,
     Payload,
@@ -300,12 +312,57 @@ def trusted_hash(event: str, handler: Mapping[str, Any], matcher: str | None = N
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-#: Set by `loopwatch run` for the command it supervises (`supervise.supervisor.SUPERVISED`;
-#: not imported from there: the hook path stays small).
-SUPERVISED = "LOOPWATCH_SUPERVISED"
-
-#: A project's Codex configuration (read once the project is trusted in Codex).
+#: A project's Codex configuration, in the project's folders from its root (the git
+#: root, else the working folder) down to the working folder.
 PROJECT_CONFIG = os.path.join(".codex", "config.toml")
+
+#: Where an administrator's requirements pin features for every user (Linux): the file
+#: `install codex --system` writes, and the older one Codex still reads.
+REQUIREMENTS = "/etc/codex/requirements.toml"
+MANAGED_CONFIG = "/etc/codex/managed_config.toml"
+
+#: What `loopwatch run` adds to a `codex` command line: a command-line setting outranks
+#: every config.toml.
+KEEP_ON = ("-c", "features.hooks=true")
+
+
+def _toml(path: str) -> Any:
+    """A small TOML file, parsed, or None (absent, unreadable, too large, not TOML)."""
+    import tomllib
+
+    try:
+        with open_file(path) as fh:
+            data = fh.read((1 << 20) + 1)
+    except OSError:
+        return None
+    if len(data) > 1 << 20:
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def pinned_on(config: Any) -> bool:
+    """Does a parsed requirements file pin hooks on (`[features] hooks = true`)?"""
+    features = config.get("features") if isinstance(config, dict) else None
+    return isinstance(features, dict) and features.get("hooks") is True
+
+
+def project_folders(cwd: str) -> list[str]:
+    """The folders whose `.codex/config.toml` Codex reads for a session in `cwd`: the
+    project's root (the nearest folder above holding `.git`, else `cwd`) down to `cwd`.
+    (Paths as text: the hook asks at a session's start, and pathlib is not on its way.)"""
+    chain: list[str] = []
+    folder = os.path.abspath(cwd)
+    while True:
+        chain.append(folder)
+        if os.path.exists(os.path.join(folder, ".git")):
+            return list(reversed(chain))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return [os.path.abspath(cwd)]
+        folder = parent
 
 
 def hooks_switched_off(config: Any) -> str | None:
@@ -340,6 +397,16 @@ class Codex(ClaudeStyle):
     hooked_events = HOOK_EVENTS
     switch_paths = r"\.codex[/\\]+config\.toml"
     switch_keys = r"(?:codex_)?hooks\W{0,4}\s*[=:]\s*false"
+    scopes = ("user", "project", "system")
+    install_notes = MappingProxyType(
+        {
+            "system": (
+                "Codex now keeps hooks on for every user of this machine, whatever a project's .codex/config.toml "
+                "says. loopwatch's hook itself is each user's: run `loopwatch install codex` as each of them."
+            ),
+        }
+    )
+    switch_off_remedy = "`sudo loopwatch install codex --system` (pins hooks on where no project overrides them)"
 
     def parse(self, raw: dict[str, Any], event: str | None = None) -> Payload:
         event = text_field(raw, "hook_event_name", required=True)
@@ -408,21 +475,44 @@ class Codex(ClaudeStyle):
         if scope == "user":
             base = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".codex")
             return Path(base) / "hooks.json"
+        if scope == "system":  # not hooks: the pin that keeps them on (`install codex --system`)
+            return Path(REQUIREMENTS)
         return cwd / ".codex" / "hooks.json"
 
-    def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
-        import tomllib
+    def shape(self, scope: str) -> str:
+        return "pin" if scope == "system" else self.settings_shape
 
-        path = cwd / PROJECT_CONFIG
-        try:
-            with open_file(str(path)) as fh:
-                config = tomllib.loads(fh.read(1 << 20).decode("utf-8"))
-        except (OSError, ValueError):
-            return []
-        key = hooks_switched_off(config)
-        if key is None:
-            return []
-        return [SwitchOff(str(path), f"{key} = false turns every hook off in a trusted project, loopwatch's too")]
+    pinned = "[features] hooks = true"
+
+    def pin(self, text: str, remove: bool = False) -> str | None:
+        from . import codex_pin  # tomlkit: never on the hook's path
+
+        return codex_pin.unpin(text) if remove else codex_pin.pin(text)
+
+    def held(self, env: Mapping[str, str], cwd: Path) -> str | None:
+        for path in (REQUIREMENTS, MANAGED_CONFIG):
+            if pinned_on(_toml(path)):
+                return f"features.hooks = true pinned in {path}, which no project overrides"
+        return None
+
+    def keep_on(self, argv: list[str]) -> list[str] | None:
+        if not argv or os.path.basename(argv[0]) != self.binary:
+            return None
+        return [argv[0], *KEEP_ON, *argv[1:]]
+
+    def switch_off_files(self, cwd: str) -> list[str]:
+        return [os.path.join(folder, PROJECT_CONFIG) for folder in project_folders(cwd)]
+
+    def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
+        found = []
+        held = None
+        for path in self.switch_off_files(str(cwd)):
+            key = hooks_switched_off(_toml(path))
+            if key is not None:
+                held = held or self.held(env, cwd)
+                what = f"{key} = false turns every hook off, loopwatch's too"
+                found.append(SwitchOff(path, f"{what}; held on by {held}" if held else what, "held" if held else "off"))
+        return found
 
 
 HOST = Codex()

@@ -445,11 +445,20 @@ class Copilot(JsonHooks):
 
         found: list[SwitchOff] = []
         home = Path(copilot_home(env))
+        policy = self.held(env, cwd)  # the policy level runs whatever `disableAllHooks` says
+
+        def all_off(path: Path, what: str, kind: str = "off") -> SwitchOff:
+            return (
+                SwitchOff(str(path), f"{what}; held on by {policy}", "held")
+                if policy
+                else SwitchOff(str(path), what, kind)
+            )
+
         user = read_jsonc(home / USER_SETTINGS)
         if isinstance(user, dict) and user.get("disableAllHooks") is True:
             found.append(
-                SwitchOff(
-                    str(home / USER_SETTINGS),
+                all_off(
+                    home / USER_SETTINGS,
                     '"disableAllHooks": true turns your own hooks off, loopwatch\'s too (policy hooks still run)',
                 )
             )
@@ -468,8 +477,8 @@ class Copilot(JsonHooks):
                 continue
             if settings.get("disableAllHooks") is True:
                 found.append(
-                    SwitchOff(
-                        str(root / name),
+                    all_off(
+                        root / name,
                         f'"disableAllHooks": true turns your hooks off, loopwatch\'s too{later} '
                         "(only `loopwatch install copilot --system` holds against it)",
                         "off" if trusted else "later",

@@ -84,6 +84,7 @@ from .base import (
     SwitchOff,
     ancestors,
     is_ours,
+    process_environ,
     read_json,
     text_field,
     trim,
@@ -396,17 +397,7 @@ class GeminiCli(ClaudeStyle):
         for pid, argv in ancestors(6):
             if self.headless(argv) is None:
                 continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as fh:
-                    raw = fh.read(1 << 20)
-            except OSError:
-                return None
-            out: dict[str, str] = {}
-            for item in raw.split(b"\0"):
-                key, sep, value = item.partition(b"=")
-                if sep:
-                    out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-            return out
+            return process_environ(pid)
         return None
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ when unknown). What a source adds to the user's configuration, under the user's 
 - Cursor: its `write`, `edit` and `delete` write files (from its documentation).
 - opencode: its `write` and `edit` write files (names too common to be writers of every
   source: another's `edit` may only look at a file).
+- Qwen Code: its `edit` and `notebook_edit` write files (the same).
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -60,6 +61,8 @@ HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     "cursor": {tool: ToolRule(role="writer") for tool in HOST_WRITERS["cursor"]},
     # opencode 1.17.19 and 1.18.33 (`apply_patch` is a writer of every source already).
     "opencode": {"write": ToolRule(role="writer"), "edit": ToolRule(role="writer")},
+    # Qwen Code 0.23.4 and 0.24.4: its `edit` and `notebook_edit`.
+    "qwen-code": {tool: ToolRule(role="writer") for tool in HOST_WRITERS["qwen-code"]},
 }
 
 

@@ -42,6 +42,7 @@ FORMATS: dict[str, str] = {
     "mini-swe-agent": "loopwatch._readers.mini_swe_agent",
     "atif": "loopwatch._readers.atif",
     "tb-console": "loopwatch._readers.tb_console",
+    "qwen-code": "loopwatch._readers.qwen_code",
     # Before Claude Code's: Cursor's stream-json opens with a `system` init line that
     # Claude Code's stream-json reader would take for its own (Cursor's has no `tools`).
     "cursor": "loopwatch._readers.cursor",

@@ -13,7 +13,8 @@ Two shapes of JSON Lines, told apart line by line:
   calls run while the parent's Agent call does), each agent's calls carrying its
   `agentId`; their `source_ref` names the file (`subagents/agent-<id>.jsonl line 5`).
   A sub-agent's file named by itself is read alone;
-- the stream of `claude -p --output-format stream-json --verbose`: `system`/`init`,
+- the stream of `claude -p --output-format stream-json --verbose` (and of Qwen Code's
+  `qwen -o stream-json`, the same lines): `system`/`init`,
   `assistant` and `user` lines carrying `session_id`, and a final `result` line with
   `total_cost_usd`. It has no timestamps (`at` is None).
 
@@ -25,8 +26,9 @@ Events:
   `<tool_use_error>` result counts too). `changed` is the edited file for Edit, Write,
   MultiEdit and NotebookEdit when the result is not an error (the path from the line's
   `toolUseResult` when it has one, else from the input). `result` is the text the
-  model was shown; `toolUseResult` (the structured copy) only informs `changed`, since
-  it holds whole file bodies that change with every edit.
+  model was shown (less a nudge of loopwatch's hook that Qwen Code appends to it);
+  `toolUseResult` (the structured copy) only informs `changed`, since it holds whole
+  file bodies that change with every edit.
 - `agent`: sub-agent calls carry the sub-agent: its `agentId` in a session file (else
   `sidechain-N`, one per sidechain thread of an older single-file session), and the
   `parent_tool_use_id` of the spawning Task call in stream-json.
@@ -69,6 +71,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .._core.events import Attempt, Event, ModelText, Retry, ToolCall, Turn, UserMessage
+from .._core.messages import without_told
 from .._hosts import WRITERS  # tools whose success changes a file, and the input field naming it
 from .._hosts import claude_code as host
 from ._common import iso_seconds, mapping_at
@@ -89,13 +92,16 @@ def is_session_line(obj: dict[str, Any]) -> bool:
     """A line of a `~/.claude/projects` session file."""
     kind = kind_of(obj)
     if kind == "user" or kind == "assistant":
-        return isinstance(obj.get("message"), dict) and "uuid" in obj and ("sessionId" in obj or "parentUuid" in obj)
+        message = obj.get("message")
+        if not isinstance(message, dict) or "parts" in message:  # Gemini-style parts: Qwen Code's
+            return False
+        return "uuid" in obj and ("sessionId" in obj or "parentUuid" in obj)
     if kind == "summary":
         return "leafUuid" in obj
     if kind == "file-history-snapshot":
         return "snapshot" in obj and "messageId" in obj
     if kind == "system":
-        return "uuid" in obj and "sessionId" in obj
+        return "uuid" in obj and "sessionId" in obj and "systemPayload" not in obj  # Qwen Code's have one
     return False
 
 
@@ -368,6 +374,8 @@ class StreamParser:
                     )
                 continue
             error = host.result_failed(block, text)
+            if isinstance(text, str):
+                text = without_told(text)  # Qwen Code's stream: a hook's nudge rides on the result
             changed = () if error else _changed(call, structured)
             out.append(self._tool_call(block["tool_use_id"], call, text, error, changed, at))
         if primary and host.is_user_prompt(obj, said, bool(results)):

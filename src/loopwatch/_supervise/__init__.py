@@ -10,7 +10,8 @@ Modules: `group` (the child's process group), `pump` (moving output through),
 `streams` (output -> monitor events, with claude/codex structured streams),
 `transcript` (following the transcript the agent writes), `pty` (the child on a
 pseudo-terminal), `supervisor` (the loop), `record` (the outcome, its record and
-exit status).
+exit status), `hold` (which agent CLI the command runs, and its hooks kept on against a
+project's settings, or the run refused).
 POSIX only.
 """
 

@@ -35,8 +35,10 @@ from .._core.config import Config
 from .._core.events import Attempt, Event, Output
 from .._core.monitor import Monitor
 from .._core.verdict import Action, Verdict
+from .._hosts.base import SUPERVISED
 from .._hosts.monitors import monitor_for
 from .group import ChildGroup
+from .hold import host_of
 from .pty import Terminal
 from .pump import Pump
 from .record import Outcome
@@ -44,10 +46,10 @@ from .streams import EventSource
 from .transcript import Follower
 from .watchdog import Watchdog
 
-#: Set for the supervised command: a loopwatch hook inside it (Codex's) then leaves the
-#: stop to `run`, which can end the run where the hook can only block a call (the
-#: hook's blocked calls never reach `codex exec --json`, so `run` would not see them).
-SUPERVISED = "LOOPWATCH_SUPERVISED"
+#: Set for the supervised command (`SUPERVISED`): a loopwatch hook inside it (Codex's)
+#: then leaves the stop to `run`, which can end the run where the hook can only block a
+#: call (the hook's blocked calls never reach `codex exec --json`, so `run` would not see
+#: them).
 
 __all__ = ["Limits", "Supervisor"]
 
@@ -88,17 +90,6 @@ class Limits:
         return {"idle": self.idle, "max_runtime": self.max_runtime, "grace": self.grace}
 
 
-def _host(events: str, argv: Sequence[str]) -> str | None:
-    """The agent CLI being run, as `monitor_for` names it, when the stream format or
-    the command says which (None: any other command)."""
-    command = os.path.basename(argv[0]) if argv else ""
-    if events == "codex-json" or command.startswith("codex"):
-        return "codex"
-    if events == "claude-stream" or command == "claude":
-        return "claude-code"
-    return None
-
-
 class Supervisor:
     """Runs `argv` under a monitor built from `config`. `run()` returns the `Outcome`.
 
@@ -127,7 +118,7 @@ class Supervisor:
         self.source = EventSource(events)
         self.stdout, self.stderr = stdout, stderr
         self.clock = clock
-        self.host = _host(events, self.argv)
+        self.host = host_of(events, self.argv)
         self.monitor = monitor_for(self.host, config, on_warning=self._warned)  # the console's
         self.transcript = Follower(transcript, self.argv)
         self.transcript_monitor: Monitor | None = None  # once a transcript is followed: its own agent's
