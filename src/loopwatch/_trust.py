@@ -8,9 +8,11 @@ holds may switch its guard off. Two kinds of source:
   `$XDG_CONFIG_HOME/loopwatch/loopwatch.toml`), a `--config` file or flag given on
   the command line, and the environment the user started the agent in;
 - **a project's**, untrusted: a `loopwatch.toml` or `[tool.loopwatch]` found from the
-  working directory up, and the `"env"` of a project's Claude Code settings
+  working directory up, the `"env"` of a project's Claude Code settings
   (`.claude/settings.json`, `.claude/settings.local.json`), which Claude Code hands
-  to every hook as if it were the user's environment.
+  to every hook as if it were the user's environment, and what a host says it took
+  from files a project can write into its hooks' environment (`Host.env_from_files`:
+  the `.env` files Cline loads from the folder it was started in).
 
 An untrusted source may only **tighten** (`tighten`): `mode` may go up (off < warn <
 enforce), `profile` may become "unattended", `stop` may become true and `[hook] fail`
@@ -176,12 +178,20 @@ def _settings_env(path: str) -> dict[str, str]:
 
 
 def trusted_environ(
-    env: dict[str, str] | os._Environ[str], folders: list[str], log: Callable[[str], None] | None = None
+    env: dict[str, str] | os._Environ[str],
+    folders: list[str],
+    log: Callable[[str], None] | None = None,
+    from_files: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Take out of `env` (in place) every variable of `ENV_NAMES` a project set (see
-    `project_env`); return those that may still tighten (`LOOPWATCH_MODE` above "off",
-    `LOOPWATCH_PROFILE=unattended`), for `tighten`. `log` hears one line per variable."""
+    `project_env`), and every one the host says it took from a file a project can write
+    (`from_files`: name -> where from, `Host.env_from_files`); return those that may still
+    tighten (`LOOPWATCH_MODE` above "off", `LOOPWATCH_PROFILE=unattended`), for
+    `tighten`. `log` hears one line per variable."""
     found = project_env(folders, env)
+    for name, origin in (from_files or {}).items():
+        if name in ENV_NAMES and env.get(name) and name not in found:
+            found[name] = (env[name], origin)
     keep: dict[str, str] = {}
     for name, (value, path) in found.items():
         del env[name]

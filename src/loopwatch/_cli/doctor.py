@@ -63,7 +63,7 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         try:
             if not path.exists():
                 continue
-            settings = json.loads(path.read_text(encoding="utf-8") or "{}")
+            settings = _settings(host, path)
         except (OSError, ValueError) as exc:
             lines.append(Line("problem", f"{path}: unreadable ({exc}); {host.title} ignores a broken settings file"))
             continue
@@ -124,6 +124,16 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
     lines.append(_version(host, env))
     return lines
+
+
+def _settings(host: Host, path: Path) -> object:
+    """What `install` edits at `path`: a JSON settings file, or a folder of hook files
+    (`Host.settings_shape`)."""
+    if host.settings_shape == "files":
+        if not path.is_dir():
+            raise OSError(f"{path} is not a folder")
+        return host.read_folder(path)  # type: ignore[attr-defined]  # FileHooks
+    return json.loads(path.read_text(encoding="utf-8") or "{}")
 
 
 #: What to do about a project setting that switches the guard off.

@@ -8,10 +8,17 @@ next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json
 project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
 trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`).
 
+A host whose hooks are files of their own (`settings_shape == "files"`, Cline: one file
+per event in `~/Documents/Cline/Hooks`, or a project's `.clinerules/hooks` with
+`--project`) gets loopwatch's files written there, each marked as loopwatch's; a file of
+the same name that is not loopwatch's is never touched (install refuses, naming it). Its
+hook runs Python isolated (`-I`, `Host.isolated`), so the environment a project can set
+reaches no import.
+
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
 whenever it changes anything. Uninstalling removes only entries whose command runs
-`loopwatch hook`; everything else is left as it was.
+`loopwatch hook` (hook files marked as loopwatch's); everything else is left as it was.
 """
 
 from __future__ import annotations
@@ -44,10 +51,47 @@ def default_command(agent: str, scope: str = "user") -> str:
     """For the user's own settings (and `--local`, never shared), the interpreter that
     runs this command, so the hook finds this loopwatch whatever the agent's PATH is.
     For a project's shared settings, `loopwatch hook AGENT`: no path of this machine,
-    so the same file works on a teammate's (whose `loopwatch` is on PATH)."""
+    so the same file works on a teammate's (whose `loopwatch` is on PATH).
+
+    A host that runs its hooks isolated (`Host.isolated`) gets `python -I`: no
+    `PYTHON*` variable and no module of the working folder is imported. This loopwatch
+    is then named by its folder when `python -I` alone would not import it (one run from
+    a source tree by `PYTHONPATH`)."""
     if scope == "project":
         return f"loopwatch hook {agent}"
-    return f"{shlex.quote(sys.executable)} -m loopwatch hook {agent}"
+    python = shlex.quote(sys.executable)
+    if not host_named(agent).isolated:
+        return f"{python} -m loopwatch hook {agent}"
+    folder = _loopwatch_folder()
+    if folder is None:
+        return f"{python} -I -m loopwatch hook {agent}"
+    code = (
+        f"import sys; sys.path.insert(0, {folder!r}); from loopwatch.__main__ import main; sys.exit(main(sys.argv[2:]))"
+    )
+    return f"{python} -I -c {shlex.quote(code)} loopwatch hook {agent}"
+
+
+def _loopwatch_folder() -> str | None:
+    """The folder this loopwatch is imported from, when `python -I` would import another
+    one or none; None when it imports this one."""
+    import subprocess
+
+    import loopwatch
+
+    mine = os.path.dirname(os.path.dirname(os.path.abspath(loopwatch.__file__)))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", "import os, loopwatch; print(os.path.abspath(loopwatch.__file__))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=os.path.dirname(sys.executable) or "/",
+        )
+        theirs = os.path.dirname(os.path.dirname(done.stdout.strip())) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        theirs = None
+    return None if theirs is not None and os.path.realpath(theirs) == os.path.realpath(mine) else mine
 
 
 def settings_path(agent: str, scope: str) -> Path:
@@ -103,6 +147,65 @@ def _write(
     return True
 
 
+def _read_files(host: Any, folder: Path) -> dict[str, str]:
+    """A `FileHooks` host's hook files in `folder` ({} when it does not exist yet); one
+    line and exit status 2 when the folder cannot be read."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise BadInput(f"{folder}: not a folder; nothing was changed")
+        files: dict[str, str] = host.read_folder(folder)
+        return files
+    except OSError as exc:
+        raise BadInput(f"{folder}: cannot read: {exc.strerror or exc}; nothing was changed") from None
+
+
+def _write_files(
+    host: Any, folder: Path, before: dict[str, str], after: dict[str, str], dry_run: bool, inside: Path | None = None
+) -> bool:
+    """Write the hook files of `after` that differ from `before` and remove loopwatch's
+    that `after` leaves out (never another file): each written whole by
+    `loopwatch._safefile`, as a regular file (a link there is refused: the host skips
+    links, and none is followed). A project's folder must stay within `inside`."""
+    if inside is not None:
+        real, root = os.path.realpath(folder), os.path.realpath(inside)
+        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+            raise BadInput(f"{folder}: links out of {inside} (to {real}); nothing was changed")
+    changes = {name: text for name, text in after.items() if before.get(name) != text}
+    gone = [name for name in before if name not in after]
+    if not changes and not gone:
+        return False
+    if dry_run:
+        for name, text in changes.items():
+            click.echo(f"# {folder / name}\n{text}", nl=False)
+        for name in gone:
+            click.echo(f"# remove {folder / name}")
+        return True
+    try:
+        for name, text in changes.items():
+            safefile.write(folder / name, text, mode=host.file_mode, links="refuse")
+        for name in gone:
+            path = folder / name
+            safefile.check(path)
+            path.unlink(missing_ok=True)
+    except safefile.UnsafeWrite as exc:
+        raise BadInput(f"{exc}; stopped there") from None
+    except OSError as exc:
+        raise BadInput(f"{folder}: cannot write: {exc.strerror or exc}; stopped there") from None
+    return True
+
+
+def _load(host: Any, path: Path, inside: Path | None) -> dict[str, Any]:
+    return _read_files(host, path) if host.settings_shape == "files" else _read(path, inside)
+
+
+def _store(
+    host: Any, path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None
+) -> bool:
+    if host.settings_shape == "files":
+        return _write_files(host, path, before, after, dry_run, inside)
+    return _write(path, before, after, dry_run, inside)
+
+
 def _write_trust(config: Path, text: str) -> None:
     from . import codex_trust
 
@@ -129,7 +232,10 @@ _SCOPE = click.option(
     help="The user's settings: every session on this machine (default).",
 )
 _PROJECT = click.option(
-    "--project", "scope", flag_value="project", help="This project's shared settings (.claude/, .codex/, ...)."
+    "--project",
+    "scope",
+    flag_value="project",
+    help="This project's shared settings (.claude/, .codex/, .clinerules/hooks/, ...).",
 )
 _LOCAL = click.option(
     "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
@@ -192,6 +298,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install claude-code            # ~/.claude/settings.json
     loopwatch install claude-code --project  # .claude/settings.json
     loopwatch install codex                  # ~/.codex/hooks.json
+    loopwatch install cline                  # ~/Documents/Cline/Hooks/
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
@@ -208,6 +315,7 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     found = host_named(agent)
     path = _target(agent, scope, settings_file)
     shared = scope == "project" and settings_file is None
+    given = command is not None
     command = command or default_command(agent, "project" if shared else "user")
     if shared and not command.startswith("loopwatch "):
         click.echo(f"note: {path} is shared, and this command may not run on another machine: {command}", err=True)
@@ -215,15 +323,15 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
         click.echo(
             "note: `loopwatch` is not on PATH here; the project's hook runs `loopwatch hook ...` from PATH", err=True
         )
-    if not OURS.search(command):
+    if given and not OURS.search(command):
         raise click.UsageError("--command must run `loopwatch hook` (that is how uninstall finds it)")
     inside = _project(scope, settings_file)
-    before = _read(path, inside)
+    before = _load(found, path, inside)
     try:
         after = found.install(before, command)
     except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
-    changed = _write(path, before, after, dry_run, inside)
+    changed = _store(found, path, before, after, dry_run, inside)
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
@@ -322,8 +430,9 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
         click.echo(f"nothing to do: {path} does not exist")
         return
     inside = _project(scope, settings_file)
-    before = _read(path, inside)
-    changed = _write(path, before, host_named(agent).uninstall(before), dry_run, inside)
+    found = host_named(agent)
+    before = _load(found, path, inside)
+    changed = _store(found, path, before, found.uninstall(before), dry_run, inside)
     if not dry_run:
         click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
     if agent == "codex" and not dry_run:

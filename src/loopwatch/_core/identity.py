@@ -59,6 +59,16 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "shell_command": ("justification", "timeout_ms"),
             "update_plan": ("explanation",),  # the plan itself is what changes
         },
+        # Cline 3.0.57 and 3.0.65: no tool's schema has a free-text field, but an input
+        # key the schema does not name is passed through unused; a model that adds a
+        # `description` (seen reworded at every call of the same failing command) gets
+        # past Cline's own identical-call check with it.
+        "cline": {
+            "run_commands": ("description",),
+            "read_files": ("description",),
+            "editor": ("description",),
+            "search_codebase": ("description",),
+        },
         # Gemini CLI (its tool docs; corpus-tb2 sessions): the description is "shown
         # to the user".
         "gemini-cli": {

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     notes: list[str] = []
     try:
-        tightened = trusted_environ(os.environ, _project_folders(), notes.append)
+        tightened = trusted_environ(os.environ, _project_folders(), notes.append, _from_files(host))
     except Exception as exc:  # noqa: BLE001 - cannot tell who set it: nothing that loosens is believed
         tightened = {}
         for name in ("LOOPWATCH_MODE", "LOOPWATCH_PROFILE"):
@@ -88,6 +88,15 @@ def main(argv: list[str] | None = None) -> int:
         _drain()
         return 0
     return _run(host, event, tightened, notes)
+
+
+def _from_files(host: str) -> dict[str, str]:
+    """What the host says it put in our environment from files a project can write."""
+    if host == "auto":
+        return {}
+    from .._hosts import host as host_named
+
+    return host_named(host).env_from_files(os.environ)
 
 
 def _project_folders() -> list[str]:

@@ -15,7 +15,15 @@ as its "result") does not count it, and the denial is logged as a block. Once a 
 stopped, every later call of that agent is refused until the user writes again; when a
 sub-agent was stopped, its parent is stopped at the PostToolUse of the call that ran it
 (`Call.spawned`), so that the parent's PostToolBatch ends the whole run (Claude Code
-ends only the sub-agent otherwise).
+ends only the sub-agent otherwise). A host whose report of that call does not name the
+sub-agent names the parent in the sub-agent's own payloads instead (`Payload.parent`,
+Cline): the sub-agent's stop is then carried to the parent at once, and the parent's next
+event (the report of the call that ran the sub-agent) ends the run.
+
+What the host's answer cannot say to the person (Cline prints nothing a hook says) is
+said by the host's own way (`Host.tell`): a stop, a refusal, a warning, and, for a host
+that runs a project's hooks beside the user's (`Host.warns_at_start`), what the project
+holds that can undo the guard, at the session's first call.
 
 Event times are the session's clock (`SessionState.time`): its first wall time plus the
 time since on a clock no one sets, the same in every hook process.
@@ -23,6 +31,7 @@ time since on a clock no one sets, the same in every hook process.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +43,7 @@ from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
 from .._hosts import host as host_named
-from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, Payload
+from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, Host, Payload
 from .._hosts.monitors import monitor_for
 from .respond import Reply, reply
 from .settings import detect_profile
@@ -57,9 +66,10 @@ def handle(
     agent = host_named(payload.host)
 
     def make() -> SessionState:
-        profile, why = detect_profile(payload.host, config)
+        profile, why = detect_profile(payload.host, config, payload=payload)
         data = {k: v for k, v in config.items() if k != "hook"}
         monitor = monitor_for(payload.host, apply_env(Config.make({**data, "profile": profile})))
+        outcome["new"] = True
         return SessionState(monitor, payload.host, profile, why)
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
@@ -85,7 +95,60 @@ def handle(
     ended = stopped is not None and decision.action is Action.STOP and agent.end_run(payload, stopped, log or _quiet)
     if ended and log is not None:
         log(f"ended the run ({agent.ends_by}): {stopped}")
+    if stopped is not None and payload.parent is not None and decision.action is Action.STOP:
+        _stop_parent(payload, store, stopped, make, log)
+    _tell(agent, payload, decision, outcome, log)
     return reply(payload, decision, stopped)
+
+
+def _tell(
+    agent: Host, payload: Payload, decision: Decision, outcome: dict[str, Any], log: Callable[[str], object] | None
+) -> None:
+    """Say to the person what the host's answer cannot (`Host.tell`): a stop or a refusal
+    as it happens (not every refusal of a stop already told), a warning, and, at a session's
+    first call, what the project holds that can undo the guard."""
+    from .._core.messages import Blocked, Stopped, Warned
+
+    lines: list[str] = []
+    if outcome.get("new") and agent.warns_at_start and payload.cwd and not payload.agent:
+        from pathlib import Path  # only at a session's start: the hook's path stays small
+
+        for off in agent.switch_offs(Path(payload.cwd), os.environ):
+            lines.append(f"loopwatch: {off.path}: {off.what}")
+            if log is not None:
+                log(f"warned: {off.path}: {off.what}")
+    action, reason = decision.action, decision.reason
+    if reason and action is Action.STOP and not decision.refused:
+        lines.append(Stopped(reason).for_person())
+    elif reason and action is Action.BLOCK:
+        lines.append(Blocked(reason).for_person())
+    elif decision.verdict.action is Action.WARN and decision.verdict.description:
+        lines.append(Warned(decision.verdict.description).for_person())
+    for line in lines:
+        agent.tell(payload, line)
+
+
+def _stop_parent(
+    payload: Payload, store: Store, reason: str, make: Callable[[], SessionState], log: Callable[[str], object] | None
+) -> None:
+    """Carry a sub-agent's stop to the agent that spawned it (`Payload.parent`): its key is
+    the parent's own id when it is a sub-agent itself (it has a state of its own), else ""
+    (the main agent, whose key is always "")."""
+    assert payload.parent is not None
+    try:
+        parent = payload.parent if store.state(payload.session, payload.parent) is not None else ""
+    except Exception:  # noqa: BLE001 - a damaged or foreign row: the main agent is the safe guess
+        parent = ""
+
+    def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
+        if state.stopped is not None:
+            return []
+        state.stop(f"a sub-agent was stopped: {reason}")
+        return [(payload.event, Verdict(Action.STOP, description=state.stopped), None)]
+
+    store.update(payload.session, parent, make, feed, None)
+    if log is not None:
+        log(f"the sub-agent's stop carried to its parent ({parent or 'the main agent'})")
 
 
 def _quiet(line: str) -> None:

@@ -21,6 +21,7 @@ __all__ = ["HOSTS", "WRITERS", "host"]
 HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "cline": "cline",
 }
 
 
@@ -45,4 +46,7 @@ WRITERS: dict[str, str | None] = {
     "apply_patch": None,
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.
     "str_replace_editor": "path",
+    # Cline's editor (3.0.57 and 3.0.65: `{path, old_text?, new_text, insert_line?}`; it
+    # creates a missing file).
+    "editor": "path",
 }

@@ -11,7 +11,10 @@ Each agent CLI is one module of this package (`claude_code`, `codex`, ...) defin
   person watches, and, where the host ignores every stop answer, how such a run is ended;
 - **its settings** (`settings_file`, `install`, `uninstall`, `hooked`, `switch_offs`,
   `switches_off`): where the hook goes, how it is written, and what a project can write
-  to switch it off.
+  to switch it off. Most hosts read one JSON settings file (`JsonHooks`); a host that runs
+  hook files of their own, one per event, in a folder it lists (Cline) is a `FileHooks`:
+  there the "settings" are the folder's hook files, and loopwatch's are files it owns
+  whole.
 
 The hook (`loopwatch._hook`), `install`, `uninstall`, `doctor` and `status` are written
 once over this contract, and every decision is taken by one state machine
@@ -46,6 +49,7 @@ __all__ = [
     "SUBAGENT_END",
     "TURN_END",
     "Call",
+    "FileHooks",
     "Host",
     "JsonHooks",
     "Payload",
@@ -112,9 +116,11 @@ class Payload:
     `GUARD_EVENTS`, or the host's own name for an event the guard does not know), `native`
     the host's; `agent` is "" for the main agent; `calls` holds the call(s) of a tool
     event (a batch may hold several); `oversize` says stdin was larger than the limit and
-    only the identifying fields could be read."""
+    only the identifying fields could be read. `parent`, for a sub-agent's event where the
+    host names the agent that spawned it (and its own report of the spawning call does not
+    name the sub-agent: Cline), is that agent's id in the host's words; else None."""
 
-    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "session")
+    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "parent", "session")
 
     def __init__(
         self,
@@ -126,10 +132,12 @@ class Payload:
         calls: tuple[Call, ...] = (),
         oversize: bool = False,
         native: str | None = None,
+        parent: str | None = None,
     ) -> None:
         self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
         self.calls, self.oversize = calls, oversize
         self.native = event if native is None else native
+        self.parent = parent
 
 
 class Reply:
@@ -180,6 +188,17 @@ class Host:
     #: What the hook says the run was stopped with, beside the reason, when it ends a run
     #: (`end_run`): a host that ends runs by a signal says so here.
     ends_by: ClassVar[str] = ""
+    #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
+    #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    settings_shape: ClassVar[str] = "json"
+    #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
+    #: folder), for a host that hands its hooks an environment a project can set (Cline
+    #: loads a project's `.env` into it).
+    isolated: ClassVar[bool] = False
+    #: Tell the person, at a session's first hook call, what a project holds that can undo
+    #: or switch off the guard (`switch_offs`), for a host that runs user hooks next to a
+    #: project's own, with no trust asked (Cline).
+    warns_at_start: ClassVar[bool] = False
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -234,10 +253,23 @@ class Host:
         process that is not this host."""
         return None
 
-    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
-        """The profile what the host put in the hook's environment implies, and why;
-        None when it says nothing (the process tree is asked next)."""
+    def detect_profile(self, env: Mapping[str, str], payload: Payload | None = None) -> tuple[str, str] | None:
+        """The profile what the host put in the hook's environment (or what it records
+        of the session `payload` belongs to) implies, and why; None when it says nothing
+        (the process tree is asked next)."""
         return None
+
+    def tell(self, payload: Payload, text: str) -> bool:
+        """Say `text` (one line, worded for a person) to the person running the session,
+        by a way of the host's own, for a host whose answers reach no person (Cline prints
+        nothing a hook says). True when it was said. The default: the answer says it."""
+        return False
+
+    def env_from_files(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The variables of the hook's environment `env` that the host took from files
+        a project can write (a `.env`), each with where it came from. `loopwatch._trust`
+        lets them only tighten the guard. Empty where the host takes none."""
+        return {}
 
     def end_run(self, payload: Payload, reason: str, log: Callable[[str], object]) -> bool:
         """End an unattended run this host would carry on despite every stop answer
@@ -390,6 +422,105 @@ class JsonHooks(Host):
                 found = self.commands(group)
                 if found:
                     out.setdefault(event, []).extend(found)
+        return out
+
+
+#: The line that marks a hook file as loopwatch's own (`FileHooks`): only such files are
+#: rewritten or removed.
+FILE_MARK = "# loopwatch hook"
+_HEAD = 4096  # bytes of a hook file read: the mark and the command are in its first lines
+
+
+class FileHooks(Host):
+    """A host that runs hook files of their own, one per event, found in folders it lists
+    (Cline: `PreToolUse`, `PostToolUse`, ... in `~/Documents/Cline/Hooks`). `settings_file`
+    names the folder, and the "settings" `install`, `uninstall` and `hooked` work on are
+    its files: name -> the file's first lines (`read_folder`).
+
+    loopwatch's files are small `/bin/sh` wrappers that carry `FILE_MARK` and `exec` the
+    hook command with the event's name. A file of the same name that is not loopwatch's
+    is never rewritten or removed: `install` refuses, naming it."""
+
+    settings_shape = "files"
+    #: The mode of a new hook file: the user's alone, and runnable by hand.
+    file_mode: ClassVar[int] = 0o700
+
+    def file_name(self, event: str) -> str:
+        """The name of the hook file for `event` (in the host's words)."""
+        return event
+
+    def file_text(self, event: str, command: str) -> str:
+        """The hook file for `event`, running `command` (a shell command line)."""
+        return (
+            "#!/bin/sh\n"
+            f"{FILE_MARK} for {self.title}: written by `loopwatch install {self.name}`; "
+            f"`loopwatch uninstall {self.name}` removes it.\n"
+            f"exec {command} {event}\n"
+        )
+
+    def event_of(self, name: str) -> str | None:
+        """The event a file of this name is run for, as the host reads names; None for
+        a file it never runs."""
+        return name if name in self.hooked_events else None
+
+    def read_folder(self, folder: Path) -> dict[str, str]:
+        """The regular files of `folder` the host may run (`event_of`), name -> their
+        first 4 KiB as text; {} when the folder does not exist. Raises OSError when it
+        cannot be listed or a file cannot be read; a link is read as what it is, never
+        followed (the host skips links)."""
+        import stat
+
+        from .._files import open_file
+
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            return {}
+        out: dict[str, str] = {}
+        for name in names:
+            if self.event_of(name) is None:
+                continue
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode):
+                out[name] = ""  # a link or a folder: the host does not run it, and it is not ours
+                continue
+            with open_file(path) as fh:
+                out[name] = fh.read(_HEAD).decode("utf-8", "replace")
+        return out
+
+    @staticmethod
+    def ours(text: Any) -> bool:
+        """Is this hook file (its first lines) loopwatch's?"""
+        return isinstance(text, str) and any(line.startswith(FILE_MARK) for line in text.splitlines()[:4])
+
+    @staticmethod
+    def command_in(text: str) -> str | None:
+        """The command a loopwatch hook file runs (its `exec` line, event included)."""
+        for line in text.splitlines()[:8]:
+            if line.startswith("exec "):
+                return line[len("exec ") :].strip()
+        return None
+
+    def install(self, settings: Any, command: str) -> Any:
+        out = self.uninstall(settings)
+        for event in self.hooked_events:
+            name = self.file_name(event)
+            if name in out:
+                raise SettingsError(f"{name} is there and is not loopwatch's; move it aside first (the host runs both)")
+            out[name] = self.file_text(event, command)
+        return out
+
+    def uninstall(self, settings: Any) -> Any:
+        return {name: text for name, text in dict(settings).items() if not self.ours(text)}
+
+    def hooked(self, settings: Any) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name, text in dict(settings).items() if isinstance(settings, dict) else ():
+            event = self.event_of(name)
+            command = self.command_in(text) if self.ours(text) else None
+            if event is not None and command is not None:
+                out.setdefault(event, []).append(command)
         return out
 
 
