@@ -34,6 +34,7 @@ class Cli(NamedTuple):
 CLIS: dict[str, Cli] = {
     "claude-code": Cli("@anthropic-ai/claude-code", "claude", ("2.1.197", "2.1.332")),
     "codex": Cli("@openai/codex", "codex", ("0.171.0",)),
+    "cline": Cli("cline", "cline", ("3.0.57", "3.0.65")),
 }
 
 _LOCK = threading.Lock()

@@ -12,6 +12,11 @@ only files that look like transcripts and leaves out the harness's side files:
   that log, so reading both would count the session twice); hidden folders,
   `node_modules` and `__pycache__` are not entered.
 
+An agent CLI's own state folder (`~/.cline/data`, one of its session folders, ...; each
+host says how its folders are known: `Host.state_folders`) is walked in part: only its
+transcripts are read, and its settings, trust files, logs and caches are left out by name,
+never opened, and counted (`LeftOut`).
+
 A file named explicitly (or matched by a glob) is always read, whatever its name.
 Paths that do not exist, globs that match nothing and files that are not regular
 files (a FIFO would block the scan for ever) are returned as `Target`s with `problem`
@@ -24,15 +29,17 @@ not walked again, so a link to an ancestor is no loop.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import glob
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .._files import NOT_REGULAR
 
-__all__ = ["Target", "expand", "is_transcript_name"]
+__all__ = ["LeftOut", "Target", "expand", "is_transcript_name"]
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj", ".cast")
 TRANSCRIPT_NAMES = frozenset({"agent.log"})
@@ -63,6 +70,37 @@ class Target:
     problem: str | None = None
 
 
+class LeftOut(Counter[str]):
+    """Entries of agent CLIs' state folders a walk left out by name: whose state (a host's
+    title) -> how many files and folders."""
+
+
+@functools.cache
+def _state_folders() -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
+    """(whose, keep, marker) of every host's state folders (`Host.state_folders`)."""
+    from .._hosts import HOSTS
+    from .._hosts import host as host_named
+
+    found: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    for name in HOSTS:
+        agent = host_named(name)
+        found.extend((agent.title, rule.keep, rule.marker) for rule in agent.state_folders)
+    return tuple(found)
+
+
+def _state_folder(names: Iterable[str]) -> tuple[str, tuple[str, ...]] | None:
+    """Whose state a folder holding `names` is, and the patterns of what to read in it."""
+    present = list(names)
+    for whose, keep, marker in _state_folders():
+        if all(any(fnmatch.fnmatchcase(n, m) for n in present) for m in marker):
+            return whose, keep
+    return None
+
+
+def _kept(name: str, keep: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in keep)
+
+
 def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
     """Would a folder walk read a file of this name (given the names next to it)?"""
     if name in TRANSCRIPT_NAMES:
@@ -75,7 +113,7 @@ def is_transcript_name(name: str, siblings: Iterable[str] = ()) -> bool:
 _NOT_REGULAR = f"{NOT_REGULAR}: skipped"
 
 
-def expand(arguments: Iterable[str]) -> Iterator[Target]:
+def expand(arguments: Iterable[str], left_out: LeftOut | None = None) -> Iterator[Target]:
     """The files named by `arguments`, in order, each once, yielded one at a time (a
     walk of 10,000 files never holds 10,000 `Target`s). `-` is yielded as is; the
     caller reads standard input.
@@ -85,7 +123,9 @@ def expand(arguments: Iterable[str]) -> Iterator[Target]:
     another argument, or a glob. So the device and inode kept are only those of files
     named or matched by a glob (as many as the arguments and globs already hold),
     reached through a symlink, or with several hard links; a file that is none of these
-    is checked instead against the folders walked before it (`_walked_before`)."""
+    is checked instead against the folders walked before it (`_walked_before`).
+
+    `left_out`, when given, counts what the walks leave out of agent CLIs' state folders."""
     seen: set[object] = set()
     walked: list[str] = []  # real paths of the folders walked so far, one per folder argument
 
@@ -114,7 +154,7 @@ def expand(arguments: Iterable[str]) -> Iterator[Target]:
 
     def walk_into(folder: str) -> Iterator[Target]:
         root = os.path.realpath(folder)
-        for target, place in _walk(folder):
+        for target, place in _walk(folder, left_out):
             yield from add(target, root, place)
         walked.append(root)
 
@@ -138,16 +178,17 @@ def expand(arguments: Iterable[str]) -> Iterator[Target]:
             yield from add(Target(argument, argument, problem="no such file or folder"))
 
 
-def walk(folder: str) -> Iterator[Target]:
+def walk(folder: str, left_out: LeftOut | None = None) -> Iterator[Target]:
     """Transcript-looking files under `folder`, sorted, recursively, one at a time (only
     the names of the folder being walked are held); a sub-folder that cannot be listed is
     a `Target` with `problem` set. Symlinks to folders are not followed (as `os.walk`
-    does)."""
-    for target, _ in _walk(folder):
+    does). What an agent CLI's state folder holds besides its transcripts is left out
+    (counted in `left_out`)."""
+    for target, _ in _walk(folder, left_out):
         yield target
 
 
-def _walk(folder: str) -> Iterator[tuple[Target, tuple[tuple[int, str], ...]]]:
+def _walk(folder: str, left_out: LeftOut | None = None) -> Iterator[tuple[Target, tuple[tuple[int, str], ...]]]:
     """`walk`, each target with its place in the walk's order (`_place`)."""
     problems: list[Target] = []
 
@@ -158,6 +199,15 @@ def _walk(folder: str) -> Iterator[tuple[Target, tuple[tuple[int, str], ...]]]:
     for root, folders, files in os.walk(folder, onerror=unreadable):
         while problems:
             yield problems.pop(0), ()
+        state = _state_folder([*folders, *files])
+        if state is not None:  # an agent CLI's own state: only what it keeps is read
+            whose, keep = state
+            dropped = [f for f in folders if not f.startswith(".") and not _kept(f, keep)]
+            dropped += [f for f in files if not _kept(f, keep)]
+            if left_out is not None and dropped:
+                left_out[whose] += len(dropped)
+            folders[:] = [f for f in folders if _kept(f, keep)]
+            files = [f for f in files if _kept(f, keep)]
         folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in SKIPPED_FOLDERS)
         files.sort()
         siblings = ("agent.log",) if "agent.log" in files else ()
@@ -192,11 +242,28 @@ def _walked_before(
         folders, name = parts[:-1], parts[-1]
         if any(f.startswith(".") or f in SKIPPED_FOLDERS for f in folders):
             continue
+        if _left_out_below(base, parts):
+            continue
         siblings = ("agent.log",) if os.path.isfile(os.path.join(os.path.dirname(real), "agent.log")) else ()
         if not is_transcript_name(name, siblings):
             continue
         if base is not root or _place(folders, name) < place:
             return True
+    return False
+
+
+def _left_out_below(base: str, parts: list[str]) -> bool:
+    """Would a walk of `base` leave out the entry at `parts` below it (an agent CLI's
+    state folder on the way that does not keep it)?"""
+    folder = base
+    for part in parts:
+        try:
+            state = _state_folder(os.listdir(folder))
+        except OSError:
+            return False
+        if state is not None and not _kept(part, state[1]):
+            return True
+        folder = os.path.join(folder, part)
     return False
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from .._analysis.replay import SessionResult
 from ._common import plural
+from .paths import LeftOut
 
 __all__ = ["Totals", "first_block", "print_problems", "print_table"]
 
@@ -36,6 +37,8 @@ class Totals:
     failed: list[SessionResult] = field(default_factory=list)
     skipped: list[SessionResult] = field(default_factory=list)  # sessions with unreadable lines
     multi: set[str] = field(default_factory=set)  # files holding several sessions
+    #: Entries of agent CLIs' state folders left out by name, by whose state.
+    left_out: LeftOut = field(default_factory=LeftOut)
 
     def add_file(self, results: list[SessionResult]) -> list[SessionResult]:
         """Count one file's results; return them, to report."""
@@ -208,6 +211,7 @@ def summary(totals: Totals) -> list[str]:
             f"{plural(totals.actions, 'action')}{unread}."
         )
     ]
+    lines.extend(left_out_lines(totals))
     if totals.stopped:
         share = f" ({totals.saved_actions / totals.actions:.0%} of all)" if totals.actions else ""
         lines.append(
@@ -235,11 +239,24 @@ def summary(totals: Totals) -> list[str]:
     return lines
 
 
+def left_out_lines(totals: Totals) -> list[str]:
+    """What was left out of agent CLIs' state folders, in sentences."""
+    return [
+        f"Left out by name: {plural(count, 'file or folder', 'files and folders')} of {whose}'s state "
+        "(settings, logs, caches: not transcripts)."
+        for whose, count in sorted(totals.left_out.items())
+    ]
+
+
 def print_problems(totals: Totals, as_json: bool) -> None:
-    """Unreadable files and skipped lines, on stderr."""
+    """Unreadable files and skipped lines, on stderr (with JSON output, also what was
+    left out of agent CLIs' state folders: the table's summary says it otherwise)."""
     from rich.markup import escape
 
     console = _console(stderr=True)
+    if as_json:
+        for line in left_out_lines(totals):
+            console.print(line, markup=False, soft_wrap=True)
     for result in totals.failed:
         console.print(f"[red]error[/red] {escape(result.path)}: {escape(result.error or '')}", soft_wrap=True)
     for result in totals.skipped:

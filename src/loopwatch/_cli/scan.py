@@ -16,7 +16,7 @@ from .._analysis.replay import SessionResult, replay_files
 from .._analysis.results import OutputError, ResultWriter, open_results, record_line
 from .._core.config import Config
 from ._common import config_options, engine_options, format_option, make_config, progress_bar, use_ray
-from .paths import Target, expand
+from .paths import LeftOut, Target, expand
 from .report import Totals, first_block, print_problems, print_table
 
 _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
@@ -138,7 +138,7 @@ def _scan(
     # progress bar's total); the second streams the files to read into the replay.
     problems: set[str] = set()
     readable = 0
-    for target in _targets(paths, rows_out):
+    for target in _targets(paths, rows_out, totals.left_out):
         if target.problem:
             problems.add(target.label)
             totals.add_file([SessionResult(path=target.label, error=target.problem)])
@@ -179,10 +179,13 @@ def _scan(
     return totals.exit_status
 
 
-def _targets(paths: tuple[str, ...], rows_out: ResultWriter | None) -> Iterator[Target]:
-    """The files to scan, less the results file being written (a folder may hold it)."""
+def _targets(
+    paths: tuple[str, ...], rows_out: ResultWriter | None, left_out: LeftOut | None = None
+) -> Iterator[Target]:
+    """The files to scan, less the results file being written (a folder may hold it);
+    what agent CLIs' state folders hold besides transcripts is counted in `left_out`."""
     own = os.path.realpath(rows_out.path) if rows_out is not None else None
-    for target in expand(paths):
+    for target in expand(paths, left_out):
         if own is None or target.problem or os.path.realpath(target.path) != own:
             yield target
 

@@ -74,7 +74,9 @@ def handle(
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
         at = state.time(time.time(), _steady()) if now is None else now
-        decision, tool = _feed(payload, state, at, agent.switches_off)
+        undone: list[str] = []
+        decision, tool = _feed(payload, state, at, agent.switches_off, undone)
+        outcome["undone"] = undone
         outcome["decision"] = decision
         decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
         if decision.refused:
@@ -117,6 +119,14 @@ def _tell(
             lines.append(f"loopwatch: {off.path}: {off.what}")
             if log is not None:
                 log(f"warned: {off.path}: {off.what}")
+    for tool in outcome.get("undone", ()):
+        line = (
+            f"loopwatch: its refusal of a {tool} call was undone by another hook (the call ran as the model "
+            "asked); a project's hooks or plugins run after loopwatch's: `loopwatch doctor` names them"
+        )
+        lines.append(line)
+        if log is not None:
+            log(line.removeprefix("loopwatch: "))
     action, reason = decision.action, decision.reason
     if reason and action is Action.STOP and not decision.refused:
         lines.append(Stopped(reason).for_person())
@@ -179,8 +189,22 @@ def _stopped_child(payload: Payload, store: Store) -> str | None:
     return None
 
 
+def _undone(state: SessionState, call_id: str) -> bool:
+    """Forget loopwatch's refusal of call `call_id`, which ran after all; was there one?"""
+    kept = [entry for entry in state.blocked if entry[0] != call_id]
+    if len(kept) == len(state.blocked):
+        return False
+    state.blocked.clear()
+    state.blocked.extend(kept)
+    return True
+
+
 def _feed(
-    payload: Payload, state: SessionState, at: float, switches_off: Callable[..., str | None]
+    payload: Payload,
+    state: SessionState,
+    at: float,
+    switches_off: Callable[..., str | None],
+    undone: list[str],
 ) -> tuple[Decision, str | None]:
     event, agent = payload.event, payload.agent or None
     if event == BEFORE:
@@ -193,6 +217,8 @@ def _feed(
     if event in CALL_EVENTS:
         strongest, tool = ALLOWED, None
         for call in payload.calls:
+            if call.refused is False and call.call_id is not None and _undone(state, call.call_id):
+                undone.append(call.name)  # refused, yet it ran as asked: counted as what it is
             decision = state.after_call(
                 ToolCall(
                     call.name, call.input, call.result, error=call.error, at=at, call_id=call.call_id, agent=agent

@@ -55,6 +55,7 @@ __all__ = [
     "Payload",
     "PayloadError",
     "Reply",
+    "StateFolder",
     "SwitchOff",
     "ancestors",
     "text_field",
@@ -94,7 +95,7 @@ class Call:
     not a dataclass: this module is imported on every hook call, and each dataclass
     costs about a millisecond to build."""
 
-    __slots__ = ("call_id", "error", "input", "interrupted", "name", "result", "spawned")
+    __slots__ = ("call_id", "error", "input", "interrupted", "name", "refused", "result", "spawned")
 
     def __init__(
         self,
@@ -105,10 +106,15 @@ class Call:
         error: bool = False,
         interrupted: bool = False,
         spawned: str | None = None,
+        refused: bool | None = None,
     ) -> None:
         self.name, self.input, self.call_id = name, input, call_id
         self.result, self.error, self.interrupted = result, error, interrupted
         self.spawned = spawned  # the sub-agent this call ran (Claude Code's Agent tool), when known
+        # What a report of a call that ran says of loopwatch's refusal: True, the refusal
+        # ran in the call's place; False, the call ran as the model asked it (a refusal of
+        # it was undone, by another hook); None, the report does not say (Claude Code).
+        self.refused = refused
 
 
 class Payload:
@@ -162,6 +168,16 @@ class SwitchOff(NamedTuple):
     what: str
 
 
+class StateFolder(NamedTuple):
+    """A folder of the host's own state, known by the names it holds (each pattern of
+    `marker` matched by one of them; glob patterns): a folder walk (`scan`) reads or
+    enters only its entries matching `keep` and leaves the rest out by name, never
+    opened: settings, trust files, logs and caches are not transcripts."""
+
+    keep: tuple[str, ...]
+    marker: tuple[str, ...]
+
+
 class Host:
     """One agent CLI. Subclasses set the class attributes and override what differs;
     the defaults are Claude Code's hook protocol, which most hosts copy."""
@@ -188,6 +204,8 @@ class Host:
     #: What the hook says the run was stopped with, beside the reason, when it ends a run
     #: (`end_run`): a host that ends runs by a signal says so here.
     ends_by: ClassVar[str] = ""
+    #: Folders of the host's own state a folder walk reads only in part (`StateFolder`).
+    state_folders: ClassVar[tuple[StateFolder, ...]] = ()
     #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
     #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
     settings_shape: ClassVar[str] = "json"

@@ -64,6 +64,7 @@ from .base import (
     Payload,
     PayloadError,
     Reply,
+    StateFolder,
     SwitchOff,
     ancestors,
     trim,
@@ -389,6 +390,13 @@ class Cline(FileHooks):
     hooked_events = HOOK_EVENTS
     isolated = True
     warns_at_start = True
+    # `~/.cline/data` (its session folders beside settings, databases, caches, logs and
+    # locks: a cache holds a `.jsonl` of typed prompts), and one session's folder (its
+    # manifest beside the messages: `<id>.json`, ids being `<ms since 1970>_<5 letters>`).
+    state_folders = (
+        StateFolder(keep=("sessions",), marker=("sessions", "settings", "db")),
+        StateFolder(keep=("*.messages.json",), marker=("[0-9]*_*.messages.json", "[0-9]*_*.json")),
+    )
     oversize_fields = MappingProxyType(
         {"event": "hookName", "session": "rootSessionId", "tool": "name", "call_id": "id", "agent": "agent_id"}
     )
@@ -444,7 +452,8 @@ class Cline(FileHooks):
         output = item.get("output")
         success = post.get("success") if isinstance(post, dict) else None
         failed = output_failed(output, item.get("error"), success)
-        return Call(name, tool_input, call_id, trim(output), failed, interrupted(output))
+        refused = loopwatch_refused(item.get("input"))
+        return Call(name, tool_input, call_id, trim(output), failed, interrupted(output), refused=refused)
 
     def parse_oversize(self, fields: Mapping[str, str], event: str | None = None) -> Payload:
         named = fields.get("hookName")
@@ -663,6 +672,7 @@ class Cline(FileHooks):
 
 _DOTENV_LINE = re.compile(r"\A\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(.*?)\s*\Z")
 _DOTENV_LIMIT = 1 << 16
+_QUOTED = re.compile(r"\A(['\"`])(.*?)\1(?:\s+#.*)?\Z")
 
 
 def _dotenv(path: str) -> dict[str, str | None]:
@@ -682,9 +692,10 @@ def _dotenv(path: str) -> dict[str, str | None]:
         if match is None or line.lstrip().startswith("#"):
             continue
         key, raw = match.group(1), match.group(2)
-        if len(raw) >= 2 and raw[0] in "'\"`" and raw[-1] == raw[0]:
-            value = raw[1:-1]
-            plain = raw[0] == "'" or not re.search(r"[$\\]", value)
+        quoted = _QUOTED.match(raw)
+        if quoted:
+            value = quoted.group(2)
+            plain = quoted.group(1) == "'" or not re.search(r"[$\\]", value)
         else:
             value = raw.split(" #", 1)[0].rstrip()
             plain = not re.search(r"[$\\]", value)
