@@ -162,14 +162,16 @@ def _named(scenario: str) -> list[tuple[str, dict]]:
 # -- answers ----------------------------------------------------------------------------------
 
 
-def _run(tmp_path, events, profile: str, config: dict | None = None):
-    """Feed payloads to the guard as the hook does; the answers, in order."""
+def _run(tmp_path, events, profile: str, config: dict | None = None, logs: list[str] | None = None):
+    """Feed payloads to the guard as the hook does; the answers, in order (`logs` hears
+    what the hook would write to hook.log)."""
     store = Store(str(tmp_path / "state"))
     answers = []
     os.environ["LOOPWATCH_PROFILE"] = profile
+    log = logs.append if logs is not None else None
     try:
         for i, data in enumerate(events):
-            answers.append(handle(parse(raw(data), "cline"), dict(config or {}), store, now=1000.0 + i))
+            answers.append(handle(parse(raw(data), "cline"), dict(config or {}), store, log=log, now=1000.0 + i))
     finally:
         del os.environ["LOOPWATCH_PROFILE"]
         store.close()
@@ -208,6 +210,32 @@ def test_attended_the_repeat_is_put_aside_for_a_command_that_says_why(tmp_path):
         assert answer["context"].startswith("loopwatch blocked this call")
     # every refusal a different input: Cline's own check never counts them as one call
     assert len({a["overrideInput"]["commands"][0] for a in refusals}) == len(refusals) == 3
+
+
+def test_a_refusal_another_hook_undid_is_counted_as_a_call_that_ran(tmp_path):
+    """A later hook (a project's) put the refused call back: Cline's report of it carries
+    the model's own input, not the refusal. The call ran: it is counted, and said."""
+    pre = [d for e, d in payloads("attended") if e == "PreToolUse"]
+    post = [d for e, d in payloads("attended") if e == "PostToolUse"]
+    events = [x for pair in zip(pre[:4], post[:4], strict=True) for x in pair]
+    undone = json.loads(json.dumps(post[3]))
+    undone["tool_result"].update(input=pre[3]["tool_call"]["input"], output=post[0]["tool_result"]["output"])
+    events[7] = undone
+    logs: list[str] = []
+    answers = _run(tmp_path, events, "attended", logs=logs)
+    assert "overrideInput" in answers[6].stdout  # refused...
+    assert "going in circles" in answers[7].stdout["context"]  # ...ran anyway, and counted: still circling
+    store = Store(str(tmp_path / "state"))
+    try:
+        (row,) = store.sessions()
+    finally:
+        store.close()
+    assert row["actions"] == 4 and row["blocks"] == 2  # the refusal, and the block worded "still circling"
+    said = (
+        "its refusal of a run_commands call was undone by another hook (the call ran as the model asked); "
+        "a project's hooks or plugins run after loopwatch's: `loopwatch doctor` names them"
+    )
+    assert [line for line in logs if "undone" in line] == [said]
 
 
 def test_the_refusal_runs_in_sh_and_says_the_reason_whatever_it_holds(tmp_path):
@@ -506,3 +534,46 @@ def test_cline_files_are_told_from_other_formats():
 
 def test_editor_is_a_writer():
     assert WRITERS["editor"] == "path"
+
+
+def test_scan_of_clines_state_folder_reads_its_sessions_and_leaves_the_rest_out(tmp_path):
+    """`~/.cline` as Cline leaves it (settings, databases, caches, logs, locks, session
+    manifests beside the messages): only the messages are read, the rest left out by
+    name and counted, and nothing is an error."""
+    from click.testing import CliRunner
+
+    from loopwatch._cli import cli
+
+    state = tmp_path / ".cline"
+    data = state / "data"
+    files = {
+        "cache/feature-flags.json": '{"flags": {}}',
+        "cache/user_input_history.jsonl": '{"text": "a prompt the person typed"}\n',
+        "db/sessions.db": "SQLite format 3\x00",
+        "db/teams.db-wal": "\x00\x01",
+        "logs/cline.log": '{"level": 30, "msg": "Agent loop caught error"}\n',
+        "locks/hub/production.json.lock/owner.json": '{"pid": 1}',
+        "settings/providers.json": '{"version": 1, "providers": {}}',
+        "settings/cli-notices.json": "{}",
+    }
+    for name, text in files.items():
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text(text)
+    for scenario in ("loop", "healthy"):
+        messages = json.loads((FIXTURES / CURRENT / scenario / "session.messages.json").read_text())
+        sid = messages["sessionId"]
+        folder = data / "sessions" / sid
+        folder.mkdir(parents=True)
+        (folder / f"{sid}.messages.json").write_text(json.dumps(messages))
+        (folder / f"{sid}.json").write_text(json.dumps({"session_id": sid, "status": "completed", "prompt": "x"}))
+    sub = FIXTURES / CURRENT / "subagent" / "agent.messages.json"
+    (data / "sessions" / sid / "agent_1_x.messages.json").write_text(sub.read_text())
+    (state / "hooks").mkdir()
+    (state / "hooks" / "PreToolUse").write_text("#!/bin/sh\n")
+    done = CliRunner().invoke(cli, ["scan", "--json", str(state)])
+    assert done.exit_code == 1, done.output  # a loop found: the loop session
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert sorted((r["format"], r["actions"]) for r in rows) == [("cline", 3), ("cline", 3), ("cline", 13)]
+    assert not any(r.get("error") for r in rows)
+    # left out by name: five folders of data/ (cache, db, locks, logs, settings) and two manifests
+    assert "Left out by name: 7 files and folders of Cline's state" in done.stderr, done.stderr

@@ -22,7 +22,7 @@ event (the report of the call that ran the sub-agent) ends the run.
 
 What the host's answer cannot say to the person (Cline prints nothing a hook says) is
 said by the host's own way (`Host.tell`): a stop, a refusal, a warning, and, for a host
-that runs a project's hooks beside the user's (`Host.warns_at_start`), what the project
+that runs a project's hooks beside the user's (`Host.start_warnings`), what the project
 holds that can undo the guard, at the session's first call.
 
 Event times are the session's clock (`SessionState.time`): its first wall time plus the
@@ -112,10 +112,8 @@ def _tell(
     from .._core.messages import Blocked, Stopped, Warned
 
     lines: list[str] = []
-    if outcome.get("new") and agent.warns_at_start and payload.cwd and not payload.agent:
-        from pathlib import Path  # only at a session's start: the hook's path stays small
-
-        for off in agent.switch_offs(Path(payload.cwd), os.environ):
+    if outcome.get("new") and payload.cwd and not payload.agent:
+        for off in agent.start_warnings(payload.cwd, os.environ):
             lines.append(f"loopwatch: {off.path}: {off.what}")
             if log is not None:
                 log(f"warned: {off.path}: {off.what}")

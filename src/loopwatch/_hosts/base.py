@@ -213,10 +213,6 @@ class Host:
     #: folder), for a host that hands its hooks an environment a project can set (Cline
     #: loads a project's `.env` into it).
     isolated: ClassVar[bool] = False
-    #: Tell the person, at a session's first hook call, what a project holds that can undo
-    #: or switch off the guard (`switch_offs`), for a host that runs user hooks next to a
-    #: project's own, with no trust asked (Cline).
-    warns_at_start: ClassVar[bool] = False
 
     # -- the live guard ------------------------------------------------------------------------
 
@@ -318,6 +314,13 @@ class Host:
     def hooked(self, settings: Any) -> dict[str, list[str]]:
         """Event -> loopwatch's hook commands found in `settings`."""
         raise NotImplementedError
+
+    def start_warnings(self, cwd: str, env: Mapping[str, str]) -> list[SwitchOff]:
+        """What the person is told at a session's first hook call: what the project in
+        `cwd` holds that can undo or switch off the guard, for a host that runs a project's
+        own hooks beside the user's with no trust asked (Cline). Read only, and cheap: the
+        hook calls it. The default: nothing (`doctor` reads `switch_offs`)."""
+        return []
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         """Settings found now (a project's, from `cwd`, or the user's own) that switch
@@ -481,7 +484,7 @@ class FileHooks(Host):
         a file it never runs."""
         return name if name in self.hooked_events else None
 
-    def read_folder(self, folder: Path) -> dict[str, str]:
+    def read_folder(self, folder: str | os.PathLike[str]) -> dict[str, str]:
         """The regular files of `folder` the host may run (`event_of`), name -> their
         first 4 KiB as text; {} when the folder does not exist. Raises OSError when it
         cannot be listed or a file cannot be read; a link is read as what it is, never

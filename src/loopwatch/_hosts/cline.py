@@ -285,15 +285,28 @@ def session_manifest(session: str, env: Mapping[str, str], argv: list[str] | Non
     Read only for its `interactive` and `status`; never raises."""
     if not _SESSION_ID.match(session):
         return None  # an id from a payload names a file: nothing but an id's letters
-    from .base import read_json
-
     for folder in sessions_dirs(env, argv):
-        from pathlib import Path
-
-        found = read_json(Path(folder, session, f"{session}.json"), _MANIFEST_LIMIT)
+        found = _read_json(os.path.join(folder, session, f"{session}.json"), _MANIFEST_LIMIT)
         if isinstance(found, dict):
             return found
     return None
+
+
+def _read_json(path: str, limit: int) -> Any:
+    """A small JSON file, or None when it is absent, too large or not JSON; never raises."""
+    from .._files import open_file
+
+    try:
+        with open_file(path) as fh:
+            data = fh.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
 
 
 # -- the process running the session -------------------------------------------------------------
@@ -389,7 +402,6 @@ class Cline(FileHooks):
     events = MappingProxyType({"PreToolUse": BEFORE, "PostToolUse": AFTER})
     hooked_events = HOOK_EVENTS
     isolated = True
-    warns_at_start = True
     # `~/.cline/data` (its session folders beside settings, databases, caches, logs and
     # locks: a cache holds a `.jsonl` of typed prompts), and one session's folder (its
     # manifest beside the messages: `<id>.json`, ids being `<ms since 1970>_<5 letters>`).
@@ -632,19 +644,22 @@ class Cline(FileHooks):
         return event if event in self.hooked_events else None
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
+        return self.start_warnings(str(cwd), env)
+
+    def start_warnings(self, cwd: str, env: Mapping[str, str]) -> list[SwitchOff]:
         found: list[SwitchOff] = []
         mine = os.path.join(_home(env), USER_HOOKS)
         for folder in PROJECT_HOOKS:
             where = os.path.join(cwd, folder)
             try:
-                names = sorted(os.listdir(where))
+                files = self.read_folder(where)
             except OSError:
                 continue
-            for name in names:
-                event = hook_event_of(name)
+            for name, head in files.items():
+                event = hook_event_of(name) or ""
                 path = os.path.join(where, name)
-                if event not in HOOK_EVENTS or not os.path.isfile(path) or os.path.islink(path):
-                    continue
+                if not head or self.ours(head):
+                    continue  # not run (a link, an empty file), or loopwatch's own (`install --project`)
                 if _sort_key(path) < _sort_key(os.path.join(mine, event)):
                     continue  # runs before loopwatch's: its answer cannot undo loopwatch's
                 found.append(
