@@ -189,7 +189,7 @@ _DEFAULT_RULE = ToolRule()
 #: writers unless `[tools.X]` says otherwise, so an edit between two failing test runs
 #: is progress (an edit/test loop is not "the same error" repeated). Claude Code's
 #: editing tools, Codex's patch tool, the SWE-agent/OpenHands and Anthropic text
-#: editors, Gemini CLI's, and the usual framework spellings.
+#: editors, Gemini CLI's, Cline's `editor`, and the usual framework spellings.
 WRITERS = frozenset(
     {
         "Write",
@@ -203,6 +203,7 @@ WRITERS = frozenset(
         "replace",
         "edit_file",
         "create_file",
+        "editor",
     }
 )
 _DEFAULT_RULES = {

@@ -221,6 +221,10 @@ def refusal_input(name: str, call_id: str | None, reason: str) -> dict[str, Any]
     return None
 
 
+#: The top-level keys of a session's messages file (`<id>.messages.json`): what tells it
+#: from other files that hold a `messages` list.
+SESSION_KEYS = frozenset({"version", "updated_at", "agent", "sessionId", "messages"})
+
 #: What marks an input as loopwatch's refusal (`refusal_input`).
 REFUSED_MARK = "loopwatch-refused"
 

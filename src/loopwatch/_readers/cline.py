@@ -44,7 +44,6 @@ __all__ = ["NAME", "read", "sniff"]
 
 NAME = "cline"
 
-_SESSION_KEYS = frozenset({"sessionId", "agent", "messages"})
 _STREAM_TYPES = frozenset({"hook_event", "agent_event", "run_result", "run_aborted"})
 _TOKENS = ("inputTokens", "outputTokens")
 _PEEK = 20
@@ -69,7 +68,7 @@ def sniff(path: str, head: bytes) -> bool:
     objs = head_objects(text, _PEEK)
     if objs and any(is_stream_line(o) for o in objs):
         return True
-    return _SESSION_KEYS <= set(keys_at(text, 1, limit=40))
+    return host.SESSION_KEYS <= set(keys_at(text, 1, limit=40))
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
