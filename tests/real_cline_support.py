@@ -133,6 +133,7 @@ class ClineRun:
         self.work.mkdir(parents=True, exist_ok=True)
         self.profile = profile
         self.extra_env: dict[str, str] = {}
+        self.local = True  # False: Cline's default, a session in a detached hub daemon
         self._authed = False
 
     @property
@@ -149,11 +150,12 @@ class ClineRun:
         env.update(
             HOME=str(self.home),
             PYTHONPATH=SRC,  # `loopwatch install` runs from this checkout, and pins it in the hook
-            CLINE_SESSION_BACKEND_MODE="local",
             CLINE_NO_AUTO_UPDATE="1",
             NO_PROXY="127.0.0.1,localhost",
         )
         env["PATH"] = os.pathsep.join([os.path.dirname(self.binary), env.get("PATH", os.defpath)])  # `cline` on PATH
+        if self.local:
+            env["CLINE_SESSION_BACKEND_MODE"] = "local"
         if self.profile:
             env["LOOPWATCH_PROFILE"] = self.profile
         env.update(self.extra_env)

@@ -18,6 +18,7 @@ import json
 import os
 
 import pytest
+import real_clis
 from real_cline_support import (
     CLINE_VERSION,
     CURRENT_CLINE_VERSION,
@@ -288,3 +289,34 @@ def test_install_project_uninstall_and_doctor(machine, version, tmp_path):
         box.loopwatch("uninstall", "cline", "--project")
         assert not any((box.work / ".clinerules" / "hooks").iterdir())
         assert os.listdir(box.work / ".clinerules" / "hooks") == []
+
+
+def test_in_hub_mode_the_stop_holds_and_no_hub_outlives_the_test(machine, tmp_path):
+    """Without local mode Cline runs the session in a detached hub daemon (fixed port
+    25463): the hook's parent is the daemon, whose command line says nothing. The profile
+    comes from Cline's own session record, the stop is a cancel as in local mode, and the
+    person learns why from `hook.log` and `status` (the daemon's stderr is a log). One
+    such test at a time (a lock in the CLI cache), skipped if the port is taken; the hub is
+    stopped after, and none may remain."""
+    import fcntl
+    import socket
+
+    with open(real_clis.cache_dir("cline", "hub").with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file is closed
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", 25463)) == 0:
+                pytest.skip("port 25463 (Cline's hub) is taken by another program")
+        with ScriptedChat({"loop": loop_script(12)}) as server:
+            box = machine(server, CURRENT_CLINE_VERSION)
+            box.local = False
+            box.install()
+            finished = box.cline("SCENARIO:loop do the task")
+            turns = server.of("loop")
+            hubs = box.hubs()
+            assert box.close() == hubs
+    assert hubs, "no hub daemon ran: the test did not test hub mode"
+    assert [t.answered for t in turns] == ["tool:run_commands"] * 4 and len(_ran(finished)) == 3
+    assert finished.result["finishReason"] == "aborted"
+    row = box.status()[""]
+    assert row["profile"] == "unattended" and row["profile_reason"] == "Cline session: not interactive"
+    assert row["stops"] == 1
