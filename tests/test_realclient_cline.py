@@ -301,7 +301,9 @@ def test_in_hub_mode_the_stop_holds_and_no_hub_outlives_the_test(machine, tmp_pa
     import fcntl
     import socket
 
-    with open(real_clis.cache_dir("cline", "hub").with_suffix(".lock"), "a") as lock:
+    path = real_clis.cache_dir("cline", "hub").with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file is closed
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", 25463)) == 0:
