@@ -313,6 +313,9 @@ def test_install_writes_marked_files_and_leaves_others_alone():
     }
     assert agent.install(after, "/py -I -m loopwatch hook cline") == after  # twice: the same
     assert agent.uninstall(after) == before
+    older = {**after, "TaskStart": agent.file_text("TaskStart", "/py -m loopwatch hook cline")}
+    assert agent.install(older, "/py -I -m loopwatch hook cline") == after  # an event no longer hooked: removed
+    assert agent.uninstall(older) == before
     with pytest.raises(SettingsError, match="PreToolUse is there and is not loopwatch's"):
         agent.install({"PreToolUse": "#!/bin/sh\nmy own\n"}, "/py -m loopwatch hook cline")
 
@@ -374,6 +377,15 @@ def test_doctor_names_a_project_hook_that_runs_after_loopwatchs_and_project_plug
     ]
     assert "undo a refusal" in found[0].what
     assert host.HOST.switch_offs(early, env) == []  # it runs first: loopwatch's answer comes last
+    (late / ".cline" / "hooks").mkdir()
+    (late / ".cline" / "hooks" / "PostToolUse").write_text(host.HOST.file_text("PostToolUse", "loopwatch hook cline"))
+    assert len(host.HOST.switch_offs(late, env)) == 2  # loopwatch's own, installed with --project: not one
+
+
+def test_a_project_whose_clinerules_is_a_file_gets_its_hooks_in_dot_cline(tmp_path):
+    assert host.HOST.settings_file("project", {}, tmp_path) == tmp_path / ".clinerules" / "hooks"
+    (tmp_path / ".clinerules").write_text("use tabs\n")
+    assert host.HOST.settings_file("project", {}, tmp_path) == tmp_path / ".cline" / "hooks"
 
 
 # -- the environment a project sets ---------------------------------------------------------------

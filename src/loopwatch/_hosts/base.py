@@ -481,7 +481,8 @@ class FileHooks(Host):
 
     def event_of(self, name: str) -> str | None:
         """The event a file of this name is run for, as the host reads names; None for
-        a file it never runs."""
+        a file it never runs. Every event's, not only those `install` hooks: a file of
+        loopwatch's for an event no longer hooked is found, and `uninstall` removes it."""
         return name if name in self.hooked_events else None
 
     def read_folder(self, folder: str | os.PathLike[str]) -> dict[str, str]:

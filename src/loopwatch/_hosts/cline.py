@@ -23,7 +23,9 @@ scripted model; tests/test_realclient_cline.py pins each of these):
   `postToolUse.success` stays true; the exit code is only in that text. A call Cline's own
   repeat check aborted (at the 5th identical call) reads `"Command failed: Command was
   aborted"`. A tool-level error (an input it cannot use) is `output {"error": ...}` with
-  `tool_result.error` set.
+  `tool_result.error` set. A call's result is its `output` alone: the times and duration
+  Cline reports beside it differ at every call, and would make identical failures look
+  different.
 - **Answers**: `cancel: true` (PreToolUse: the call does not run; PostToolUse: its result is
   dropped) ends the run, sub-agent only inside a sub-agent, with no further model request
   and exit status 0; `--json` then says only "aborted by another client", so the person is
@@ -641,11 +643,14 @@ class Cline(FileHooks):
 
         if scope == "user":
             return Path(_home(env), USER_HOOKS)
+        rules = cwd / ".clinerules"
+        if rules.exists() and not rules.is_dir():  # the older rules file: Cline reads `.cline/hooks` too
+            return cwd / PROJECT_HOOKS[1]
         return cwd / PROJECT_HOOKS[0]
 
     def event_of(self, name: str) -> str | None:
-        event = hook_event_of(name)
-        return event if event in self.hooked_events else None
+        # Every event's file: a loopwatch file of an event no longer hooked is found, and removed.
+        return hook_event_of(name)
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         return self.start_warnings(str(cwd), env)
@@ -662,7 +667,7 @@ class Cline(FileHooks):
             for name, head in files.items():
                 event = hook_event_of(name) or ""
                 path = os.path.join(where, name)
-                if not head or self.ours(head):
+                if event not in HOOK_EVENTS or not head or self.ours(head):
                     continue  # not run (a link, an empty file), or loopwatch's own (`install --project`)
                 if _sort_key(path) < _sort_key(os.path.join(mine, event)):
                     continue  # runs before loopwatch's: its answer cannot undo loopwatch's
