@@ -18,6 +18,7 @@ accepted (3.0.57 and 3.0.65).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -266,6 +267,85 @@ class ClineRun:
             except OSError:
                 pass
         return running
+
+    def tui(self, prompt: str, done: Any, timeout: float = 180) -> bytes:
+        """Cline's TUI on a pseudo-terminal, as a person starts it (`cline` in the
+        workspace; it always runs its session in the hub), the prompt typed, until
+        `done()` says the script is over; then it is ended (Ctrl-C twice, SIGTERM, SIGKILL).
+        Returns what the screen showed."""
+        import pty
+        import select
+        import signal
+        import time
+
+        if not self._authed:
+            self.auth()
+        env = {**self.env(), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: become Cline
+            try:
+                os.chdir(self.work)
+                os.execve(self.binary, [self.binary], env)
+            finally:
+                os._exit(127)
+        screen = bytearray()
+
+        def pump(seconds: float) -> None:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if ready:
+                    try:
+                        screen.extend(os.read(fd, 1 << 16))
+                    except OSError:
+                        return
+
+        try:
+            pump(10)
+            os.write(fd, b"\x1b")  # the notice Cline opens with
+            pump(2)
+            for char in prompt:
+                os.write(fd, char.encode())
+                time.sleep(0.03)
+            pump(1)
+            os.write(fd, b"\r")
+            began = time.monotonic()
+            while time.monotonic() - began < timeout and not done():
+                pump(1)
+            pump(2)
+            os.write(fd, b"\x03")
+            pump(2)
+            os.write(fd, b"\x03")
+            pump(2)
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    break
+                time.sleep(1)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        return bytes(screen)
+
+
+@contextlib.contextmanager
+def hub_port() -> Any:
+    """Hold Cline's hub port for one test at a time (its port, 25463, is fixed): a lock in
+    the CLI cache; skips the test when another program listens there."""
+    import fcntl
+    import socket
+
+    import pytest
+
+    path = real_clis.cache_dir("cline", "hub").with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file is closed
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", 25463)) == 0:
+                pytest.skip("port 25463 (Cline's hub) is taken by another program")
+        yield
 
 
 def scrubbed(text: str, *roots: Path) -> str:

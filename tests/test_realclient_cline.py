@@ -18,7 +18,6 @@ import json
 import os
 
 import pytest
-import real_clis
 from real_cline_support import (
     CLINE_VERSION,
     CURRENT_CLINE_VERSION,
@@ -27,6 +26,7 @@ from real_cline_support import (
     Finished,
     cline_binary,
     healthy_script,
+    hub_port,
     loop_script,
     reworded_script,
     run,
@@ -298,27 +298,35 @@ def test_in_hub_mode_the_stop_holds_and_no_hub_outlives_the_test(machine, tmp_pa
     person learns why from `hook.log` and `status` (the daemon's stderr is a log). One
     such test at a time (a lock in the CLI cache), skipped if the port is taken; the hub is
     stopped after, and none may remain."""
-    import fcntl
-    import socket
-
-    path = real_clis.cache_dir("cline", "hub").with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file is closed
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", 25463)) == 0:
-                pytest.skip("port 25463 (Cline's hub) is taken by another program")
-        with ScriptedChat({"loop": loop_script(12)}) as server:
-            box = machine(server, CURRENT_CLINE_VERSION)
-            box.local = False
-            box.install()
-            finished = box.cline("SCENARIO:loop do the task")
-            turns = server.of("loop")
-            hubs = box.hubs()
-            assert box.close() == hubs
+    with hub_port(), ScriptedChat({"loop": loop_script(12)}) as server:
+        box = machine(server, CURRENT_CLINE_VERSION)
+        box.local = False
+        box.install()
+        finished = box.cline("SCENARIO:loop do the task")
+        turns = server.of("loop")
+        hubs = box.hubs()
+        assert box.close() == hubs
     assert hubs, "no hub daemon ran: the test did not test hub mode"
     assert [t.answered for t in turns] == ["tool:run_commands"] * 4 and len(_ran(finished)) == 3
     assert finished.result["finishReason"] == "aborted"
     row = box.status()[""]
     assert row["profile"] == "unattended" and row["profile_reason"] == "Cline session: not interactive"
     assert row["stops"] == 1
+
+
+def test_the_tui_is_attended_by_clines_own_record(machine):
+    """Cline's TUI (a person at the terminal; the session runs in the hub, whose command
+    line says nothing): Cline records the session as interactive, so the repeats are
+    refused and the run is left to the person."""
+    with hub_port(), ScriptedChat({"loop": loop_script(12)}) as server:
+        box = machine(server, CURRENT_CLINE_VERSION)
+        box.local = False
+        box.install()
+        box.tui("SCENARIO:loop do it", done=lambda: any(r.answered == "text" for r in server.requests))
+        turns = server.of("loop")
+        assert box.close(), "no hub daemon ran"
+    assert [t.answered for t in turns] == ["tool:run_commands"] * 12 + ["text"]
+    assert [t.saw("loopwatch blocked this call") for t in turns[4:]] == [True] * 9
+    row = box.status()[""]
+    assert row["profile"] == "attended" and row["profile_reason"] == "Cline session: interactive"
+    assert row["actions"] == 3 and row["blocks"] == 9 and row["stops"] == 0
