@@ -1,6 +1,7 @@
 """Wall time of one `loopwatch hook` call, next to the bare `python -c pass`.
 
     PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000] [--installed] [--compare DIR]
+    PYTHONPATH=src python bench/hook.py --hosts claude-code,gemini-cli [--calls 50] [--warm 1000]
 
 The hook runs on every tool call, so its start-up is the product. This measures, on
 this machine and in this run:
@@ -19,6 +20,14 @@ module, from `python -X importtime` (cumulative microseconds, one run).
 state), interleaved with this one, for a before/after figure from the same run:
 `git archive <commit> src | tar -x -C /tmp/before; ... --compare /tmp/before/src`.
 
+`--hosts A,B,...` times what one tool call costs each host instead, interleaved in the same
+run against states warmed alike, each hook through `sh -c` as the host runs it: Claude Code
+runs the hook three times per call (PreToolUse, PostToolUse, PostToolBatch), Gemini CLI twice
+(BeforeTool, AfterTool), GitHub Copilot CLI twice (preToolUse, postToolUse: its payloads name
+no event, so the command does, and ends in `|| true`), Cline twice (PreToolUse, PostToolUse,
+the command `loopwatch install cline` writes: `python -I`, the event named). Printed: the median of each event, the
+sum per call, and each host's ratio to Claude Code's (target: at most 1x).
+
 `--installed` measures what a user runs instead: this worktree is installed with
 `pip install <worktree>` (a regular, non-editable install, with its dependencies)
 into a temporary `python -m venv`, and the hook is that venv's `loopwatch hook`
@@ -31,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -65,6 +75,23 @@ def payload(i: int, session: str, cwd: str) -> dict:
         "tool_response": {"stdout": f"output of {command}\n" * 5, "stderr": "", "interrupted": False},
         "tool_use_id": f"toolu_{i:06d}",
     }
+
+
+def copilot_payload(i: int, session: str, cwd: str, event: str) -> dict:
+    """What Copilot hands a hook for call `i` (1.0.89 and 1.0.102: camelCase, no event
+    name, the exit code only in the result's last line)."""
+    command = COMMANDS[i % len(COMMANDS)] + f" # step {i // 3}"
+    raw = {
+        "sessionId": session,
+        "timestamp": 1796523736146 + i,
+        "cwd": cwd,
+        "toolName": "bash",
+        "toolArgs": {"command": command, "description": "Run a command"},
+    }
+    if event == "postToolUse":
+        text = f"output of {command}\n" * 5 + f"<shellId: {i} completed with exit code 0>"
+        raw["toolResult"] = {"resultType": "success", "textResultForLlm": text}
+    return raw
 
 
 def warm(state: Path, session: str, cwd: str, events: int) -> None:
@@ -186,15 +213,129 @@ assert "site-packages" in loopwatch.__file__, loopwatch.__file__
 """.replace("BENCH_DIR", repr(str(Path(__file__).resolve().parent)))
 
 
+def call_events(host: str, i: int, session: str, cwd: str) -> list[tuple[str, dict]]:
+    """The hook events one tool call makes on `host`: (the hook's arguments, payload)."""
+    if host == "copilot":
+        return [
+            (f"copilot {event}", copilot_payload(i, session, cwd, event)) for event in ("preToolUse", "postToolUse")
+        ]
+    command = COMMANDS[i % len(COMMANDS)] + f" # step {i // 3}"
+    output = f"output of {command}\n" * 5
+    if host == "cline":  # the shapes Cline 3.0.65 sends (tests/fixtures/cline)
+        ids = {
+            "sessionContext": {"rootSessionId": session},
+            "workspaceRoots": [cwd],
+            "agent_id": "agent_bench",
+            "parent_agent_id": None,
+        }
+        call = {"id": f"call_{i:06d}", "name": "run_commands", "input": {"commands": [command]}}
+        items = [{"query": command, "result": output, "success": True}]
+        return [
+            ("cline PreToolUse", {**ids, "hookName": "tool_call", "tool_call": call}),
+            (
+                "cline PostToolUse",
+                {
+                    **ids,
+                    "hookName": "tool_result",
+                    "tool_result": {**call, "output": items, "durationMs": 5},
+                    "postToolUse": {"toolName": "run_commands", "result": json.dumps(items), "success": True},
+                },
+            ),
+        ]
+    base = {"session_id": session, "transcript_path": f"{cwd}/t.jsonl", "cwd": cwd}
+    if host == "gemini-cli":
+        tool = {"tool_name": "run_shell_command", "tool_input": {"command": command, "description": "Run a command"}}
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+        wrapped = f"<untrusted_context>\nOutput: {output}\nProcess Group PGID: {1000 + i}\n</untrusted_context>"
+        return [
+            ("gemini-cli", {**base, **tool, "hook_event_name": "BeforeTool", "timestamp": stamp}),
+            (
+                "gemini-cli",
+                {
+                    **base,
+                    **tool,
+                    "hook_event_name": "AfterTool",
+                    "timestamp": stamp,
+                    "tool_response": {"llmContent": wrapped, "returnDisplay": output},
+                },
+            ),
+        ]
+    tool = {"tool_name": "Bash", "tool_input": {"command": command, "description": "Run a command"}}
+    tool["tool_use_id"] = f"toolu_{i:06d}"
+    response = {"stdout": output, "stderr": "", "interrupted": False}
+    base = {**base, "permission_mode": "default"}
+    return [
+        ("claude-code", {**base, **tool, "hook_event_name": "PreToolUse"}),
+        ("claude-code", {**base, **tool, "hook_event_name": "PostToolUse", "tool_response": response}),
+        (
+            "claude-code",
+            {**base, "hook_event_name": "PostToolBatch", "tool_calls": [{**tool, "tool_response": response}]},
+        ),
+    ]
+
+
+def per_call(args: argparse.Namespace) -> None:
+    """`--hosts`: the cost of one tool call on each host (see the module docstring)."""
+    hosts = args.hosts.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_", "CI"))}
+        env.update(PYTHONPATH=str(SRC), LOOPWATCH_PROFILE="attended")
+        envs = {host: {**env, "LOOPWATCH_STATE_DIR": str(Path(tmp) / host)} for host in hosts}
+        sys.path.insert(0, str(SRC))
+        from loopwatch._hook.guard import handle
+        from loopwatch._hook.payload import parse
+        from loopwatch._hook.state import Store
+
+        for host in hosts:
+            store = Store(Path(tmp) / host)
+            try:
+                for i in range(args.warm):
+                    for hook, data in call_events(host, i, "bench-session", tmp):
+                        name, _, event = hook.partition(" ")
+                        handle(parse(json.dumps(data).encode(), name, event=event or None), {}, store)
+            finally:
+                store.close()
+        python = shlex.quote(sys.executable)
+        times: dict[str, dict[str, list[float]]] = {host: {} for host in hosts}
+        commands = {host: f"{python} -m loopwatch hook" for host in hosts}
+        if "cline" in hosts:  # as `install cline` writes it (python -I, this checkout named when needed)
+            from loopwatch._cli.install import default_command
+
+            commands["cline"] = default_command("cline").removesuffix(" cline")
+        for i in range(args.calls):
+            for host in hosts:
+                for hook, data in call_events(host, args.warm + i, "bench-session", tmp):
+                    tail = " || true" if host == "copilot" else ""  # as `install copilot` writes it
+                    took = timed(["sh", "-c", f"{commands[host]} {hook}{tail}"], json.dumps(data).encode(), envs[host])
+                    event = hook.partition(" ")[2] or data["hook_event_name"]
+                    times[host].setdefault(event, []).append(took)
+        totals = {}
+        for host in hosts:
+            medians = {event: statistics.median(t) for event, t in times[host].items()}
+            totals[host] = sum(medians.values())
+            shown = ", ".join(f"{event} {m * 1000:.1f} ms" for event, m in medians.items())
+            print(f"{host:12} per call {totals[host] * 1000:7.1f} ms  ({shown})")
+        base = totals.get("claude-code")
+        if base:
+            for host in hosts:
+                print(f"{host:12} per call / claude-code: {totals[host] / base:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--warm", type=int, default=1000)
     parser.add_argument("--installed", action="store_true", help="time a regular install in a temporary venv")
     parser.add_argument("--compare", metavar="DIR", help="also time the hook from this source tree")
+    parser.add_argument(
+        "--hosts", metavar="A,B", help="time one tool call on each host (claude-code,copilot,gemini-cli,cline)"
+    )
     args = parser.parse_args()
     if args.installed:
         installed(args)
+        return
+    if args.hosts:
+        per_call(args)
         return
 
     with tempfile.TemporaryDirectory() as tmp:

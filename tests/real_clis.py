@@ -34,6 +34,8 @@ class Cli(NamedTuple):
 CLIS: dict[str, Cli] = {
     "claude-code": Cli("@anthropic-ai/claude-code", "claude", ("2.1.197", "2.1.332")),
     "codex": Cli("@openai/codex", "codex", ("0.171.0",)),
+    "copilot": Cli("@github/copilot", "copilot", ("1.0.89", "1.0.102")),
+    "gemini-cli": Cli("@google/gemini-cli", "gemini", ("0.58.0", "0.61.0")),
     "cline": Cli("cline", "cline", ("3.0.57", "3.0.65")),
 }
 

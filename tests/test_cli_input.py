@@ -112,6 +112,17 @@ def test_calibrate_rows_are_named_so_they_can_be_told_apart(tmp_path, monkeypatc
     assert "None" not in result.stdout
 
 
+@pytest.mark.parametrize("size", ["99999999999999999999", "9223372036854775807", "1000001"])
+def test_calibrate_windows_past_what_a_setting_may_hold_is_the_options_error(tmp_path, size):
+    session = tmp_path / "task.jsonl"
+    session.write_text(jsonl(looping_events()))
+    result = invoke("calibrate", "--no-progress", "--windows", f"12,{size}", session)
+    assert result.exit_code == 2 and result.stdout == "", (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and "reader" not in result.stderr and "cannot read" not in result.stderr
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith("Error: --windows: ") and f"{size} is out of range" in error, error
+
+
 # -- status --json with nothing to show ------------------------------------------------------
 
 

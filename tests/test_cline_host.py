@@ -391,31 +391,48 @@ def test_a_project_whose_clinerules_is_a_file_gets_its_hooks_in_dot_cline(tmp_pa
 # -- the environment a project sets ---------------------------------------------------------------
 
 
-def test_dotenv_values(tmp_path):
-    env_file = tmp_path / ".env"
-    env_file.write_text(
-        "# a comment\nexport LOOPWATCH_MODE=off\nA='x y'\nB=\"z\" # note\nC=${HOME}/x\nD=plain # comment\n"
-    )
-    assert host._dotenv(str(env_file)) == {"LOOPWATCH_MODE": "off", "A": "x y", "B": "z", "C": None, "D": "plain"}
-
-
 def test_a_project_dotenv_only_tightens(tmp_path, monkeypatch):
     """Cline loads a project's `.env` into its environment, and so into the hook's: what
-    it sets is not the user's word."""
+    it sets is not the user's word. A value naming another variable (Cline's loader expands
+    `${VAR}`) cannot be matched: it is taken as the file's too."""
     from loopwatch._trust import trusted_environ
 
-    (tmp_path / ".env").write_text("LOOPWATCH_MODE=off\nLOOPWATCH_PROFILE=attended\n")
+    (tmp_path / ".env").write_text("LOOPWATCH_MODE=off\nLOOPWATCH_PROFILE=attended\nLOOPWATCH_STATE_DIR=${HOME}/x\n")
     monkeypatch.chdir(tmp_path)
-    env = {"LOOPWATCH_MODE": "off", "LOOPWATCH_PROFILE": "attended", "HOME": str(tmp_path)}
-    said = host.HOST.env_from_files(env)
-    assert said == {"LOOPWATCH_MODE": str(tmp_path / ".env"), "LOOPWATCH_PROFILE": str(tmp_path / ".env")}
+    assert str(tmp_path / ".env") in host.HOST.env_files(str(tmp_path), {})
+    env = {
+        "LOOPWATCH_MODE": "off",
+        "LOOPWATCH_PROFILE": "attended",
+        "LOOPWATCH_STATE_DIR": f"{tmp_path}/x",
+        "HOME": str(tmp_path),
+    }
     notes: list[str] = []
-    kept = trusted_environ(env, [], notes.append, said)
-    assert "LOOPWATCH_MODE" not in env and "LOOPWATCH_PROFILE" not in env and kept == {}
-    assert len(notes) == 2 and all("not trusted" in n for n in notes)
+    kept = trusted_environ(env, [str(tmp_path)], notes.append, host.HOST)
+    assert not {"LOOPWATCH_MODE", "LOOPWATCH_PROFILE", "LOOPWATCH_STATE_DIR"} & set(env) and kept == {}
+    assert len(notes) == 3 and all("not trusted" in n for n in notes)
     # a value the user set themselves, which the file does not match, is theirs
-    env = {"LOOPWATCH_MODE": "warn"}
-    assert host.HOST.env_from_files(env) == {}
+    env = {"LOOPWATCH_MODE": "warn", "HOME": str(tmp_path)}
+    assert trusted_environ(env, [str(tmp_path)], None, host.HOST) == {} and env["LOOPWATCH_MODE"] == "warn"
+
+
+def test_the_environment_cline_was_started_with_tells_the_users_variables_from_the_files(tmp_path):
+    """Cline's own process keeps the environment it was started with (`/proc/PID/environ`):
+    a variable the user exported is there, one Bun loaded from a `.env` afterwards is not."""
+    fake = tmp_path / "cline"
+    fake.symlink_to("/bin/sh")
+    code = (
+        "import sys, json; sys.path.insert(0, %r); from loopwatch._hosts.cline import HOST;"
+        " e = HOST.started_environ(); print(json.dumps(e and {k: e.get(k) for k in ('LW_USER', 'HOME')}))"
+        % str(HERE.parent / "src")
+    )
+    script = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}; true"
+    env = {"LW_USER": "mine", "HOME": str(tmp_path), "PATH": os.environ["PATH"]}
+    done = subprocess.run(
+        [str(fake), "-c", script, "--json", "x"], env=env, capture_output=True, text=True, check=False
+    )
+    assert json.loads(done.stdout) == {"LW_USER": "mine", "HOME": str(tmp_path)}
+    other = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True, check=False)
+    assert json.loads(other.stdout) is None  # not Cline (or its hub): it cannot say
 
 
 def test_the_hook_ignores_a_project_dotenv_that_turns_it_off(tmp_path):
@@ -544,8 +561,13 @@ def test_cline_files_are_told_from_other_formats():
         assert detect(str(path), path.read_bytes()[:65536]) == "cline", path
 
 
-def test_editor_is_a_writer():
-    assert WRITERS["editor"] == "path"
+def test_editor_is_a_writer_in_clines_runs():
+    from loopwatch._core.config import Config
+    from loopwatch._hosts import HOST_WRITERS
+    from loopwatch._hosts.monitors import config_for
+
+    assert HOST_WRITERS["cline"] == {"editor": "path"} and "editor" not in WRITERS
+    assert config_for("cline", Config.make()).rule("editor").role == "writer"
 
 
 def test_scan_of_clines_state_folder_reads_its_sessions_and_leaves_the_rest_out(tmp_path):

@@ -24,7 +24,7 @@ from loopwatch._analysis.results import record_line
 from loopwatch._cli import cli
 from loopwatch._core.config import Config
 
-from _ray_local import local_ray
+from _ray_local import family_of, is_loopback, listening, local_ray
 from conftest import healthy_events, jsonl, looping_events
 
 pytestmark = pytest.mark.slow
@@ -110,6 +110,23 @@ def test_the_driver_imports_nothing_again_for_each_file(tmp_path):
         del sys.meta_path[0]
     assert [r.path for file in results for r in file] == [label for _, label in items]
     assert [name for name, times in looked_up.items() if times >= 10] == []
+
+
+def test_the_local_ray_listens_on_the_loopback_interface_only():
+    """Nothing of a local scan is reachable from the network: every socket the Ray started
+    here listens on (its GCS, raylet, agents, workers, and this driver) is on loopback."""
+    import ray
+
+    @ray.remote
+    def worker_pid() -> int:
+        return os.getpid()
+
+    family = family_of(os.getpid())
+    assert set(ray.get([worker_pid.remote() for _ in range(4)])) <= set(family)  # the workers are counted
+    sockets = listening(family)
+    gcs_port = int(ray.get_runtime_context().gcs_address.rsplit(":", 1)[1])
+    assert gcs_port in [port for _, _, port, _ in sockets], sockets  # the check sees Ray's own sockets
+    assert [s for s in sockets if not is_loopback(s[1])] == []
 
 
 def test_address_without_ray_engine_is_a_usage_error(tmp_path):

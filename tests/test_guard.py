@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import queue
 import subprocess
 import sys
+import threading
 import tracemalloc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -339,3 +343,135 @@ def test_a_guard_around_one_monitor_watches_one_run():
     assert not guard.serves_runs
     with pytest.raises(TypeError, match="watches one run"):
         guard.for_run("a")
+
+
+class CollectingLock:
+    """The guard's lock, with a full garbage collection each time it is taken: what a
+    collection that happens to run inside any of the guard's locked sections does.
+    Waited for by the thread that holds it (where a real lock blocks that thread for
+    ever), it counts the re-entry and raises instead; a try that does not wait is
+    refused, as a real lock refuses it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self.reentered = 0
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if self._owner == threading.get_ident():
+            if not blocking:
+                return False
+            self.reentered += 1
+            raise RuntimeError("the guard's lock was waited for by the thread holding it")
+        if not self._lock.acquire(blocking):
+            return False
+        self._owner = threading.get_ident()
+        gc.collect()
+        return True
+
+    def release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+    def __enter__(self) -> CollectingLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_a_collection_inside_the_guard_never_waits_on_the_guards_own_lock():
+    guard = attended()
+    lock = guard._lock = CollectingLock()
+    gc.disable()  # the finished run's context goes in the collection inside the lock, and only there
+    try:
+        context = RunContext()
+        context.itself = context  # a cycle: only a collection frees it
+        loop_once(guard, "finished", "run_tests", 1, lifetime=context)
+        del context
+        guard.for_run("next")  # holds the lock while it makes the run's guard; the collection runs then
+    finally:
+        gc.enable()
+    assert lock.reentered == 0
+    assert guard.live_runs == 1  # the finished run was released all the same
+
+
+def test_a_run_whose_lifetime_goes_while_the_guard_is_idle_is_released_at_once():
+    guard = attended()
+    context = RunContext()
+    run_guard = weakref.ref(guard.for_run("job", lifetime=context))
+    del context
+    assert run_guard() is None  # nothing of the run outlives it, with no call to the guard since
+
+
+def test_a_run_id_used_again_is_not_ended_by_the_earlier_runs_lifetime():
+    guard = attended()
+    first = RunContext()
+    loop_once(guard, "job", "run_tests", 1, lifetime=first)
+    guard.end_run("job")
+    second = RunContext()
+    assert loop_once(guard, "job", "run_tests", 3, lifetime=second) == [Action.ALLOW] * 3
+    del first  # the earlier run's context goes: that ends the earlier run, not this one
+    assert loop_once(guard, "job", "run_tests", 1, lifetime=second) == [Action.BLOCK]
+
+
+class HeldQueue(queue.SimpleQueue):
+    """The guard's queue of runs whose lifetime went, whose `put` waits for `release`:
+    a finalizer caught after it fired and before it reported (in another thread)."""
+
+    def __init__(self, progress: threading.Event) -> None:
+        self.progress = progress
+        self.reporting = threading.Event()
+        self.release = threading.Event()
+
+    def put(self, item, block=True, timeout=None):
+        self.reporting.set()
+        self.progress.set()
+        self.release.wait()
+        super().put(item)
+
+
+def test_a_finalizer_that_reports_after_its_run_was_ended_and_the_id_reused_ends_nothing():
+    guard = attended()
+    progress = threading.Event()  # set when the finalizer reports, or when the collector is done
+    guard._gone = gone = HeldQueue(progress)
+    first = [RunContext()]
+    loop_once(guard, "job", "run_tests", 1, lifetime=first[0])
+
+    def collect() -> None:
+        first.clear()  # the earlier context goes, in another thread
+        progress.set()
+
+    collector = threading.Thread(target=collect)
+    collector.start()
+    progress.wait()
+    if not gone.reporting.is_set():
+        collector.join()
+        pytest.fail("the lifetime's finalizer did its work itself instead of reporting to the guard's queue")
+    # Its finalizer fired and has not reported yet: too late for end_run to detach it.
+    guard.end_run("job")
+    second = RunContext()
+    assert loop_once(guard, "job", "run_tests", 3, lifetime=second) == [Action.ALLOW] * 3
+    gone.release.set()
+    collector.join()
+    assert loop_once(guard, "job", "run_tests", 1, lifetime=second) == [Action.BLOCK]
+
+
+def test_a_run_keyed_by_its_contexts_address_starts_clean_when_a_new_context_takes_it():
+    guard = attended()  # the OpenAI Agents adapter keys a run by `id()` of what lives as long as it
+    context = RunContext()
+    assert loop_once(guard, "address", "run_tests", 4, lifetime=context)[-1] == Action.BLOCK
+    del context  # gone: a new run's context may now have the same address
+    assert loop_once(guard, "address", "run_tests", 1, lifetime=RunContext()) == [Action.ALLOW]
+
+
+@pytest.mark.parametrize("known", [False, True], ids=["new-run", "known-run"])
+def test_a_lifetime_that_cannot_be_weakly_referenced_is_refused_before_anything_is_kept(known):
+    guard = attended()
+    if known:
+        guard.for_run("job")
+    for _ in range(2):  # the same answer each time
+        with pytest.raises(TypeError, match=r"lifetime=.*weakly referenced.*int"):
+            guard.for_run("job", lifetime=42)
+        assert guard.live_runs == int(known)

@@ -179,9 +179,11 @@ def test_each_hosts_hook_path_imports_nothing_heavy(agent, name):
     import subprocess
     import sys
 
-    payload = host(name).probe_payload(str(agent.cwd), str(agent.cwd))
+    agent_cli = host(name)
+    payload = agent_cli.probe_payload(str(agent.cwd), str(agent.cwd))
+    event = [agent_cli.probe_event] if agent_cli.probe_event else []
     proc = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime", "-m", "loopwatch", "hook", name],
+        [sys.executable, "-S", "-X", "importtime", "-m", "loopwatch", "hook", name, *event],
         input=json.dumps(payload).encode(),
         env={**agent.env(), "PYTHONPATH": SRC},
         capture_output=True,

@@ -198,7 +198,8 @@ def test_each_layer_is_a_package(name: str) -> None:
 #: `Guard` lazily and so sits with the front ends). A unit imports from the layers below
 #: its own; units of one layer are independent of each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("loopwatch._core", "loopwatch._files", "loopwatch._safefile"),  # the pure detector; plain file machinery
+    # the pure detector; plain file machinery; data as output (JSON, text for a terminal)
+    ("loopwatch._core", "loopwatch._files", "loopwatch._safefile", "loopwatch._encode"),
     ("loopwatch._hosts", "loopwatch._configfile"),  # host shapes; config files
     ("loopwatch._trust",),  # which settings are trusted (reads config files)
     ("loopwatch._readers",),

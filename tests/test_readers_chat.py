@@ -191,3 +191,50 @@ _json_values = st.recursive(
 def test_keys_at_finds_the_top_level_keys_of_any_object(obj, pretty):
     data = json.dumps(obj, indent=1 if pretty else None).encode()
     assert keys_at(data, 1) == list(obj)
+
+
+GEMINI = fixture("chat", "gemini-contents.json")
+
+
+def test_gemini_contents():
+    """The conversation Gemini CLI 0.61.0 sent the model after four identical failing
+    calls (what its `/chat save` checkpoints hold): each `functionCall` answered by the
+    `functionResponse` of the same id, a failure read from the exit code in its text."""
+    session, events = events_of(GEMINI)
+    assert session.format == "chat"
+    found = calls(events)
+    assert [c.name for c in found] == ["run_shell_command"] * 4
+    assert all(c.error and "Exit Code: 2" in c.result for c in found)
+    assert len({c.result for c in found}) == 1  # the process group of each run is no part of it
+    assert [e.source_ref for e in events if isinstance(e, UserMessage)] == ["[0]"]
+    assert stop_of(events) is not None
+
+
+def test_gemini_calls_without_ids_are_answered_in_order(tmp_path):
+    contents = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {
+            "role": "model",
+            "parts": [
+                {"text": "thinking", "thought": True},
+                {"functionCall": {"name": "read_file", "args": {"file_path": "a"}}},
+                {"functionCall": {"name": "read_file", "args": {"file_path": "b"}}},
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "read_file", "response": {"output": "A"}}},
+                {"functionResponse": {"name": "read_file", "response": {"error": "no such file"}}},
+            ],
+        },
+    ]
+    path = tmp_path / "checkpoint-x.json"
+    path.write_text(json.dumps(contents))
+    _, events = events_of(str(path))
+    found = calls(events)
+    assert [(c.input, c.result, c.error) for c in found] == [
+        ({"file_path": "a"}, "A", False),
+        ({"file_path": "b"}, "no such file", True),
+    ]
+    assert not any(isinstance(e, ModelText) for e in events)  # a thought is not the model's text

@@ -54,7 +54,9 @@ def test_an_events_session_quoting_other_formats_is_events(tmp_path):
     assert [c.name for c in calls(events)] == MARKERS
 
 
-@pytest.mark.parametrize("fmt", ["mini-swe-agent", "swe-agent", "atif", "tb-console", "openhands", "chat", "codex"])
+@pytest.mark.parametrize(
+    "fmt", ["mini-swe-agent", "swe-agent", "atif", "tb-console", "openhands", "chat", "codex", "copilot"]
+)
 @pytest.mark.parametrize("name", ["session.jsonl", "run.traj.json", "run.traj", "agent.log"])
 def test_no_other_reader_claims_an_events_session_for_its_words(fmt, name):
     assert not claims(fmt, name, EVENTS)

@@ -96,10 +96,12 @@ def test_bad_lines_are_skipped_counted_and_named_by_line_number(tmp_path):
     assert [m.split(":")[0] for m in session.skipped] == [f"line {n}" for n in range(2, 11)]
     text = "\n".join(session.skipped)
     assert "line 2: not JSON" in text
-    assert "unknown event type 'frobnicate'" in text
+    assert "line 3: unknown event type (expected one of tool," in text
+    assert "frobnicate" not in text and "noon" not in text  # the values are not quoted
     assert "line 4: tool event: 'name' missing" in text
     assert "not a JSON object" in text
-    assert "'at' is not a number" in text
+    assert "'at' is a string, not a number" in text
+    assert "'text' is a number, not a string" in text
     assert "'changed' is not a list" in text
 
 

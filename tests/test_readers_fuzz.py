@@ -128,6 +128,8 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
     folder = {
         "claude-code": "claude-code",
         "codex": "codex",
+        "copilot": "copilot",
+        "gemini-cli": "gemini-cli",
         "openhands": "openhands",
         "chat": "chat",
         "verl": "verl",

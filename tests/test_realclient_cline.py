@@ -204,7 +204,7 @@ def test_a_project_hook_that_undoes_a_refusal_is_told_and_cannot_undo_a_stop(mac
         finished = box.cline("SCENARIO:loop do the task")
     assert f"loopwatch: {hook}: a project PreToolUse hook Cline runs after loopwatch's" in finished.stderr
     assert f"warned: {hook}" in (box.state_dir / "hook.log").read_text()
-    assert doctor.returncode == 1 and f"cline: problem: {hook}: a project PreToolUse hook" in doctor.stdout
+    assert doctor.returncode == 0 and f"cline: info: {hook}: a project PreToolUse hook" in doctor.stdout
     ran = _ran(finished)
     if profile == "attended":
         # The project's hook put the call back: it ran (and was counted), until Cline's own

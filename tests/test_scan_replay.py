@@ -108,6 +108,28 @@ def test_a_reader_failing_half_way_keeps_what_was_replayed():
     result = replay(Session("events", "s", events()), Config.make())
     assert result.actions == 1
     assert "RuntimeError: boom" in result.error
+    assert result.error.startswith("reader failed at event 2: ")
+
+
+class _Boom(Exception):
+    pass
+
+
+def test_a_replay_that_fails_past_the_reader_does_not_blame_the_reader(tmp_path, monkeypatch):
+    from loopwatch._core.monitor import Monitor
+
+    def fail(self, *args):
+        raise _Boom("the monitor failed")
+
+    path = tmp_path / "task.jsonl"
+    path.write_text(jsonl(looping_events()))
+    with monkeypatch.context() as patch:
+        patch.setattr(Monitor, "observe", fail)
+        (result,) = replay_file(str(path), Config.make())
+    assert result.error == "replay failed at event 1: _Boom: the monitor failed", result.error
+    monkeypatch.setattr(Monitor, "calibration", fail)  # once every event is read: still not the reader's
+    (result,) = replay_file(str(path), Config.make())
+    assert result.error == "replay failed: _Boom: the monitor failed", result.error
 
 
 # -- paths ----------------------------------------------------------------------------

@@ -37,7 +37,13 @@ One guard watches one run. A server that runs one agent for many users at once a
 its guard for each run's own: `guard.for_run(run_id)` is a guard with the same settings
 and a monitor of its own, kept until `guard.end_run(run_id)` (or until the `lifetime=`
 object the framework holds for the run is gone), so concurrent runs never mix their
-calls. The framework adapters do this with each framework's own run identity.
+calls. The framework adapters do this with each framework's own run identity. A
+`lifetime`'s finalizer runs wherever the garbage collector happens to run, perhaps
+inside this guard's own lock, so it never waits for that lock: it reports the run gone
+on a queue that takes no lock, and releases it at once only if the lock is free
+(otherwise the call holding it, or the next one that manages runs, does). The end is
+tied to that registration, not to the run id: an id used again by a later run is not
+ended by the earlier run's lifetime.
 
 The clock is the caller's (`clock=`, or `at=` on each call), `time.monotonic` by
 default; the core itself stays clock-free. It is safe to share between threads.
@@ -47,6 +53,8 @@ monitor keeps (digests, names, counts and times).
 
 from __future__ import annotations
 
+import itertools
+import queue
 import threading
 import time
 import weakref
@@ -79,6 +87,48 @@ def drop(*fields: str) -> Callable[[Any], Any]:
         return value
 
     return key
+
+
+def _check_weakly_referenceable(lifetime: object) -> None:
+    try:
+        weakref.ref(lifetime)
+    except TypeError:
+        raise TypeError(
+            f"Guard.for_run: lifetime= must be an object that can be weakly referenced (it is how the run's end "
+            f"is noticed); got {type(lifetime).__name__}. Pass the framework's run object, or call end_run(run)."
+        ) from None
+
+
+def _lifetime_gone(guard_ref: weakref.ref[Guard], run: Hashable, token: int) -> None:
+    """A run's `lifetime` was collected: report it, and release the run now if the
+    guard's lock is free. Never waits for the lock: the thread that holds it may be the
+    one this runs in (a collection inside a locked section)."""
+    guard = guard_ref()
+    if guard is None:
+        return
+    guard._gone.put((run, token))
+    if guard._lock.acquire(blocking=False):
+        try:
+            guard._release_gone()
+        finally:
+            guard._lock.release()
+
+
+class _Run:
+    """What `for_run` keeps for one registration of a run: its agents' guards, the token
+    its lifetime's finalizer reports, and that finalizer (detached when the run ends
+    first)."""
+
+    __slots__ = ("agents", "finalizer", "token")
+
+    def __init__(self, token: int, finalizer: weakref.finalize[Any, Any] | None) -> None:
+        self.agents: dict[str | None, Guard] = {}
+        self.token = token
+        self.finalizer = finalizer
+
+    def detach(self) -> None:
+        if self.finalizer is not None:
+            self.finalizer.detach()
 
 
 class Guard:
@@ -118,7 +168,12 @@ class Guard:
         self.keys = dict(keys or {})
         self._session = GuardSession(monitor)
         self._lock = threading.Lock()
-        self._runs: OrderedDict[Hashable, dict[str | None, Guard]] = OrderedDict()
+        self._runs: OrderedDict[Hashable, _Run] = OrderedDict()
+        self._tokens = itertools.count()
+        # Runs whose lifetime went, as (run, token): filled by finalizers, which may run
+        # inside `_lock` (a collection there), so a queue that takes no lock of ours
+        # (SimpleQueue.put may be called from a finalizer); drained under `_lock`.
+        self._gone: queue.SimpleQueue[tuple[Hashable, int]] = queue.SimpleQueue()
 
     @property
     def stopped(self) -> str | None:
@@ -136,22 +191,32 @@ class Guard:
         """The guard of one run (and of one `agent` within it, each agent being watched
         on its own): this guard's settings, a monitor of its own, made on first use.
         It is released by `end_run(run)`, or when `lifetime` (an object the framework
-        keeps exactly as long as the run, such as its run context) is collected."""
+        keeps exactly as long as the run, such as its run context) is collected: the
+        `lifetime` given when the run's guard is made. A `lifetime` must be weakly
+        referenceable (TypeError otherwise, before anything is kept)."""
         if self._config is None:
             self.fresh()  # raises, saying why
+        if lifetime is not None:
+            _check_weakly_referenceable(lifetime)
         with self._lock:
-            agents = self._runs.get(run)
-            if agents is None:
-                agents = self._runs[run] = {}
+            self._release_gone()
+            entry = self._runs.get(run)
+            if entry is None:
+                token = next(self._tokens)
+                finalizer = None
                 if lifetime is not None:
-                    weakref.finalize(lifetime, self.end_run, run)
+                    # The callback holds this guard weakly: a run's context does not keep it alive.
+                    finalizer = weakref.finalize(lifetime, _lifetime_gone, weakref.ref(self), run, token)
+                    finalizer.atexit = False
+                entry = self._runs[run] = _Run(token, finalizer)
                 while len(self._runs) > _MAX_RUNS:
-                    self._runs.popitem(last=False)
+                    self._runs.popitem(last=False)[1].detach()
             else:
                 self._runs.move_to_end(run)
-            guard = agents.get(agent)
+            guard = entry.agents.get(agent)
             if guard is None:
-                guard = agents[agent] = self.fresh()
+                guard = entry.agents[agent] = self.fresh()
+            self._release_gone()  # what a collection in here reported
             return guard
 
     def fresh(self) -> Guard:
@@ -167,12 +232,29 @@ class Guard:
     def end_run(self, run: Hashable) -> None:
         """Forget `run`'s guards (its calls, streaks and stop): the run is over."""
         with self._lock:
-            self._runs.pop(run, None)
+            self._release_gone()
+            entry = self._runs.pop(run, None)
+            if entry is not None:
+                entry.detach()
 
     @property
     def live_runs(self) -> int:
         """How many runs `for_run` holds now (each released when its run ends)."""
-        return len(self._runs)
+        with self._lock:
+            self._release_gone()
+            return len(self._runs)
+
+    def _release_gone(self) -> None:
+        """Release the runs whose lifetime went (under `_lock`): each only if it is still
+        the registration that lifetime was given for."""
+        while True:
+            try:
+                run, token = self._gone.get_nowait()
+            except queue.Empty:
+                return
+            entry = self._runs.get(run)
+            if entry is not None and entry.token == token:
+                del self._runs[run]
 
     # -- tool calls -------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ holds may switch its guard off. Two kinds of source:
 - **a project's**, untrusted: a `loopwatch.toml` or `[tool.loopwatch]` found from the
   working directory up, the `"env"` of a project's Claude Code settings
   (`.claude/settings.json`, `.claude/settings.local.json`), which Claude Code hands
-  to every hook as if it were the user's environment, and what a host says it took
-  from files a project can write into its hooks' environment (`Host.env_from_files`:
-  the `.env` files Cline loads from the folder it was started in).
+  to every hook as if it were the user's environment, and the environment files a
+  host loads into its own environment, and so its hooks' (`Host.env_files`: Gemini
+  CLI's project `.env` or `.gemini/.env`).
 
 An untrusted source may only **tighten** (`tighten`): `mode` may go up (off < warn <
 enforce), `profile` may become "unattended", `stop` may become true and `[hook] fail`
@@ -21,7 +21,10 @@ of the user's own file lets a project's loopwatch.toml loosen too (never the
 environment a project's settings set: that cannot be told from the user's).
 
 A variable the hook reads (`ENV_NAMES`) whose value is the one a project's Claude
-Code settings set is taken as the project's (`project_env`): `LOOPWATCH_MODE` and
+Code settings set is taken as the project's (`project_env`), and so is one a host's
+environment file set where the host's session process did not have it when it started
+(`Host.started_environ`: what the user exported is there, what the host loaded
+afterwards is not; where that cannot be read, the file's word is taken): `LOOPWATCH_MODE` and
 `LOOPWATCH_PROFILE` then only tighten, and the paths that choose the user's file and
 the state folder (`LOOPWATCH_CONFIG`, `LOOPWATCH_STATE_DIR`, `XDG_*`, `HOME`) fall
 back to their defaults. So a user who sets one of these in their shell *and* a
@@ -43,6 +46,7 @@ from typing import Any
 __all__ = [
     "ENV_NAMES",
     "MODES",
+    "env_file_settings",
     "load_config",
     "project_env",
     "read_project",
@@ -177,21 +181,90 @@ def _settings_env(path: str) -> dict[str, str]:
     return {str(k): v for k, v in table.items() if isinstance(v, str)}
 
 
+_MAX_ENV_FILE_BYTES = 1 << 20
+
+
+def dotenv(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The variables an environment file (`.env`, dotenv's syntax) sets; {} when it
+    cannot be read (bounded: a project wrote it). `KEY=value`, `export KEY=value`,
+    quoted values, `#` comments."""
+    import re
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENV_FILE_BYTES:
+            return {}
+        text = os.read(fd, _MAX_ENV_FILE_BYTES + 1).decode("utf-8", "replace")
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    out: dict[str, str] = {}
+    line = re.compile(
+        r"""^\s*(?:export\s+)?([\w.-]+)\s*(?:=|:\s)\s*('(?:\\'|[^'])*'|"(?:\\"|[^"])*"|`[^`]*`|[^#\r\n]*)"""
+    )
+    for row in text.replace("\r\n", "\n").split("\n"):
+        found = line.match(row)
+        if found is None:
+            continue
+        key, value = found.group(1), found.group(2).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"`":
+            quote, value = value[0], value[1:-1]
+            if quote == '"':
+                value = value.replace("\\n", "\n")
+        out[key] = value
+    return out
+
+
+def env_file_settings(host: Any, cwd: str | os.PathLike[str], env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """The variables of `ENV_NAMES` that a project's environment files, as `host` (a
+    `Host`) loads them for a session started in `cwd`, set: name -> (value, file).
+    What a project would put into the hook's environment, whatever the environment
+    here holds (for `doctor`)."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in host.env_files(os.fspath(cwd), env):
+        for key, value in dotenv(path).items():
+            if key in ENV_NAMES:
+                found.setdefault(key, (value, str(path)))
+    return found
+
+
+def _host_env(host: Any, folders: list[str], env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """The variables of `ENV_NAMES` in `env` that `host` put there from a project's
+    environment file: the file sets that very value (or a value that names another
+    variable, `${HOME}`, which a loader that expands them, as Cline's does, turns into
+    any value), and the host's session process did not have it when it started
+    (`Host.started_environ`; unknown: the file's word)."""
+    candidates: dict[str, tuple[str, str]] = {}
+    for folder in dict.fromkeys(folders):
+        for key, (value, path) in env_file_settings(host, folder, env).items():
+            if key in env and (env[key] == value or "$" in value):
+                candidates.setdefault(key, (env[key], path))
+    if not candidates:
+        return {}
+    started = host.started_environ()
+    return {k: v for k, v in candidates.items() if started is None or started.get(k) != v[0]}
+
+
 def trusted_environ(
     env: dict[str, str] | os._Environ[str],
     folders: list[str],
     log: Callable[[str], None] | None = None,
-    from_files: Mapping[str, str] | None = None,
+    host: Any = None,
 ) -> dict[str, str]:
     """Take out of `env` (in place) every variable of `ENV_NAMES` a project set (see
-    `project_env`), and every one the host says it took from a file a project can write
-    (`from_files`: name -> where from, `Host.env_from_files`); return those that may still
-    tighten (`LOOPWATCH_MODE` above "off", `LOOPWATCH_PROFILE=unattended`), for
-    `tighten`. `log` hears one line per variable."""
+    `project_env`, and for `host`, a `Host`, its environment files); return those that
+    may still tighten (`LOOPWATCH_MODE` above "off", `LOOPWATCH_PROFILE=unattended`),
+    for `tighten`. `log` hears one line per variable."""
     found = project_env(folders, env)
-    for name, origin in (from_files or {}).items():
-        if name in ENV_NAMES and env.get(name) and name not in found:
-            found[name] = (env[name], origin)
+    if host is not None:
+        for key, setting in _host_env(host, folders, env).items():
+            found.setdefault(key, setting)
     keep: dict[str, str] = {}
     for name, (value, path) in found.items():
         del env[name]

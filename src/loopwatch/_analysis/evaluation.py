@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .._core.config import Config
+from .._core.config import Config, params_with
 from .._core.monitor import Monitor
 from .._core.verdict import Action
 from .._files import read_file
@@ -76,6 +76,7 @@ __all__ = [
     "replay_cases",
     "score",
     "sweep_thresholds",
+    "with_checked",
     "with_param",
 ]
 
@@ -259,6 +260,15 @@ def with_param(config: Config, signal: str, field_name: str, value: Any) -> Conf
     signals = dict(config.signals)
     signals[signal] = signals[signal]._replace(**{field_name: value})
     return config._replace(signals=signals, given=config.given | {f"signals.{signal}.{field_name}"})
+
+
+def with_checked(config: Config, signal: str, **values: Any) -> Config:
+    """`config` with some of one signal's settings changed, checked as a configuration
+    file's are (ConfigError, naming the setting, for a value no monitor could use): for
+    settings taken from a command's options."""
+    signals = dict(config.signals)
+    signals[signal] = params_with(f"signals.{signal}", signals[signal], values)
+    return config._replace(signals=signals, given=config.given | {f"signals.{signal}.{name}" for name in values})
 
 
 class _Replayer(Monitor):

@@ -20,28 +20,47 @@ did not come back are tried again together, then in halves, and a file that fail
 is reported as an error with the cause. Standard input (`-`) is replayed in this process.
 
 Ray is imported when this runs (the `loopwatch[ray]` extra: `ray[data]` and pyarrow).
+
+A Ray that loopwatch starts (no `address`) listens on the loopback interface only
+(127.0.0.1: its GCS, raylet, agents and workers), so nothing of a local scan is
+reachable from the network; so does this driver when it joins a cluster by a loopback
+address. Joining a cluster has a deadline: the address must accept a connection within
+`CONNECT_SECONDS` (an address where nothing listens is refused at once, without a
+join), and Ray must answer within `JOIN_SECONDS` in all. Ray retries an address it
+cannot reach for many minutes, in calls that no signal interrupts, so the join runs in
+a thread of its own while this one waits: Ctrl-C or SIGTERM end the wait
+(`RayInterrupted`). A join given up is abandoned, not cancelled (Ray has no way to
+cancel one): its thread ends when Ray gives up.
 """
 
 from __future__ import annotations
 
 import importlib
 import io
+import ipaddress
+import logging
 import os
 import re
+import signal
+import socket
 import sys
+import threading
+import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 from functools import partial
 from itertools import islice
+from types import FrameType
 from typing import Any
 
 from .._core.config import Config
+from .._encode import decode_json, encode_json
 from .._readers import HEAD_SIZE
 from .evaluation import Case, Replayed, replay_case
 from .replay import SessionResult, replay_file
-from .results import decode_json, encode_json
 
-__all__ = ["RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray"]
+__all__ = ["RayInterrupted", "RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray", "start_local"]
 
 # Files in one Ray dataset. A dataset costs seconds to plan and start (about 10 s on a busy
 # 2-core machine, BENCHMARKS.md "Scan, scale and Ray"), so windows are wide; the driver holds their paths
@@ -51,28 +70,197 @@ _BATCH = 64  # files replayed in one `map_batches` call (a Ray task costs ~10 ms
 _RETRIES = 3  # times Ray runs a task again after its worker died
 
 
+#: Where a Ray that loopwatch starts listens: this machine only.
+LOOPBACK = "127.0.0.1"
+#: Seconds for a cluster's address to accept a connection when joining it.
+CONNECT_SECONDS = 5.0
+#: Seconds for the whole join: the connection, then Ray's own handshake (a second or two
+#: on a healthy cluster).
+JOIN_SECONDS = 60.0
+_SLICE = 0.25  # seconds: the longest a signal waits to be handled while joining
+
+
 class RayUnavailable(RuntimeError):
     """Ray is not installed, or the cluster cannot be reached; the message says which."""
 
 
-def connect(address: str | None = None) -> None:
-    """Start (or join, with `address`) Ray in this process, once."""
+class RayInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM (`signum`) while waiting for a cluster to answer."""
+
+    def __init__(self, signum: int, address: str) -> None:
+        super().__init__(f"interrupted while connecting to Ray at {address}")
+        self.signum = signum
+
+
+def connect(address: str | None = None, *, timeout: float = JOIN_SECONDS) -> None:
+    """Start Ray here (no `address`, or `local`), or join the cluster at `address`
+    within `timeout` seconds; once per process."""
     try:
         import ray
         import ray.data
     except ImportError:
         raise RayUnavailable("--engine ray needs Ray Data: pip install 'loopwatch[ray]'") from None
-    import logging
-
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # its progress lines would bury the scan's output
     ray.data.DataContext.get_current().enable_progress_bars = False
     _fail_fsspec_http_fast()
     if ray.is_initialized():
         return
+    if address in (None, "local"):
+        try:
+            start_local()
+        except Exception as exc:  # noqa: BLE001 - any failure to start is one message
+            raise RayUnavailable(f"cannot start Ray: {_cause(exc)}") from None
+        return
+    assert address is not None
+    _join(address, timeout)
+
+
+def start_local(num_cpus: int | None = None) -> None:
+    """Start a Ray on this machine for this process, listening on the loopback interface
+    only. Ray's own errors are raised as they are."""
+    import ray
+
+    with _on_loopback():
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            dashboard_host=LOOPBACK,
+            log_to_driver=False,
+            configure_logging=False,
+            _node_ip_address=LOOPBACK,
+        )
+
+
+@contextmanager
+def _on_loopback() -> Iterator[None]:
+    """While Ray starts or joins: its address for this node is the loopback one. Ray
+    takes `127.0.0.1` given as the node's address for "the machine's network address"
+    unless it runs as a single machine (as on macOS and Windows by default), and the
+    servers it starts listen on every interface unless the node's address is loopback."""
     try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is one message
-        raise RayUnavailable(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") from None
+        import ray._private.ray_constants as constants
+
+        saved = constants.ENABLE_RAY_CLUSTER
+    except (ImportError, AttributeError):
+        raise RayUnavailable(
+            "this version of Ray offers no way to keep its servers on the loopback interface; "
+            "join a cluster with --address instead"
+        ) from None
+    constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        constants.ENABLE_RAY_CLUSTER = saved
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """`host:port` (or `ray://host:port`, `[v6]:port`) as a pair; None for `auto` or
+    anything else Ray resolves itself."""
+    host, _, port = address.rpartition("://")[2].rpartition(":")
+    host = host.strip("[]")
+    return (host, int(port)) if host and port.isdigit() else None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _reach(host: str, port: int) -> None:
+    """Open (and close) a connection to the address, or raise RayUnavailable saying why."""
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except ConnectionRefusedError:
+        raise RayUnavailable("connection refused") from None
+    except socket.gaierror:
+        raise RayUnavailable(f"no such host: {host}") from None
+    except TimeoutError:
+        raise RayUnavailable(f"nothing answered within {CONNECT_SECONDS:g} s") from None
+    except OSError as exc:
+        raise RayUnavailable(exc.strerror or str(exc)) from None
+
+
+class _SigtermHandlerNotSet(logging.Filter):
+    """Ray warns, joining from a thread other than the main one, that it set no SIGTERM
+    handler: the wait for it handles SIGTERM instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+def _join(address: str, timeout: float) -> None:
+    """Join the cluster at `address` (see the module's doc); RayUnavailable or
+    RayInterrupted otherwise."""
+    import ray
+
+    target = _host_port(address)
+    outcome: list[BaseException | None] = []
+    reached, done = threading.Event(), threading.Event()
+
+    def join() -> None:
+        # Ray's threads are started from this one and keep its mask: Ctrl-C and SIGTERM
+        # then reach the waiting thread, whose wait they interrupt, and never a Ray thread.
+        if hasattr(signal, "pthread_sigmask"):  # POSIX
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            if target is not None:
+                _reach(*target)
+                reached.set()
+            with _on_loopback() if target is not None and _is_loopback(target[0]) else nullcontext():
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which says what it was
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    logger = logging.getLogger("ray._private.worker")
+    if not any(isinstance(f, _SigtermHandlerNotSet) for f in logger.filters):
+        logger.addFilter(_SigtermHandlerNotSet())
+    with _signals_interrupt(address):
+        threading.Thread(target=join, name="loopwatch-ray-join", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        # In slices: a signal another thread took is handled at the end of the slice.
+        while not (answered := done.wait(min(_SLICE, max(0.0, deadline - time.monotonic())))):
+            if time.monotonic() >= deadline:
+                break
+    if not answered:
+        if target is not None and not reached.is_set():
+            why = f"nothing answered within {timeout:g} s"
+        else:
+            accepted = "it accepted the connection, but " if target is not None else ""
+            why = f"{accepted}no Ray answered within {timeout:g} s"
+        raise RayUnavailable(f"cannot reach Ray at {address}: {why}")
+    error = outcome[0]
+    if isinstance(error, RayUnavailable):
+        raise RayUnavailable(f"cannot reach Ray at {address}: {error}") from None
+    if error is not None:
+        raise RayUnavailable(f"cannot reach Ray at {address}: {_cause(error)}") from None
+
+
+@contextmanager
+def _signals_interrupt(address: str) -> Iterator[None]:
+    """Ctrl-C and SIGTERM raise RayInterrupted in the waiting thread (SIGTERM's handler
+    is ours only for the wait, and only where a handler can be set: the main thread)."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise RayInterrupted(signum, address)
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, interrupt) if main else None
+    try:
+        yield
+    except RayInterrupted:
+        raise
+    except KeyboardInterrupt:
+        raise RayInterrupted(signal.SIGINT, address) from None
+    finally:
+        if main:  # a handler set outside Python reads as None: the default is what is left
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _fail_fsspec_http_fast() -> None:

@@ -276,8 +276,9 @@ def replay(
     on_event: Callable[[Any, Verdict, Agents, bool], None] | None = None,
 ) -> SessionResult:
     """Feed one session to `Agents` (a fresh monitor per agent) to the end and collect
-    the result. Exceptions raised by the reader while its events are consumed are
-    caught: the result keeps what was replayed and says what went wrong in `error`.
+    the result. Exceptions raised while its events are consumed are caught: the result
+    keeps what was replayed and says in `error` what went wrong and where (the reader,
+    or the replay of an event it read).
     Memory does not grow with the session: only the latest refs are kept (all of them
     with `keep_refs`). The monitors get the built-in calibration of the session's
     format, if loopwatch has one (`Config.for_source`); `make_monitor` makes them, and
@@ -288,8 +289,10 @@ def replay(
     noted = 0  # interventions whose start has been noted
     after_tokens = after_cost = None  # figures carried by events after the stop
     error = None
+    reading, number = True, 0  # reading: False while the event the reader gave (the number-th) is replayed
     try:
-        for event in session.events:
+        for number, event in enumerate(session.events, 1):
+            reading = False
             agent = agents.agent_of(event)
             ended = agents.ended(agent)
             before = agents.actions
@@ -313,10 +316,12 @@ def replay(
                     after_tokens = (after_tokens or 0) + event.tokens
                 if event.cost is not None:
                     after_cost = (after_cost or 0.0) + event.cost
+            reading = True
     except ReadError as exc:
         error = str(exc)
     except Exception as exc:  # noqa: BLE001 - a reader bug must not end a scan of thousands of files
-        error = f"reader failed at event {agents.events + 1}: {type(exc).__name__}: {exc}"
+        where = f"reader failed at event {agents.events + 1}" if reading else f"replay failed at event {number}"
+        error = f"{where}: {type(exc).__name__}: {exc}"
 
     result = SessionResult(
         path=path,
@@ -360,10 +365,13 @@ def replay_file(
     input: an unreadable file is one result with `error` set."""
     label = path if label is None else label
     results: list[SessionResult] = []
+    reading = True  # False while a session the reader gave is replayed
     try:
         stream = open_stdin() if path == "-" else stream
         for session in read(path, format, stream):
+            reading = False
             results.append(replay(session, config, label, keep_refs=keep_refs))
+            reading = True
     except ReadError as exc:
         message = str(exc)
         results.append(
@@ -372,14 +380,20 @@ def replay_file(
     except OSError as exc:
         results.append(SessionResult(path=label, format=format, error=f"cannot read: {exc.strerror or exc}"))
     except Exception as exc:  # noqa: BLE001 - see replay(): never end a scan on one bad file
-        results.append(SessionResult(path=label, format=format, error=f"reader failed: {type(exc).__name__}: {exc}"))
+        where = "reader failed" if reading else "replay failed"
+        results.append(SessionResult(path=label, format=format, error=f"{where}: {type(exc).__name__}: {exc}"))
     if not results:
         results.append(SessionResult(path=label, format=format, error="no session in this file"))
     return results
 
 
 def replay_steps(
-    session: Session, config: Config, path: str = "", *, excerpts: bool = False
+    session: Session,
+    config: Config,
+    path: str = "",
+    *,
+    excerpts: bool = False,
+    on_note: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[SessionResult, list[dict[str, Any]]]:
     """`replay`, and what happened at each event, in order: one dict per event with
     its `kind` (`call` for a counted tool call, `exempt` for one that is not counted,
@@ -391,8 +405,11 @@ def replay_steps(
     from the first event); `verdict` (`{"action", "signal", "description",
     "started_action"}`) when the event drew a warning, nudge, block or stop up to its
     agent's first stop. Names, digests, counts and times only; with `excerpts`, a call's
-    `input` and `result` too (the start of each, as text)."""
+    `input` and `result` too (the start of each, as text). With `on_note`, each dict is
+    handed to it as it is made and none is kept (the list returned is empty): a session
+    of any length is noted in bounded memory."""
     noted: list[dict[str, Any]] = []
+    keep = noted.append if on_note is None else on_note
 
     def note(event: Any, verdict: Verdict, agents: Agents, ended: bool) -> None:
         monitor = agents.monitor
@@ -420,7 +437,7 @@ def replay_steps(
                 "description": verdict.description,
                 "started_action": verdict.finding.started_index if verdict.finding is not None else None,
             }
-        noted.append(entry)
+        keep(entry)
 
     result = replay(session, config, path, make_monitor=_Noting, on_event=note)
     return result, noted

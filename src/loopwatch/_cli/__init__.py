@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+import signal
+import threading
+from functools import partial
+from typing import Any
 
 import click
 
@@ -29,7 +34,28 @@ COMMANDS = {
 }
 
 
+#: Commands that hand their streams and signals to another program: `run` (the agent's
+#: terminal; it passes Ctrl-C and SIGTERM on), `mcp-proxy` (the protocol), `hook`.
+_OWN_STREAMS = frozenset({"run", "mcp-proxy", "hook"})
+
+
 class LazyGroup(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Every command's output passes `terminal.visible_streams` (text from data is
+        never written to the terminal raw)."""
+        from .terminal import visible_streams
+
+        with visible_streams():
+            return super().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """An interrupt ends a command with 128 + the signal (130 for Ctrl-C), never 1:
+        `scan` says 1 for "a session was stopped"."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise click.exceptions.Exit(128 + getattr(exc, "signum", signal.SIGINT)) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -71,3 +97,33 @@ def cli() -> None:
     Guard an MCP server's tools:   loopwatch mcp-proxy -- my-mcp-server
     Check thresholds on labels:    loopwatch evaluate --labels labels.tsv
     """
+    ctx = click.get_current_context()
+    if ctx.invoked_subcommand in _OWN_STREAMS:
+        from .terminal import release
+
+        release()
+        return
+    if threading.current_thread() is threading.main_thread():  # where signals are handled
+        ends = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        previous = {sig: signal.signal(sig, partial(_end, os.getpid())) for sig in ends}
+        ctx.call_on_close(partial(_restore, previous))
+
+
+def _restore(previous: dict[signal.Signals, Any]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def _end(owner: int, signum: int, frame: Any) -> None:
+    """Ctrl-C, SIGTERM, SIGHUP: the command ends, and nothing it writes is put in place."""
+    if os.getpid() != owner:  # a worker forked by the pool: its default, not ours
+        if signum == signal.SIGINT:
+            signal.signal(signum, signal.default_int_handler)
+            raise KeyboardInterrupt
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    from .. import _safefile
+
+    _safefile.ending(signum)
+    raise _safefile.Interrupted(signum)

@@ -67,7 +67,8 @@ def engine_options(func: Any) -> Any:
     func = click.option(
         "--address",
         metavar="ADDR",
-        help="With --engine ray: the cluster to join (e.g. auto, or ray://host:10001); default: start one here.",
+        help="With --engine ray: the cluster to join (e.g. auto, or ray://host:10001; it must accept a "
+        "connection within 5 s and answer within 60 s); default: start one here, on 127.0.0.1 only.",
     )(func)
     return click.option(
         "--engine",
@@ -81,17 +82,21 @@ def engine_options(func: Any) -> Any:
 
 def use_ray(engine: str, address: str | None) -> bool:
     """Whether to replay on Ray, connected when so. `--address` without `--engine ray`,
-    or a Ray that is missing or out of reach, is a one-line usage error."""
+    or a Ray that is missing or out of reach, is a one-line usage error; Ctrl-C or
+    SIGTERM while joining, one line and exit 130 or 143."""
     if address is not None and engine != "ray":
         raise click.BadParameter("only with --engine ray", param_hint="--address")
     if engine != "ray":
         return False
-    from .._analysis.ray_engine import RayUnavailable, connect
+    from .._analysis.ray_engine import RayInterrupted, RayUnavailable, connect
 
     try:
         connect(address)
     except RayUnavailable as exc:
         raise click.UsageError(str(exc)) from None
+    except RayInterrupted as exc:  # Ctrl-C or SIGTERM while a cluster was not answering: as a shell reports it
+        click.echo(f"loopwatch {click.get_current_context().info_name}: {exc}", err=True)
+        sys.exit(128 + exc.signum)
     return True
 
 
@@ -127,11 +132,12 @@ class progress_bar:
 
     def __enter__(self) -> Self:
         if self.enabled:
-            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+            from .terminal import console
+
             columns = (TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-            self._progress = Progress(*columns, console=Console(stderr=True), transient=True, auto_refresh=False)
+            self._progress = Progress(*columns, console=console(stderr=True), transient=True, auto_refresh=False)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.label, total=self.total)
         return self

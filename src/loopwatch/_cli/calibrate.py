@@ -11,8 +11,9 @@ import click
 import tomli_w
 
 from .._analysis.crossval import CrossValidation, calibration_toml
-from .._analysis.evaluation import Sweep, only, sweep_thresholds, with_param
+from .._analysis.evaluation import Sweep, only, sweep_thresholds, with_checked
 from .._analysis.replay import replay_files
+from .._core.config import Config, ConfigError
 from ._common import config_options, fail, format_option, make_config, plural, progress_bar
 from .evaluate import (
     corpus_of,
@@ -25,7 +26,7 @@ from .evaluate import (
     print_folds,
     print_json,
 )
-from .paths import expand
+from .paths import expand, named
 
 if TYPE_CHECKING:
     from .._analysis.outcomes import Outcomes
@@ -151,6 +152,10 @@ def calibrate(
       loopwatch calibrate runs/ --outcomes runs/ --folds 5 --write calibration.toml
     """
     config = make_config(config_path, profile or "unattended", mode)
+    inputs = [*named(paths), *[p for p in (labels_path, *outcome_paths, config_path) if p]]
+    for option, path in (("--write", write_path), ("--write-profile", profile_out)):
+        if path is not None:
+            _check_output(option, path, [*inputs, *(p for p in (write_path, profile_out) if p and p != path)])
     if write_path and not (folds or folds_by):
         raise click.UsageError(
             "--write needs --folds K or --folds-by COLUMN: a calibration is written with its out-of-fold evidence"
@@ -162,7 +167,7 @@ def calibrate(
             cases, corpus, config, folds, seed, margin, resamples, jobs, no_progress, groups, folds_by
         )
         if write_path:
-            _write(write_path, validation)
+            _write(write_path, validation, inputs)
         if as_json:
             print_json(validation.as_json())
         else:
@@ -176,14 +181,16 @@ def calibrate(
         raise click.UsageError(f"--windows: expected whole numbers separated by commas, got {windows!r}") from None
     if any(w < 2 for w in sizes):
         raise click.UsageError("--windows: each window must be at least 2 calls")
+    try:
+        passes = _passes(config, sizes)
+    except ConfigError as exc:
+        raise click.UsageError(f"--windows: {exc}") from None
     labels = labels_or_usage(labels_path)
     if labels_path:
         corpus = corpus or corpus_of(labels, labels_path, outcome_paths)
     if not paths and labels is None:
         raise click.UsageError("give files or folders to calibrate on, or --labels")
     outcomes = outcomes_or_usage(outcome_paths)
-    if profile_out is not None and os.path.exists(profile_out):
-        raise click.UsageError(f"--write-profile: {profile_out} exists; remove it or name another file")
     problems: list[str] = []
     if paths:
         items = []
@@ -199,7 +206,7 @@ def calibrate(
     else:
         assert labels is not None and corpus is not None, "no paths: --labels was given, and the corpus with it"
         items = [(os.path.join(corpus, label.path), label.path) for label in labels]
-    sessions = _sessions(items, config, sizes, jobs, no_progress, format_name)
+    sessions = _sessions(items, passes, sizes, jobs, no_progress, format_name)
     problems += [f"{row['path']}: {row['error']}" for row in sessions if row["error"]]
     sessions = [row for row in sessions if not row["error"]]
     if not sessions:
@@ -216,7 +223,7 @@ def calibrate(
             sweeps = sweep_thresholds(labels, corpus, config, jobs or None, bar.advance)
         report["thresholds"] = {name: sweep.as_json() for name, sweep in sweeps.items()}
     if profile_out is not None:
-        report["profile"] = _write_profile(profile_out, report["sessions"], outcomes)
+        report["profile"] = _write_profile(profile_out, report["sessions"], outcomes, inputs)
     if as_json:
         print_json(report)
     else:
@@ -233,15 +240,23 @@ def calibrate(
         sys.exit(2)
 
 
-def _sessions(
-    items: list[tuple[str, str]], config: Any, sizes: list[int], jobs: int, no_progress: bool, format_name: str | None
-) -> list[dict[str, Any]]:
+def _passes(config: Config, sizes: list[int]) -> list[Config]:
+    """The configurations replayed: every signal quiet, then churn alone at each window
+    size (checked as a configuration file's settings are: ConfigError)."""
     quiet = config._replace(mode="off")
-    passes = [quiet] + [with_param(only(quiet, "churn"), "churn", "window", w)._replace(mode="off") for w in sizes]
-    passes = [
-        p if i == 0 else with_param(p, "churn", "distinct", min(p.signals["churn"].distinct, w - 1))
-        for i, (p, w) in enumerate(zip(passes, [0] + sizes))
-    ]
+    churn = only(quiet, "churn")
+    distinct = churn.signals["churn"].distinct
+    return [quiet] + [with_checked(churn, "churn", window=w, distinct=min(distinct, w - 1)) for w in sizes]
+
+
+def _sessions(
+    items: list[tuple[str, str]],
+    passes: list[Config],
+    sizes: list[int],
+    jobs: int,
+    no_progress: bool,
+    format_name: str | None,
+) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     with progress_bar(len(items) * len(passes), "calibrating", not no_progress) as bar:
         for k, cfg in enumerate(passes):
@@ -269,7 +284,9 @@ def _sessions(
     return list(rows.values())
 
 
-def _write_profile(path: str, sessions: list[dict[str, Any]], outcomes: Outcomes | None) -> dict[str, Any]:
+def _write_profile(
+    path: str, sessions: list[dict[str, Any]], outcomes: Outcomes | None, inputs: list[str]
+) -> dict[str, Any]:
     """Write the profile (see the command's help); return what it says, for the report."""
     healthy = [
         row for row in sessions if not row["error"] and (outcomes is None or outcomes.lookup(row["path"]) is True)
@@ -287,20 +304,16 @@ def _write_profile(path: str, sessions: list[dict[str, Any]], outcomes: Outcomes
         f"# The most copies in a row of an output line cycle, numbers masked, in any of them: {most}.\n"
         "# Such repeats may end a run from one copy more.\n"
     ) + tomli_w.dumps({"signals": {"repeated_lines": {"repeats": repeats, "masked_can_stop": True}}})
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as exc:
-        raise click.UsageError(f"--write-profile: cannot write {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    _write_file("--write-profile", path, text, inputs, replace=False)
     return {"path": path, "healthy_sessions": len(healthy), "lines_most": most, "repeats": repeats}
 
 
 def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 140)
+    from .terminal import console as make_console
+
+    console = make_console(width=None if sys.stdout.isatty() else 140)
     table = Table(
         title="per session (most in a row; churn: fewest distinct calls in a window with no write)",
         title_justify="left",
@@ -340,16 +353,35 @@ def _print(report: dict[str, Any], sweeps: dict[str, Sweep], sizes: list[int]) -
         console.print(table)
 
 
-def _write(path: str, report: CrossValidation) -> None:
+def _write(path: str, report: CrossValidation, inputs: list[str]) -> None:
     text = calibration_toml(report, "loopwatch calibrate " + " ".join(sys.argv[1:]))
+    _write_file("--write", path, text, inputs)
+
+
+def _check_output(option: str, path: str, inputs: list[str]) -> None:
+    """One line and exit 2, before any work, when `path` cannot be written (see
+    `loopwatch._safefile`), is one of `inputs` or (`--write-profile`) exists."""
     from .. import _safefile as safefile
 
     try:
-        safefile.write(path, text)
+        safefile.check(path, inputs=inputs)
     except safefile.UnsafeWrite as exc:
-        raise click.UsageError(f"--write {exc}") from None
+        fail("calibrate", f"{option} {exc}")
+    if option == "--write-profile" and os.path.lexists(path):
+        fail("calibrate", f"{option} {path}: exists; remove it or name another file")
+
+
+def _write_file(option: str, path: str, text: str, inputs: list[str], replace: bool = True) -> None:
+    """The file, whole or not at all, by `loopwatch._safefile` (private; never over
+    an existing profile); what goes wrong is one line and exit 2."""
+    from .. import _safefile as safefile
+
+    try:
+        safefile.write(path, text, replace=replace, inputs=inputs)
+    except safefile.UnsafeWrite as exc:
+        fail("calibrate", f"{option} {exc}")
     except OSError as exc:
-        raise click.UsageError(f"--write {path}: cannot write: {exc.strerror or exc}") from None
+        fail("calibrate", f"{option} {path}: cannot write: {exc.strerror or exc}")
 
 
 def _name(row: dict[str, Any], several: bool) -> str:

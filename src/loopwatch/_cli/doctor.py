@@ -17,6 +17,7 @@ agent honours what the hook answers (the real-client tests pin that).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -30,7 +31,7 @@ import click
 from .. import _trust as trust
 from .._hosts import HOSTS
 from .._hosts import host as host_named
-from .._hosts.base import Host
+from .._hosts.base import AFTER, Host
 from .dry_run import dry_run
 
 __all__ = ["CHECKS", "Line", "check_claude_code", "check_host", "doctor"]
@@ -54,12 +55,14 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
     from a repository is run (`loopwatch._trust`)."""
     host = host_named(name)
     lines: list[Line] = []
-    user_file = host.settings_file("user", env, cwd)
-    files = [host.settings_file(scope, env, cwd) for scope in host.scopes]
+    # The user's own file and the machine's (`system`, written by its administrator) are
+    # trusted: their commands may be run. A project's are the repository's.
+    own = {scope: host.settings_file(scope, env, cwd) for scope in ("user", "system") if scope in host.scopes}
     found: dict[str, list[str]] = {}  # event -> the loopwatch commands hooked on it
-    mine: list[str] = []  # the commands of the user's own file
+    mine: dict[str, list[str]] = {}  # event -> the commands of the user's (or the system's) file
     where: list[Path] = []
-    for path in files:
+    for scope in host.scopes:
+        path = host.settings_file(scope, env, cwd)
         try:
             if not path.exists():
                 continue
@@ -73,12 +76,29 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         commands = host.hooked(settings)
         if commands:
             where.append(path)
+            unread = host.unread(scope, path)
+            if unread:
+                lines.append(Line("problem", unread))
         for event, cmds in commands.items():
             found.setdefault(event, []).extend(cmds)
-            if path == user_file:
-                mine.extend(cmds)
+            if path in own.values():
+                mine.setdefault(event, []).extend(cmds)
     for off in host.switch_offs(cwd, env):
-        lines.append(Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}"))
+        if off.kind == "off":
+            lines.append(Line("problem", f"{off.path}: {off.what}; {_SWITCH_OFF_REMEDY}"))
+        else:
+            lines.append(Line("info", f"{off.path}: {off.what}"))
+    not_here = host.runs_here(cwd, env)
+    if not_here is not None:
+        lines.append(Line("problem", not_here))
+    for variable, (value, setter) in trust.env_file_settings(host, cwd, env).items():
+        lines.append(
+            Line(
+                "info",
+                f"{variable}={value} is set by {setter}, which {host.title} hands to its hooks: "
+                "the hook does not trust it (a project may only tighten)",
+            )
+        )
     if not found:
         lines.append(Line("problem", f"the hook is not installed: run `loopwatch install {name}`"))
     else:
@@ -105,10 +125,9 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
                 )
             )
         if mine:
-            lines.append(_dry_run(host, mine[0], env, cwd))
+            lines.append(_dry_run(host, _probe_command(host, mine), env, cwd))
         else:
-            first = next(iter(found.values()))[0]
-            lines.extend(_project_command(name, found.get(host.hooked_events[0], [first])[0], env, cwd))
+            lines.extend(_project_command(name, _probe_command(host, found), env, cwd))
     if name == "claude-code":  # Claude Code hands a project's settings "env" to hooks
         untrusted = trust.project_env([str(cwd)], env)
         for variable, (value, setter) in untrusted.items():
@@ -124,6 +143,13 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
     lines.append(_version(host, env))
     return lines
+
+
+def _probe_command(host: Host, commands: dict[str, list[str]]) -> str:
+    """The command to run on `probe_payload`, an after-call payload: the one hooked on the
+    after-call event (a host whose payloads name no event has one command per event)."""
+    after = next((e for e, guard in host.events.items() if guard == AFTER and e in commands), None)
+    return commands[after or next(iter(commands))][0]
 
 
 def _settings(host: Host, path: Path) -> object:
@@ -182,8 +208,14 @@ def _project_command(name: str, command: str, env: Mapping[str, str], cwd: Path)
             Line("problem", "`loopwatch` is not on PATH here, so the project's hook cannot run: install loopwatch")
         )
         return lines
-    lines.append(_dry_run(host_named(name), shlex.join([binary, *argv[1:]]), env, cwd))
+    # This machine's `loopwatch` with the command's own words up to any shell operator
+    # (`... || true`): quoted, never handed to the shell as the repository wrote them.
+    words = list(itertools.takewhile(lambda word: word not in _SHELL_OPERATORS, argv[1:]))
+    lines.append(_dry_run(host_named(name), shlex.join([binary, *words]), env, cwd))
     return lines
+
+
+_SHELL_OPERATORS = frozenset({"||", "&&", ";", "|", "&"})
 
 
 def check_codex(env: Mapping[str, str], cwd: Path) -> list[Line]:
@@ -246,9 +278,8 @@ def _dry_run(host: Host, command: str, env: Mapping[str, str], cwd: Path) -> Lin
     if ran.log:
         return Line("problem", f"the hook ran but could not check the call: {ran.log[:200]}")
     if not ran.wrote_state:
-        return Line(
-            "problem", "the hook command ran but loopwatch did nothing (LOOPWATCH_MODE=off in its environment?)"
-        )
+        said = f" and said: {why}" if why else " (LOOPWATCH_MODE=off in its environment?)"
+        return Line("problem", f"the hook command ran but loopwatch did nothing{said}: {command}")
     return Line("ok", f"hook runs: a dry-run call answered in {ran.took_ms:.0f} ms")
 
 
@@ -276,7 +307,12 @@ def _version(host: Host, env: Mapping[str, str]) -> Line:
     text = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
     if done.returncode != 0 or not text:
         return Line("problem", f"`{binary} --version` failed (exit {done.returncode})")
-    return Line("info", f"{host.title} {text.split()[0]} ({binary})")
+    # The first word that looks like a version: `2.1.197 (Claude Code)`, `codex-cli
+    # 0.171.0`, `GitHub Copilot CLI 1.0.102.`
+    import re
+
+    found = re.search(r"\d+\.\d+(?:\.\d+)?(?:[-+][\w.]+)?", text)
+    return Line("info", f"{host.title} {found.group(0) if found else text.split()[0]} ({binary})")
 
 
 @click.command()

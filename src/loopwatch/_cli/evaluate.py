@@ -11,7 +11,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
 from .._analysis import crossval
 from .._analysis.crossval import CrossValidation, show_value
@@ -27,6 +26,7 @@ from .._analysis.evaluation import (
     make_cases,
     replay_cases,
 )
+from .._encode import json_bytes
 from ._common import config_options, engine_options, make_config, progress_bar, use_ray
 
 if TYPE_CHECKING:
@@ -262,10 +262,13 @@ def evaluate(
       loopwatch evaluate runs/ --outcomes runs/          # your own runs and their results.json
     """
     config = make_config(config_path, profile or "unattended", mode)
+    from .paths import named
+
+    inputs = [*named(paths), *[p for p in (labels_path, *outcome_paths, config_path) if p]]
     if report_path is not None:
         from .page_output import check_page_output
 
-        check_page_output(report_path)
+        check_page_output(report_path, inputs)
     replay = _engine(engine, address, jobs)
     cases, corpus = load_inputs(labels_path, outcome_paths, corpus, paths)
     groups = fold_groups(folds_by, folds, cases, corpus, labels_path, outcome_paths)
@@ -285,6 +288,7 @@ def evaluate(
                 corpus=corpus,
                 jobs=jobs or None,
                 progress=not no_progress,
+                inputs=inputs,
             )
 
     if folds or groups is not None:
@@ -308,7 +312,9 @@ def evaluate(
 
 
 def print_json(report: dict[str, Any]) -> None:
-    sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    """`--json`, by `loopwatch._encode`: any name, any number."""
+    sys.stdout.buffer.write(json_bytes(report, indent=True) + b"\n")
+    sys.stdout.buffer.flush()
 
 
 def _engine(engine: str, address: str | None, jobs: int) -> Callable[..., list[Replayed]]:
@@ -363,16 +369,18 @@ def _pct(ratio: float, places: int = 0) -> str:
 
 
 def print_folds(report: CrossValidation) -> None:
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    from . import terminal
+
+    console = terminal.console(width=None if sys.stdout.isatty() else 120)
     by = report.folds_by
     if by:
         split = f"one fold per {by} ({report.folds}), margin {report.margin}"
     else:
         split = f"{report.folds} folds (seed {report.seed}, margin {report.margin})"
-    console.print(f"{report.sessions} sessions, {split}, {report.candidates} settings tried per fold", markup=False)
+    console.print(f"{report.sessions} sessions, {split}, {report.candidates} settings tried per fold")
     table = Table(title="out of fold (chosen on the other folds) vs the configuration as given", title_justify="left")
     for column in ("", "out of fold", "95% interval", "as configured"):
         table.add_column(column, justify="left" if not column else "right")
@@ -438,9 +446,9 @@ def print_folds(report: CrossValidation) -> None:
     console.print("chosen per fold:")
     for fold in report.per_fold:
         name = f"{by} {fold.group}" if fold.group is not None else f"fold {fold.fold}"
-        console.print(f"  {name} ({fold.sessions} sessions): " + _values(fold.chosen), markup=False)
+        console.print(f"  {name} ({fold.sessions} sessions): " + _values(fold.chosen))
         if fold.figures is not None:
-            console.print("    held out: " + _held(fold.figures), markup=False)
+            console.print("    held out: " + _held(fold.figures))
     console.print("chosen on all sessions: " + _values(report.chosen))
     paths = oof.outcomes.stopped_paths + oof.stop.false_paths
     if paths:
@@ -448,7 +456,7 @@ def print_folds(report: CrossValidation) -> None:
         for path in paths:
             console.print(f"  {path}")
     for path, error in report.errors:
-        console.print(f"[red]could not read[/red] {path}: {error}")
+        console.print(Text.assemble(("could not read", "red"), f" {path}: {error}"))
 
 
 def _held(figures: Figures) -> str:
@@ -481,10 +489,12 @@ def _values(values: dict[str, Any]) -> str:
 
 
 def _print(report: Evaluation) -> None:
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    from . import terminal
+
+    console = terminal.console(width=None if sys.stdout.isatty() else 120)
     all_ = report.detectors["all"]
     if report.labelled:
         stop = all_.stop
@@ -556,4 +566,4 @@ def _print(report: Evaluation) -> None:
         for path in all_.stop.false_paths:
             console.print(f"  {path}")
     for path, error in report.errors:
-        console.print(f"[red]could not read[/red] {path}: {error}")
+        console.print(Text.assemble(("could not read", "red"), f" {path}: {error}"))

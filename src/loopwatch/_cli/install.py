@@ -6,7 +6,11 @@ reads `settings.json` (user: `~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`;
 `.claude/settings.json`; local: `.claude/settings.local.json`); Codex reads `hooks.json`
 next to its config (user: `$CODEX_HOME/hooks.json`, default `~/.codex/hooks.json`;
 project: `.codex/hooks.json`) and runs them only once trusted: `install` records that
-trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`).
+trust for exactly loopwatch's entries in the user's config.toml (`codex_trust`). A host
+may offer a `system` scope (`--system`): settings for every user that no project
+overrides, written readable by all (GitHub Copilot CLI: a policy file in
+/etc/github-copilot/policy.d/; Gemini CLI: `/etc/gemini-cli/settings.json` or
+`$GEMINI_CLI_SYSTEM_SETTINGS_PATH`, where the host also pins hooks on).
 
 A host whose hooks are files of their own (`settings_shape == "files"`, Cline: one file
 per event in `~/Documents/Cline/Hooks`, or a project's `.clinerules/hooks` with
@@ -125,11 +129,17 @@ def _read(path: Path, inside: Path | None = None) -> dict[str, Any]:
 
 
 def _write(
-    path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None = None
+    path: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    dry_run: bool,
+    inside: Path | None = None,
+    scope: str = "user",
 ) -> bool:
     """Write the settings by `loopwatch._safefile`: no link planted beside the file is
-    followed, its mode is kept (a new one is 0600), a symlinked settings file is
-    edited where it points (within `inside`, a project's folder, for its settings)."""
+    followed, its mode is kept (a new one is 0600; 0644 for the `system` scope, which
+    every user's agent reads), a symlinked settings file is edited where it points
+    (within `inside`, a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
     text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
@@ -137,11 +147,13 @@ def _write(
         click.echo(text, nl=False)
         return True
     try:
-        kept = safefile.write(path, text, links="edit", backup=True, inside=inside)
+        mode = 0o644 if scope == "system" else 0o600
+        kept = safefile.write(path, text, mode=mode, links="edit", backup=True, inside=inside)
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
-        raise BadInput(f"{path}: cannot write: {exc.strerror or exc}; nothing was changed") from None
+        hint = " (the system settings are every user's: run this as root)" if scope == "system" else ""
+        raise BadInput(f"{path}: cannot write: {exc.strerror or exc}{hint}; nothing was changed") from None
     if kept is not None:
         click.echo(f"backup: {kept}")
     return True
@@ -199,11 +211,17 @@ def _load(host: Any, path: Path, inside: Path | None) -> dict[str, Any]:
 
 
 def _store(
-    host: Any, path: Path, before: dict[str, Any], after: dict[str, Any], dry_run: bool, inside: Path | None
+    host: Any,
+    path: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    dry_run: bool,
+    inside: Path | None,
+    scope: str = "user",
 ) -> bool:
     if host.settings_shape == "files":
         return _write_files(host, path, before, after, dry_run, inside)
-    return _write(path, before, after, dry_run, inside)
+    return _write(path, before, after, dry_run, inside, scope)
 
 
 def _write_trust(config: Path, text: str) -> None:
@@ -239,6 +257,13 @@ _PROJECT = click.option(
 )
 _LOCAL = click.option(
     "--local", "scope", flag_value="local", help="Claude Code only: .claude/settings.local.json (not committed)."
+)
+_SYSTEM = click.option(
+    "--system",
+    "scope",
+    flag_value="system",
+    help="Settings for every user of this machine that no project can switch off, where the agent has them "
+    "(GitHub Copilot CLI: a policy file in /etc; Gemini CLI: /etc/gemini-cli/settings.json; run as root).",
 )
 _FILE = click.option(
     "--settings",
@@ -286,6 +311,7 @@ def _hosts_here() -> None:
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @click.option(
     "--command", "command", help="The hook command to write (default: this Python running `-m loopwatch hook AGENT`)."
@@ -298,16 +324,21 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     loopwatch install claude-code            # ~/.claude/settings.json
     loopwatch install claude-code --project  # .claude/settings.json
     loopwatch install codex                  # ~/.codex/hooks.json
+    loopwatch install copilot                # ~/.copilot/hooks/loopwatch.json
+    sudo loopwatch install copilot --system  # /etc/github-copilot/policy.d/loopwatch.json
+    loopwatch install gemini-cli --system    # /etc/gemini-cli/settings.json
     loopwatch install cline                  # ~/Documents/Cline/Hooks/
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody
-    watches (`claude -p`, ...), ends a run that will not stop. Codex: the hook's
+    watches (`claude -p`, `copilot -p`, ...), ends a run that will not stop. Codex: the hook's
     entries are also trusted in ~/.codex/config.toml (Codex skips untrusted hooks
     silently); a Codex hook cannot end `codex exec`, so guard unattended runs with
     `loopwatch run -- codex exec --json`. Existing hooks are kept; running this
-    twice changes nothing; the previous file is kept as *.loopwatch.bak. Disable at
-    any time with LOOPWATCH_MODE=off, or `loopwatch uninstall AGENT`.
+    twice changes nothing; the previous file is kept as *.loopwatch.bak. `--system`
+    (where the CLI has such a level) writes the machine's settings, which a project's
+    cannot switch off. Disable at any time with LOOPWATCH_MODE=off, or `loopwatch
+    uninstall AGENT`.
     """
     if agent is None:
         _hosts_here()
@@ -328,16 +359,18 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     inside = _project(scope, settings_file)
     before = _load(found, path, inside)
     try:
-        after = found.install(before, command)
+        after = found.install(before, command, scope if settings_file is None else "user")
     except SettingsError as exc:
         raise BadInput(f"{path}: {exc}; nothing was changed") from None
-    changed = _store(found, path, before, after, dry_run, inside)
+    changed = _store(found, path, before, after, dry_run, inside, scope)
     if agent == "codex":
         _trust_codex(path, scope, settings_file, after, changed, dry_run)
         return
     if dry_run:
         return
     _said_installed(found.title, path, changed, found.hooked_events, command)
+    if settings_file is None and scope in found.install_notes:
+        click.echo(found.install_notes[scope])
 
 
 def _said_installed(title: str, path: Path, changed: bool, events: tuple[str, ...], command: str) -> None:
@@ -415,10 +448,14 @@ def _trust_codex(
 @_SCOPE
 @_PROJECT
 @_LOCAL
+@_SYSTEM
 @_FILE
 @_DRY
 def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run: bool) -> None:
-    """Remove loopwatch's hook entries (only those) from an agent CLI's settings."""
+    """Remove loopwatch's hook entries (only those) from an agent CLI's settings.
+
+    Nothing else changes: a setting `install --system` wrote beside them (Gemini CLI's
+    `hooksConfig.enabled: true`, which keeps every hook on) stays."""
     if agent is None:
         raise click.UsageError(f"name the agent CLI: one of {', '.join(HOSTS)}")
     path = _target(agent, scope, settings_file)
@@ -432,7 +469,7 @@ def uninstall(agent: str | None, scope: str, settings_file: Path | None, dry_run
     inside = _project(scope, settings_file)
     found = host_named(agent)
     before = _load(found, path, inside)
-    changed = _store(found, path, before, found.uninstall(before), dry_run, inside)
+    changed = _store(found, path, before, found.uninstall(before), dry_run, inside, scope)
     if not dry_run:
         click.echo(f"removed loopwatch from {path}" if changed else f"nothing to do: no loopwatch entries in {path}")
     if agent == "codex" and not dry_run:

@@ -12,9 +12,9 @@ only files that look like transcripts and leaves out the harness's side files:
   that log, so reading both would count the session twice); hidden folders,
   `node_modules` and `__pycache__` are not entered.
 
-An agent CLI's own state folder (`~/.cline/data`, one of its session folders, ...; each
-host says how its folders are known: `Host.state_folders`) is walked in part: only its
-transcripts are read, and its settings, trust files, logs and caches are left out by name,
+An agent CLI's own state folder (`~/.copilot`, `~/.cline/data`, one of its session folders,
+...; each host says how its folders are known: `Host.state_folders`) is walked in part: only
+its transcripts are read, and its settings, trust lists, logs and caches are left out by name,
 never opened, and counted (`LeftOut`).
 
 A file named explicitly (or matched by a glob) is always read, whatever its name.
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from .._files import NOT_REGULAR
 
-__all__ = ["LeftOut", "Target", "expand", "is_transcript_name"]
+__all__ = ["LeftOut", "Target", "expand", "is_transcript_name", "named"]
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj", ".cast")
 TRANSCRIPT_NAMES = frozenset({"agent.log"})
@@ -90,9 +90,11 @@ def _state_folders() -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
 
 def _state_folder(names: Iterable[str]) -> tuple[str, tuple[str, ...]] | None:
     """Whose state a folder holding `names` is, and the patterns of what to read in it."""
-    present = list(names)
+    present = set(names)
     for whose, keep, marker in _state_folders():
-        if all(any(fnmatch.fnmatchcase(n, m) for n in present) for m in marker):
+        if all(
+            m in present or (_GLOB_CHARS & set(m) and any(fnmatch.fnmatchcase(n, m) for n in present)) for m in marker
+        ):
             return whose, keep
     return None
 
@@ -176,6 +178,20 @@ def expand(arguments: Iterable[str], left_out: LeftOut | None = None) -> Iterato
                     yield from add(Target(match, match))
         else:
             yield from add(Target(argument, argument, problem="no such file or folder"))
+
+
+def named(arguments: Iterable[str]) -> Iterator[str]:
+    """The files the arguments name themselves, or match as a glob: those a command
+    will read whatever their name (a file found by walking a folder is not one; a
+    command leaves its own output out of a walk instead). For the checks made before
+    a command writes: its outputs may not be among them."""
+    for argument in arguments:
+        if argument == "-" or os.path.isdir(argument):
+            continue
+        if os.path.lexists(argument):
+            yield argument
+        elif _GLOB_CHARS & set(argument):
+            yield from (match for match in _glob(argument) if not os.path.isdir(match))
 
 
 def walk(folder: str, left_out: LeftOut | None = None) -> Iterator[Target]:

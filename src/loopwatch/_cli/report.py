@@ -78,13 +78,13 @@ class Totals:
 
 
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
+    from .terminal import console
 
     stream = sys.stderr if stderr else sys.stdout
     # Piped output is read by people too (in CI logs): wide enough for paths, unless
     # $COLUMNS says how wide (`get_terminal_size` reads it first).
     width = None if stream.isatty() else shutil.get_terminal_size((200, 24)).columns
-    return Console(file=stream, width=width, highlight=False)
+    return console(stderr, width)
 
 
 def _at(action: int | None, ref: str | None, after: bool = False) -> str:
@@ -139,7 +139,7 @@ def print_table(rows: list[SessionResult], totals: Totals) -> None:
     elif rows:
         _print_rows(console, rows, totals)
     for line in summary(totals):
-        console.print(line, markup=False)
+        console.print(line)
 
 
 def _cells(result: SessionResult, totals: Totals) -> tuple[str, ...]:
@@ -161,7 +161,6 @@ def _cells(result: SessionResult, totals: Totals) -> tuple[str, ...]:
 
 def _print_rows(console: Any, rows: list[SessionResult], totals: Totals) -> None:
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(show_lines=True)
     names = [_short(r.path) for r in rows]
@@ -172,7 +171,7 @@ def _print_rows(console: Any, rows: list[SessionResult], totals: Totals) -> None
         table.add_column(title)
     table.add_column("what loopwatch saw", ratio=1, min_width=30)
     for result in rows:
-        table.add_row(*(Text(cell) for cell in _cells(result, totals)))  # Text: paths and refs are not markup
+        table.add_row(*_cells(result, totals))
     console.print(table)
 
 
@@ -183,7 +182,7 @@ def _print_list(console: Any, rows: list[SessionResult], totals: Totals) -> None
     width = console.width
     for result in rows:
         name, signal, began, stopped, wasted, saw = _cells(result, totals)
-        console.print(name.replace("\n", " "), style="bold", markup=False, highlight=False)
+        console.print(name.replace("\n", " "), style="bold")
         lines = [f"{signal}: {saw}", f"loop began at {_inline(began)}"]
         if result.verdict:
             lines[-1] += f"; stopped {_inline(stopped)}"
@@ -192,7 +191,7 @@ def _print_list(console: Any, rows: list[SessionResult], totals: Totals) -> None
             lines.append(wasted)
         for line in lines:
             text = textwrap.fill(line, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
-            console.print(text, markup=False, highlight=False, soft_wrap=True)
+            console.print(text, soft_wrap=True)
         console.print()
 
 
@@ -243,7 +242,7 @@ def left_out_lines(totals: Totals) -> list[str]:
     """What was left out of agent CLIs' state folders, in sentences."""
     return [
         f"Left out by name: {plural(count, 'file or folder', 'files and folders')} of {whose}'s state "
-        "(settings, logs, caches: not transcripts)."
+        "(settings, trust, logs, caches: not transcripts)."
         for whose, count in sorted(totals.left_out.items())
     ]
 
@@ -251,21 +250,20 @@ def left_out_lines(totals: Totals) -> list[str]:
 def print_problems(totals: Totals, as_json: bool) -> None:
     """Unreadable files and skipped lines, on stderr (with JSON output, also what was
     left out of agent CLIs' state folders: the table's summary says it otherwise)."""
-    from rich.markup import escape
+    from rich.text import Text
 
     console = _console(stderr=True)
     if as_json:
         for line in left_out_lines(totals):
             console.print(line, markup=False, soft_wrap=True)
     for result in totals.failed:
-        console.print(f"[red]error[/red] {escape(result.path)}: {escape(result.error or '')}", soft_wrap=True)
+        console.print(Text.assemble(("error", "red"), f" {result.path}: {result.error or ''}"), soft_wrap=True)
     for result in totals.skipped:
         shown = "; ".join(result.skipped[:3]) + ("; ..." if len(result.skipped) > 3 else "")
         console.print(
             f"skipped {plural(len(result.skipped), 'unreadable line')} in {result.path}: {shown}",
-            markup=False,
             soft_wrap=True,
         )
     if totals.failed and as_json:
         unread = plural(len(totals.failed), "file")
-        console.print(f"{unread} could not be read: see `error` in their records.", markup=False)
+        console.print(f"{unread} could not be read: see `error` in their records.")

@@ -88,9 +88,10 @@ def report(
     Exit status: 0 the page was written, 2 bad usage or a file could not be read
     (the page is written all the same, the file listed with its error).
     """
-    from .paths import expand
+    from .paths import expand, named
 
-    check_page_output(output)
+    inputs = [*named(paths), *[p for p in (labels_path, *outcome_paths, config_path) if p]]
+    check_page_output(output, inputs)
     config = make_config(config_path, profile or "unattended", mode)
     if format_name is not None:
         from .scan import _check_format
@@ -125,6 +126,7 @@ def report(
         jobs=jobs,
         progress=not no_progress,
         title=title,
+        inputs=inputs,
     )
     if open_page:
         import pathlib

@@ -177,8 +177,9 @@ def run(
         folder = os.path.dirname(os.path.abspath(record_path))
         if not os.path.isdir(folder):
             raise click.BadParameter(f"folder {folder} does not exist", param_hint="--record")
+        read = [p for p in (config_path, transcript if transcript not in ("auto", "off") else None) if p]
         try:
-            safefile.check(record_path)
+            safefile.check(record_path, inputs=read)  # never the transcript followed, nor the configuration
         except safefile.UnsafeWrite as exc:
             raise click.BadParameter(str(exc), param_hint="--record") from None
     overrides: dict[str, Any] = {"mode": mode} if mode else {}  # Config fields

@@ -13,10 +13,10 @@ import click
 
 from .._analysis.pool import default_jobs
 from .._analysis.replay import SessionResult, replay_files
-from .._analysis.results import OutputError, ResultWriter, open_results, record_line
+from .._analysis.results import OutputError, ResultWriter, check_results, open_results, record_line
 from .._core.config import Config
-from ._common import config_options, engine_options, format_option, make_config, progress_bar, use_ray
-from .paths import LeftOut, Target, expand
+from ._common import config_options, engine_options, fail, format_option, make_config, progress_bar, use_ray
+from .paths import LeftOut, Target, expand, named
 from .report import Totals, first_block, print_problems, print_table
 
 _PROGRESS_MIN_FILES = 10  # below this a bar only flickers
@@ -85,39 +85,54 @@ def scan(
       my-agent --events | loopwatch scan -
 
     Exit status: 0 no session was stopped, 1 at least one was, 2 a file could not
-    be read (or bad usage).
+    be read, or an output written (or bad usage); 130 or 143 after Ctrl-C or SIGTERM.
     """
     config = make_config(config_path, profile, mode)
     if format_name is not None:
         _check_format(format_name)
+    if report_path is not None and "-" in paths:
+        raise click.UsageError("--report replays the files again: it cannot read standard input twice")
+    # Every output is checked before anything is read or written: never a file the
+    # scan reads, nor the other output.
+    inputs = [*named(paths), *([config_path] if config_path else [])]
+    if out_path is not None:
+        try:
+            check_results(out_path, [*inputs, *([report_path] if report_path else [])])
+        except OutputError as exc:
+            fail("scan", f"--out {exc}")
     if report_path is not None:
         from .page_output import check_page_output
 
-        check_page_output(report_path)
-        if "-" in paths:
-            raise click.UsageError("--report replays the files again: it cannot read standard input twice")
+        check_page_output(report_path, [*inputs, *([out_path] if out_path else [])])
     out = sys.stdout.buffer
     replay = partial(replay_files, jobs=jobs or default_jobs())
     if use_ray(engine, address):
         from .._analysis.ray_engine import replay_files_ray
 
         replay = partial(replay_files_ray, address=address)
-    with ExitStack() as files:
-        if out_path is not None:
-            try:
-                rows_out = files.enter_context(open_results(out_path))
-            except OutputError as exc:
-                raise click.BadParameter(str(exc), param_hint="--out") from None
-        else:
-            rows_out = None
-        status = _scan(paths, as_json, config, format_name, replay, no_progress, out, rows_out)
+    outputs = [p for p in (out_path, report_path) if p is not None]
+    try:
+        with ExitStack() as files:
+            rows_out = files.enter_context(open_results(out_path, inputs=inputs)) if out_path is not None else None
+            status = _scan(paths, as_json, config, format_name, replay, no_progress, out, rows_out, outputs)
+    except OutputError as exc:
+        fail("scan", f"--out {exc}")
     if report_path is not None:
         from .page_output import write_page
 
-        targets = list(_targets(paths, None))
+        targets = list(_targets(paths, outputs))
         items = [(t.path, t.label) for t in targets if not t.problem]
         unread = [(t.label, t.problem) for t in targets if t.problem]
-        write_page(report_path, items, config, problems=unread, format=format_name, jobs=jobs, progress=not no_progress)
+        write_page(
+            report_path,
+            items,
+            config,
+            problems=unread,
+            format=format_name,
+            jobs=jobs,
+            progress=not no_progress,
+            inputs=[*inputs, *([out_path] if out_path else [])],
+        )
     sys.exit(status)
 
 
@@ -130,6 +145,7 @@ def _scan(
     no_progress: bool,
     out: BinaryIO,
     rows_out: ResultWriter | None,
+    outputs: list[str],
 ) -> int:
     totals = Totals()
     rows: list[SessionResult] = []
@@ -138,7 +154,7 @@ def _scan(
     # progress bar's total); the second streams the files to read into the replay.
     problems: set[str] = set()
     readable = 0
-    for target in _targets(paths, rows_out, totals.left_out):
+    for target in _targets(paths, outputs, totals.left_out):
         if target.problem:
             problems.add(target.label)
             totals.add_file([SessionResult(path=target.label, error=target.problem)])
@@ -152,7 +168,7 @@ def _scan(
         progress = stack.enter_context(progress_bar(readable, "scanning", not no_progress, _PROGRESS_MIN_FILES))
 
         def to_read() -> Iterator[tuple[str, str]]:
-            for target in _targets(paths, rows_out):
+            for target in _targets(paths, outputs):
                 if not target.problem:
                     yield target.path, target.label
                 elif target.label not in problems:  # appeared since the first pass
@@ -179,15 +195,32 @@ def _scan(
     return totals.exit_status
 
 
-def _targets(
-    paths: tuple[str, ...], rows_out: ResultWriter | None, left_out: LeftOut | None = None
-) -> Iterator[Target]:
-    """The files to scan, less the results file being written (a folder may hold it);
-    what agent CLIs' state folders hold besides transcripts is counted in `left_out`."""
-    own = os.path.realpath(rows_out.path) if rows_out is not None else None
+def _targets(paths: tuple[str, ...], outputs: list[str], left_out: LeftOut | None = None) -> Iterator[Target]:
+    """The files to scan, less the files the scan writes (a folder walked may hold
+    them): by path, and by device and inode; what agent CLIs' state folders hold besides
+    transcripts is counted in `left_out`."""
+    own = {os.path.realpath(path) for path in outputs}
+    ids = set()
+    for path in outputs:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        ids.add((info.st_dev, info.st_ino))
     for target in expand(paths, left_out):
-        if own is None or target.problem or os.path.realpath(target.path) != own:
-            yield target
+        if own and not target.problem and target.path != "-" and _is_one_of(target.path, own, ids):
+            continue
+        yield target
+
+
+def _is_one_of(path: str, real: set[str], ids: set[tuple[int, int]]) -> bool:
+    if os.path.realpath(path) in real:
+        return True
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) in ids
 
 
 def _check_format(name: str) -> None:

@@ -68,10 +68,10 @@ def status(session: str | None, limit: int, as_json: bool) -> None:
         click.echo("no hooked sessions yet", err=as_json)
         return
     if as_json:
-        import orjson
+        from .._encode import json_bytes
 
         for item in details:
-            click.echo(orjson.dumps(item).decode())
+            click.echo(json_bytes(item).decode())
         return
     for item in details:
         _show(item, full=session is not None)
@@ -145,8 +145,11 @@ def _ago(at: float) -> str:
 
 
 def _show(item: dict[str, Any], full: bool) -> None:
+    from .terminal import console
+
+    shown = console()
     agent = f" agent {item['agent']}" if item["agent"] else ""
-    click.secho(f"session {item['session']}{agent}", bold=True)
+    shown.print(f"session {item['session']}{agent}", style="bold", soft_wrap=True)
     why = f" ({item['profile_reason']})" if item.get("profile_reason") else ""
     click.echo(
         f"  {item['host']}, {item['profile']}{why}; last call {_ago(item['updated'])}; "
@@ -157,7 +160,7 @@ def _show(item: dict[str, Any], full: bool) -> None:
     if item.get("error"):
         click.echo(f"  {item['error']}")
     if item.get("stopped"):
-        click.secho(f"  stopped: {item['stopped']}", fg="red")
+        shown.print(f"  stopped: {item['stopped']}", style="red", soft_wrap=True)
     findings = sorted(item.get("findings", []), key=lambda f: -f["severity"])
     for finding in findings if full else findings[:1]:
         strength = "conclusive" if finding["severity"] >= 1 else f"{finding['severity']:.0%} of threshold"

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .identity import IGNORED
 
-__all__ = ["MODES", "PROFILES", "WRITERS", "Config", "ConfigError", "ToolRule", "check_keys"]
+__all__ = ["MODES", "PROFILES", "WRITERS", "Config", "ConfigError", "ToolRule", "check_keys", "params_with"]
 
 MODES = ("off", "warn", "enforce")
 PROFILES = ("unattended", "attended")
@@ -189,7 +189,8 @@ _DEFAULT_RULE = ToolRule()
 #: writers unless `[tools.X]` says otherwise, so an edit between two failing test runs
 #: is progress (an edit/test loop is not "the same error" repeated). Claude Code's
 #: editing tools, Codex's patch tool, the SWE-agent/OpenHands and Anthropic text
-#: editors, Gemini CLI's, Cline's `editor`, and the usual framework spellings.
+#: editors, Gemini CLI's, and the usual framework spellings. (A host whose writing tools
+#: have names too common to be writers everywhere says so itself: `hosts.monitors`.)
 WRITERS = frozenset(
     {
         "Write",
@@ -203,7 +204,6 @@ WRITERS = frozenset(
         "replace",
         "edit_file",
         "create_file",
-        "editor",
     }
 )
 _DEFAULT_RULES = {
@@ -359,15 +359,23 @@ _P = TypeVar("_P", bound=_Params)
 
 
 def _make_params(where: str, params_cls: type[_P], given: Mapping[str, Any]) -> _P:
-    defaults = params_cls()
-    names = list(defaults._fields)
+    return params_with(where, params_cls(), given)
+
+
+def params_with(where: str, params: _P, given: Mapping[str, Any]) -> _P:
+    """`params` with the fields in `given` changed, each checked as a value read from a
+    configuration file is (its type, the range every number keeps, the signal's own
+    rules): a ConfigError naming `where`.field otherwise. For settings a command derives
+    from its options, so that an option's bad value is refused as one, before any
+    monitor is made."""
+    names = list(params._fields)
     check_keys(f"{where}: ", given, names)
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {name: getattr(params, name) for name in names}
     for name in names:
         if name not in given:
             continue
         value = given[name]
-        expected = type(getattr(defaults, name))
+        expected = type(getattr(params, name))
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if type(value) is not expected:
@@ -375,7 +383,7 @@ def _make_params(where: str, params_cls: type[_P], given: Mapping[str, Any]) -> 
         if expected in (int, float) and (problem := _number_problem(value)):
             raise ConfigError(f"{where}.{name}: {problem}")
         values[name] = value
-    params = params_cls(**values)
+    params = type(params)(**values)
     check = getattr(params, "check", None)
     if check is not None:
         problem = check()

@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - other Python builds
 __all__ = [
     "Digest",
     "arguments_of",
+    "blake2b",
     "call_fingerprint",
     "canonical",
     "digest",

@@ -10,8 +10,9 @@ Counted, they hide a loop: the real `claude -p` runs the same failing `ls` 12 ti
 bench/identity.py clients` re-measures it).
 
 `IGNORED` names those fields per tool, for the tools of each host, read from what the
-real CLIs offer the model (the tools and input schemas Claude Code 2.1.197 and 2.1.332
-and Codex 0.171.0 send in their requests, captured by the real-client tests) and from
+real CLIs offer the model (the tools and input schemas Claude Code 2.1.197 and 2.1.332,
+Codex 0.171.0 and GitHub Copilot CLI 1.0.89 and 1.0.102 send in their requests, captured
+by the real-client tests) and from
 the recorded sessions in the shared corpora (Gemini CLI, OpenHands). Every other field
 identifies the call, a field unknown here included: an unknown field may change what
 the call does, and treating two different calls as one could stop work that was
@@ -69,10 +70,32 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "editor": ("description",),
             "search_codebase": ("description",),
         },
-        # Gemini CLI (its tool docs; corpus-tb2 sessions): the description is "shown
-        # to the user".
+        # GitHub Copilot CLI 1.0.89 and 1.0.102 (the tool schemas each sends the model):
+        # `bash.description` is "a short human-readable description" for the person,
+        # `initial_wait` how long to wait for output; `task`'s `description` is a "3-5 word
+        # UI intent" and `name` a "short agent name" (the prompt says what it does); `sql`
+        # and `session_store_sql` carry "a 2-5 word summary". `shellId` stays (a shell
+        # named again keeps its working folder), and so do `mode` and `detach`.
+        "copilot": {
+            "bash": ("description", "initial_wait"),
+            "task": ("description", "name"),
+            "sql": ("description",),
+            "session_store_sql": ("description",),
+        },
+        # Gemini CLI 0.58.0 and 0.61.0 (the function declarations each sends the model;
+        # corpus-tb2 sessions): the shell's `description` is "shown to the user", its
+        # `is_background` and `delay_ms` say how to wait; `replace`'s `instruction` and
+        # `enter_plan_mode`'s `reason` are prose about what the call does;
+        # `wait_for_previous` (on the tools that offer it) only orders parallel calls.
+        # `dir_path` stays: where a command runs changes what it does. Not here:
+        # `update_topic` (narration only: never counted, `hosts.monitors.HOST_TOOLS`).
         "gemini-cli": {
-            "run_shell_command": ("description",),
+            "run_shell_command": ("description", "is_background", "delay_ms"),
+            "replace": ("instruction",),
+            "enter_plan_mode": ("reason",),
+            "invoke_agent": ("wait_for_previous",),
+            "read_background_output": ("delay_ms", "wait_for_previous"),
+            "list_background_processes": ("wait_for_previous",),
         },
         # OpenHands CodeAct tools (corpus-tb2 sessions): the model's own risk rating
         # and a soft timeout say nothing of what runs.

@@ -49,6 +49,7 @@ __all__ = [
     "ShiftingCycle",
     "StillCircling",
     "Stopped",
+    "StoppedAfter",
     "StuckTerminal",
     "UnchangedCheck",
     "Unchecked",
@@ -520,6 +521,14 @@ class Stopped(Told):
     def for_model(self) -> str:
         text = super().for_model()
         return f"{text} {self.held_tail}" if self.held else text
+
+
+class StoppedAfter(Stopped):
+    """The run is stopped after a call that ran, where the host shows the stop as that
+    call's result (Gemini CLI replaces it): worded apart from a refusal, which a reader
+    takes for a call that never ran."""
+
+    head = person_head = "loopwatch stopped the run after this call"
 
 
 class Guarded(Blocked):

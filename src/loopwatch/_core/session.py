@@ -99,8 +99,10 @@ class GuardSession:
         self.blocked: deque[tuple[str | None, bytes]] = deque(maxlen=_MAX_BLOCKED)
         self.counted: deque[str] | None = deque(maxlen=_MAX_COUNTED) if count_once else None
 
-    def before_call(self, attempt: Attempt) -> Decision:
-        """Should this call run? ALLOW, BLOCK or STOP (refused: do not run it)."""
+    def before_call(self, attempt: Attempt, *, reported: bool = True) -> Decision:
+        """Should this call run? ALLOW, BLOCK or STOP (refused: do not run it).
+        `reported`: a refused call is reported afterwards, and must then not be counted
+        (False for a host that never reports one: nothing is kept to match it)."""
         if self.stopped is not None:
             # Worded from the reason alone: the first stop's message may quote the call,
             # which is the model's to read then, never the guard's to keep.
@@ -108,7 +110,7 @@ class GuardSession:
         else:
             verdict = self.monitor.check(attempt)
             decision = self._decide(verdict, ran=False, call=attempt)
-        if decision.blocks:
+        if decision.blocks and reported:
             self.blocked.append((attempt.call_id, digest_call(attempt.name, attempt.input)))
         return decision
 
@@ -133,11 +135,13 @@ class GuardSession:
         verdict = self.monitor.observe(event)
         return Decision(Action.ALLOW, None, verdict.description, verdict) if verdict else ALLOWED
 
-    def refuse(self, attempt: Attempt, told: Told) -> Decision:
+    def refuse(self, attempt: Attempt, told: Told, *, reported: bool = True) -> Decision:
         """Refuse a call for a reason of the guard's own, not the monitor's (`told` words
         it: a write that would switch the guard off). Remembered as refused, as a block
-        is, so that a report of the call afterwards is not counted."""
-        self.blocked.append((attempt.call_id, digest_call(attempt.name, attempt.input)))
+        is, so that a report of the call afterwards is not counted (`reported`, as for
+        `before_call`)."""
+        if reported:
+            self.blocked.append((attempt.call_id, digest_call(attempt.name, attempt.input)))
         person = told.for_person()
         return Decision(Action.BLOCK, told.for_model(), person, Verdict(Action.BLOCK, description=person))
 

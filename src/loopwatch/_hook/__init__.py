@@ -1,18 +1,21 @@
-"""`loopwatch hook`: the live guard Claude Code and Codex run around every tool call.
+"""`loopwatch hook`: the live guard an agent CLI (Claude Code, Codex, Gemini CLI, GitHub
+Copilot CLI, ...) runs around every tool call.
 
-    loopwatch hook [claude-code|codex|auto] < payload.json
+    loopwatch hook [HOST|auto] [EVENT] < payload.json
 
 Reads one hook event on stdin, feeds it to the session's monitor (state kept in
 SQLite between calls, see `loopwatch._hook.state`) and answers in the host's own
-terms: a nudge as additional context for the model, a block as the denial reason,
-a stop as `continue: false`. Installed by `loopwatch install`.
+terms (`loopwatch._hosts.<host>`): a nudge as additional context for the model, a block
+as the denial reason, a stop as the host honours one (`continue: false`; for a host that
+honours none, the host's headless process is ended). Installed by `loopwatch install`.
 
 It never gets in the way: any internal error, a locked or damaged database, a
 malformed payload or an unknown event means "allow", with one line in
 `hook.log` in the state folder. With `fail = "closed"` in `[hook]`, a PreToolUse
 call loopwatch could not check is denied instead, also when it cannot answer within
 `[hook] answer_within` seconds (a watchdog answers for it). `LOOPWATCH_MODE=off`
-returns at once, unless a project's Claude Code settings set it (`loopwatch._trust`).
+returns at once, unless a project set it (a project's Claude Code settings, a `.env`
+Gemini CLI loads: `loopwatch._trust`).
 
 This module is on the hot path: it imports only the standard library and
 the loopwatch core, never click or rich.
@@ -48,8 +51,8 @@ Usage: loopwatch hook [HOST [EVENT]]
   State:    $LOOPWATCH_STATE_DIR or $XDG_STATE_HOME/loopwatch (state.db, hook.log)
   Disable:  LOOPWATCH_MODE=off
   Profile:  attended (nudge, then block); unattended (nudge, then stop) for a
-            headless run (`claude -p`, `codex exec`, ...); force with
-            LOOPWATCH_PROFILE.
+            headless run (`claude -p`, `codex exec`, `copilot -p`, ...); force
+            with LOOPWATCH_PROFILE.
   Settings: the [hook] table of your own ~/.config/loopwatch/loopwatch.toml (or
             $LOOPWATCH_CONFIG): fail = "open" | "closed", busy_timeout,
             keep_days, keep_sessions, trust_project, answer_within (25 s: it
@@ -72,13 +75,19 @@ def main(argv: list[str] | None = None) -> int:
         names = ", ".join([*HOSTS, "auto"])
         sys.stderr.write(f"Error: loopwatch hook: expected HOST [EVENT], HOST one of {names}; got {' '.join(args)!r}\n")
         return 0  # a typo in a settings file must not block the agent: allow, loudly
-    # Claude Code hands a project's `.claude/settings.json` "env" to hooks: what the
-    # project set is taken out before anything reads the environment.
+    # Claude Code hands a project's `.claude/settings.json` "env" to hooks, Gemini CLI a
+    # project's `.env`: what the project set is taken out before anything reads the
+    # environment.
     from .._trust import trusted_environ
 
     notes: list[str] = []
     try:
-        tightened = trusted_environ(os.environ, _project_folders(), notes.append, _from_files(host))
+        agent = None
+        if host != "auto":
+            from .._hosts import host as host_named
+
+            agent = host_named(host)
+        tightened = trusted_environ(os.environ, _project_folders(), notes.append, agent)
     except Exception as exc:  # noqa: BLE001 - cannot tell who set it: nothing that loosens is believed
         tightened = {}
         for name in ("LOOPWATCH_MODE", "LOOPWATCH_PROFILE"):
@@ -88,15 +97,6 @@ def main(argv: list[str] | None = None) -> int:
         _drain()
         return 0
     return _run(host, event, tightened, notes)
-
-
-def _from_files(host: str) -> dict[str, str]:
-    """What the host says it put in our environment from files a project can write."""
-    if host == "auto":
-        return {}
-    from .._hosts import host as host_named
-
-    return host_named(host).env_from_files(os.environ)
 
 
 def _project_folders() -> list[str]:

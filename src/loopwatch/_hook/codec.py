@@ -158,10 +158,8 @@ class _Registry:
                             names.update(code.co_names)
                 shape = ",".join(sorted(names))
             parts.append(f"{tag} {kind} {shape}")
-        try:  # the bare BLAKE2 module: hashlib would load OpenSSL (5 ms of every hook call)
-            from _blake2 import blake2b
-        except ImportError:  # pragma: no cover - CPython always has it
-            from hashlib import blake2b
+        from .._core.fingerprint import blake2b  # the bare BLAKE2: hashlib would load OpenSSL
+
         return blake2b("\n".join(parts).encode(), digest_size=8).hexdigest()
 
 
@@ -172,8 +170,9 @@ def registry() -> _Registry:
     global _REGISTRY
     if _REGISTRY is None:
         from .session import SessionState
+        from .spawns import Spawns
 
-        _REGISTRY = _Registry(_classes((SessionState,)))
+        _REGISTRY = _Registry(_classes((SessionState, Spawns)))
     return _REGISTRY
 
 

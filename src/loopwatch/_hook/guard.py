@@ -8,7 +8,9 @@
     Stop, SubagentStop  -> Monitor.observe(Turn)
 
 Each (session, agent) has its own monitor, so a sub-agent's streaks never mix with
-its parent's, in a `GuardSession` (the one `loopwatch.Guard` uses): a call is counted
+its parent's (for a host whose payloads do not name the agent, the main agent's state
+says which sub-agent runs: `spawns`), in a `GuardSession` (the one `loopwatch.Guard`
+uses): a call is counted
 once, by `tool_use_id`, whether it arrives by PostToolUse or PostToolBatch; a call
 loopwatch denied never ran, so the PostToolBatch that reports it (with the denial text
 as its "result") does not count it, and the denial is logged as a block. Once a run is
@@ -43,10 +45,11 @@ from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
 from .._hosts import host as host_named
-from .._hosts.base import BEFORE, CALL_EVENTS, PROMPT, Host, Payload
+from .._hosts.base import AFTER, BEFORE, CALL_EVENTS, PROMPT, TURN_END, Call, Host, Payload, digest
 from .._hosts.monitors import monitor_for
 from .respond import Reply, reply
 from .settings import detect_profile
+from .spawns import Spawns
 from .state import SessionState, Store
 
 __all__ = ["handle"]
@@ -62,7 +65,6 @@ def handle(
     """Feed one event to its session's monitor and say what to answer. `now` fixes the
     event's time (tests); else it is the session's clock (`SessionState.time`)."""
     outcome: dict[str, Any] = {}
-    child_stop = _stopped_child(payload, store)
     agent = host_named(payload.host)
 
     def make() -> SessionState:
@@ -75,12 +77,13 @@ def handle(
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
         at = state.time(time.time(), _steady()) if now is None else now
         undone: list[str] = []
-        decision, tool = _feed(payload, state, at, agent.switches_off, undone)
+        decision, tool = _feed(payload, state, at, agent, undone)
         outcome["undone"] = undone
         outcome["decision"] = decision
         decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
         if decision.refused:
             decisions.append((payload.event, Verdict(Action.BLOCK, description=decision.reason), tool))
+        child_stop = _stopped_child(payload, store)
         if child_stop is not None and state.stopped is None:
             state.stop(f"a sub-agent was stopped: {child_stop}")
             decisions.append((payload.event, Verdict(Action.STOP, description=state.stopped), None))
@@ -91,7 +94,26 @@ def handle(
         if log is not None:
             log(f"state of session {payload.session[:12]} could not be loaded ({type(exc).__name__}); starting afresh")
 
-    store.update(payload.session, payload.agent, make, feed, bad_state)
+    if agent.spawn_tools and not payload.agent:
+        # The payload does not say which agent: the main agent's state knows which
+        # sub-agents run now (`spawns`). A main-agent event is fed in the same
+        # transaction; a sub-agent's, in its own state's next.
+        def route(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
+            payload.agent = _route(payload, state, agent.spawn_tools, agent.finish_tools)
+            if payload.agent:
+                return []
+            decisions = feed(state)
+            spawning = payload.event == BEFORE and payload.calls[0].name in agent.spawn_tools
+            if spawning and not outcome["decision"].blocks:
+                assert state.spawns is not None
+                state.spawns.spawned(_digest(payload.calls[0]), time.time())
+            return decisions
+
+        store.update(payload.session, "", make, route, bad_state)
+        if payload.agent:
+            store.update(payload.session, payload.agent, make, feed, bad_state)
+    else:
+        store.update(payload.session, payload.agent, make, feed, bad_state)
     decision: Decision = outcome["decision"]
     stopped: str | None = outcome["stopped"]
     ended = stopped is not None and decision.action is Action.STOP and agent.end_run(payload, stopped, log or _quiet)
@@ -172,6 +194,29 @@ def _steady() -> float:
         return time.monotonic()
 
 
+def _digest(call: Call) -> str:
+    return digest([call.name, call.input])
+
+
+def _route(payload: Payload, state: SessionState, spawn: frozenset[str], finish: frozenset[str]) -> str:
+    """The agent of an event whose payload does not name it, from the main agent's
+    state (`spawns`); sets `Call.spawned` on the after event of a spawning call."""
+    if state.spawns is None:
+        state.spawns = Spawns()
+    spawns = state.spawns
+    if payload.event not in (BEFORE, AFTER) or not payload.calls:
+        if payload.event in (PROMPT, TURN_END):
+            spawns.clear()  # the main agent's turn begins or ends: no sub-agent runs
+        return ""
+    call = payload.calls[0]
+    if payload.event == BEFORE:
+        return spawns.before(_digest(call), payload.stamp, spawn=call.name in spawn, finish=call.name in finish)
+    agent, spawned = spawns.after(_digest(call), spawn=call.name in spawn)
+    if spawned:
+        call.spawned = spawned
+    return agent
+
+
 def _stopped_child(payload: Payload, store: Store) -> str | None:
     """Why the sub-agent a main-agent call ran was stopped, if it was."""
     if payload.agent or payload.event != "PostToolUse":
@@ -198,20 +243,19 @@ def _undone(state: SessionState, call_id: str) -> bool:
 
 
 def _feed(
-    payload: Payload,
-    state: SessionState,
-    at: float,
-    switches_off: Callable[..., str | None],
-    undone: list[str],
+    payload: Payload, state: SessionState, at: float, host: Host, undone: list[str]
 ) -> tuple[Decision, str | None]:
     event, agent = payload.event, payload.agent or None
     if event == BEFORE:
         call = payload.calls[0]
+        if call.name in host.finish_tools:  # an agent handing back its result: never refused
+            return ALLOWED, call.name
         attempt = Attempt(call.name, call.input, at=at, call_id=call.call_id, agent=agent)
-        written = switches_off(call, payload.cwd)
+        reported = host.reports_refusals
+        written = host.switches_off(call, payload.cwd)
         if written is not None:  # never the monitor's to weigh: the guard itself is at stake
-            return state.refuse(attempt, Guarded(written)), call.name
-        return state.before_call(attempt), call.name
+            return state.refuse(attempt, Guarded(written), reported=reported), call.name
+        return state.before_call(attempt, reported=reported), call.name
     if event in CALL_EVENTS:
         strongest, tool = ALLOWED, None
         for call in payload.calls:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .._core.monitor import Monitor
 from .._core.session import GuardSession
+from .spawns import Spawns
 
 __all__ = ["SessionState"]
 
@@ -16,7 +17,7 @@ class SessionState(GuardSession):
     """What is kept for one (session, agent): the guard session (the monitor, the stop,
     the calls refused and the ids of the calls already counted: Claude Code reports a
     call by PostToolUse and again by PostToolBatch), where it runs, and counts of the
-    decisions taken."""
+    decisions taken, and (main agent) which sub-agents run now."""
 
     def __init__(self, monitor: Monitor, host: str, profile: str, reason: str) -> None:
         super().__init__(monitor, count_once=True)
@@ -27,6 +28,9 @@ class SessionState(GuardSession):
         self.origin = ""  # which configuration file set the mode (HookSettings.origin)
         self.clock: tuple[float, float] | None = None  # (wall, steady) seconds when the session began
         self.last_at = 0.0  # the time of its latest event
+        #: The sub-agents running now, for a host whose payloads do not name the agent
+        #: (`spawns`; kept in the main agent's state only).
+        self.spawns: Spawns | None = None
 
     def time(self, wall: float, steady: float) -> float:
         """The time of an event that happens now, given the wall clock and a steady one

@@ -166,9 +166,10 @@ def detect_profile(
     In order: `LOOPWATCH_PROFILE`; `profile` in the configuration file; a
     non-interactive run (`unattended`); else `attended`. A run is non-interactive when
     the host's environment says so (`Host.detect_profile`: Claude Code's
-    `CLAUDE_CODE_ENTRYPOINT=sdk-*`; or what the host records of the session of
-    `payload`: Cline's session manifest), or, on Linux, when an ancestor process is the host
-    run headless (`Host.headless`: `claude -p`, `codex exec`, ...), read from /proc.
+    `CLAUDE_CODE_ENTRYPOINT=sdk-*`, Gemini CLI's `CI=true`; or what the host records of
+    the session of `payload`: Cline's session record), or, on Linux, when an ancestor
+    process is the host run headless (`Host.headless_process`: `claude -p`, `codex exec`,
+    `gemini -p` or Gemini CLI with no terminal, ...), read from /proc.
 
     Limits: outside Linux only the environment is seen, so a host that says nothing
     there gets `attended` (nudge and block, no stop) unless configured; a wrapper that
@@ -187,8 +188,8 @@ def detect_profile(
         return said
     from .._hosts.base import ancestors
 
-    for _, argv in ancestors(6):
-        verdict = agent.headless(argv)
+    for pid, argv in ancestors(6):
+        verdict = agent.headless_process(pid, argv)
         if verdict is not None:
             return ("unattended", verdict) if verdict else ("attended", "interactive")
     return "attended", "interactive"

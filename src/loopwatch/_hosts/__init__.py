@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .base import Host
 
-__all__ = ["HOSTS", "WRITERS", "host"]
+__all__ = ["HOSTS", "HOST_WRITERS", "WRITERS", "host"]
 
 #: Every agent CLI loopwatch guards live: its name -> its module in this package, which
 #: defines `HOST` (the contract is `base.Host`). Imported on first use: the hook loads
@@ -21,7 +21,20 @@ __all__ = ["HOSTS", "WRITERS", "host"]
 HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "copilot": "copilot",
+    "gemini-cli": "gemini_cli",
     "cline": "cline",
+}
+
+
+#: Per host, tools whose success writes a file but whose names are too common to be writers
+#: for every source (SWE-agent's `edit` is a command): writers in that host's runs only.
+HOST_WRITERS: dict[str, dict[str, str | None]] = {
+    # GitHub Copilot CLI 1.0.89 and 1.0.102: `create {path, file_text}`, `edit {path, old_str, new_str}`.
+    "copilot": {"create": "path", "edit": "path"},
+    # Cline 3.0.57 and 3.0.65: `editor {path, old_text?, new_text, insert_line?}` (it creates a
+    # missing file).
+    "cline": {"editor": "path"},
 }
 
 
@@ -44,9 +57,9 @@ WRITERS: dict[str, str | None] = {
     "NotebookEdit": "notebook_path",
     # Codex's patch tool (0.171.0 rollouts: `custom_tool_call` apply_patch).
     "apply_patch": None,
+    # Gemini CLI's (0.58.0 and 0.61.0: the tools it offers the model).
+    "write_file": "file_path",
+    "replace": "file_path",
     # The file editor of SWE-agent and OpenHands, as ATIF trajectories name it.
     "str_replace_editor": "path",
-    # Cline's editor (3.0.57 and 3.0.65: `{path, old_text?, new_text, insert_line?}`; it
-    # creates a missing file).
-    "editor": "path",
 }

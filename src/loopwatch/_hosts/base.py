@@ -122,11 +122,13 @@ class Payload:
     `GUARD_EVENTS`, or the host's own name for an event the guard does not know), `native`
     the host's; `agent` is "" for the main agent; `calls` holds the call(s) of a tool
     event (a batch may hold several); `oversize` says stdin was larger than the limit and
-    only the identifying fields could be read. `parent`, for a sub-agent's event where the
-    host names the agent that spawned it (and its own report of the spawning call does not
-    name the sub-agent: Cline), is that agent's id in the host's words; else None."""
+    only the identifying fields could be read; `stamp` is when the host says the event
+    happened (epoch seconds, its clock), None where it does not say. `parent`, for a
+    sub-agent's event where the host names the agent that spawned it (and its own report
+    of the spawning call does not name the sub-agent: Cline), is that agent's id in the
+    host's words; else None."""
 
-    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "parent", "session")
+    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "parent", "session", "stamp")
 
     def __init__(
         self,
@@ -138,10 +140,11 @@ class Payload:
         calls: tuple[Call, ...] = (),
         oversize: bool = False,
         native: str | None = None,
+        stamp: float | None = None,
         parent: str | None = None,
     ) -> None:
         self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
-        self.calls, self.oversize = calls, oversize
+        self.calls, self.oversize, self.stamp = calls, oversize, stamp
         self.native = event if native is None else native
         self.parent = parent
 
@@ -162,10 +165,14 @@ ALLOW_REPLY = Reply()
 
 
 class SwitchOff(NamedTuple):
-    """A setting that switches the guard off: the file that holds it, and what it does."""
+    """A setting that switches the guard off: the file that holds it, and what it does.
+    `kind`: "off" (the guard is off now), "later" (it will be, once the host reads the
+    file: a folder not trusted yet), or "undo" (not off, but a project's own hook runs
+    after loopwatch's and can undo what it checked)."""
 
     path: str
     what: str
+    kind: str = "off"
 
 
 class StateFolder(NamedTuple):
@@ -204,8 +211,23 @@ class Host:
     #: What the hook says the run was stopped with, beside the reason, when it ends a run
     #: (`end_run`): a host that ends runs by a signal says so here.
     ends_by: ClassVar[str] = ""
+    #: Does the host report a call its hook refused, after the refusal (Claude Code's
+    #: PostToolBatch does)? When it never does, a refusal is not remembered to be matched
+    #: later: with no call ids, it would be taken for the next real run of that call.
+    reports_refusals: ClassVar[bool] = True
+    #: What `install` tells the person after writing a scope's file (scope -> a sentence).
+    install_notes: ClassVar[Mapping[str, str]] = {}
     #: Folders of the host's own state a folder walk reads only in part (`StateFolder`).
     state_folders: ClassVar[tuple[StateFolder, ...]] = ()
+    #: The tools a main agent runs a sub-agent with, for a host whose payloads do not
+    #: say which agent a call is of (Gemini CLI): the hook tells a sub-agent's calls by
+    #: when they come, between that call's before and after events (`_hook.spawns`).
+    #: Empty where payloads name the agent (Claude Code's `agent_id`).
+    spawn_tools: ClassVar[frozenset[str]] = frozenset()
+    #: The tools with which a (sub-)agent hands back its result and ends: never refused
+    #: and never answered with a stop. Refusing it keeps a stopped sub-agent running
+    #: (Gemini CLI's `complete_task`: it retries to its turn limit).
+    finish_tools: ClassVar[frozenset[str]] = frozenset()
     #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
     #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
     settings_shape: ClassVar[str] = "json"
@@ -267,6 +289,12 @@ class Host:
         process that is not this host."""
         return None
 
+    def headless_process(self, pid: int, argv: list[str]) -> str | None:
+        """`headless` for a running process (`pid`, its `argv`), for a host whose headless
+        runs show in more than the command line (Gemini CLI: no terminal on stdin or
+        stdout). The default: the command line alone."""
+        return self.headless(argv)
+
     def detect_profile(self, env: Mapping[str, str], payload: Payload | None = None) -> tuple[str, str] | None:
         """The profile what the host put in the hook's environment (or what it records
         of the session `payload` belongs to) implies, and why; None when it says nothing
@@ -279,17 +307,15 @@ class Host:
         nothing a hook says). True when it was said. The default: the answer says it."""
         return False
 
-    def env_from_files(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The variables of the hook's environment `env` that the host took from files
-        a project can write (a `.env`), each with where it came from. `loopwatch._trust`
-        lets them only tighten the guard. Empty where the host takes none."""
-        return {}
-
     def end_run(self, payload: Payload, reason: str, log: Callable[[str], object]) -> bool:
         """End an unattended run this host would carry on despite every stop answer
         (`ends_by` says how). True when it was ended. The default: the host honours
         its stop answer, nothing more to do."""
         return False
+
+    #: The event `probe_payload` is, in the host's words, where its payloads name none (the
+    #: hook's command line does: `loopwatch hook HOST EVENT`); None where they do.
+    probe_event: ClassVar[str | None] = None
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
         """A harmless after-call payload, as the host would send it, for `doctor`'s dry
@@ -299,12 +325,19 @@ class Host:
     # -- its settings --------------------------------------------------------------------------
 
     def settings_file(self, scope: str, env: Mapping[str, str], cwd: Path) -> Path:
-        """The file `install` writes for `scope`."""
+        """The file `install` writes for `scope`. A `system` scope (settings for every
+        user of the machine, which no project overrides) is written readable by all."""
         raise NotImplementedError
 
-    def install(self, settings: Any, command: str) -> Any:
+    def unread(self, scope: str, path: Path) -> str | None:
+        """Why the host would not read `path`, the settings file of `scope`, as it stands
+        (its owner, its mode); None when nothing says so."""
+        return None
+
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         """A copy of `settings` (the parsed file, {} when absent) with exactly one
-        loopwatch hook per hooked event, running `command`."""
+        loopwatch hook per hooked event, running `command`. `scope` is the settings
+        scope the file is (a host may write more at a level no project overrides)."""
         raise NotImplementedError
 
     def uninstall(self, settings: Any) -> Any:
@@ -327,6 +360,25 @@ class Host:
         user hooks, and so the guard, off. Read only; a file that cannot be read is not
         reported."""
         return []
+
+    def runs_here(self, cwd: Path, env: Mapping[str, str]) -> str | None:
+        """Why the host would run no hook at all in `cwd` (Gemini CLI: a folder the user
+        has not trusted), else None. Read only."""
+        return None
+
+    def env_files(self, cwd: str, env: Mapping[str, str]) -> list[str]:
+        """A project's files whose variables the host puts into its hooks' environment
+        (Gemini CLI's `.env`), for a session started in `cwd`: the user's own excepted.
+        `loopwatch._trust` lets what they set only tighten the guard. (Paths as text: the
+        hook asks on every call, and pathlib is not on its way.)"""
+        return []
+
+    def started_environ(self) -> dict[str, str] | None:
+        """The environment the host's session process (an ancestor of this hook) was
+        started with, where the host adds variables of its own to its hooks' afterwards
+        (a `.env` it loads): what the user set is there, what the host added is not.
+        None where this cannot be read or does not apply."""
+        return None
 
     #: A project settings file that can switch user hooks off, and what in it does so
     #: (regular expressions, searched in a call's input as JSON text: a write tool's path
@@ -417,7 +469,7 @@ class JsonHooks(Host):
         out["hooks"] = new_hooks
         return out
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         out = self.uninstall(settings)
         hooks = out.get("hooks")
         if hooks is None:
@@ -524,7 +576,7 @@ class FileHooks(Host):
                 return line[len("exec ") :].strip()
         return None
 
-    def install(self, settings: Any, command: str) -> Any:
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
         out = self.uninstall(settings)
         for event in self.hooked_events:
             name = self.file_name(event)
@@ -558,6 +610,8 @@ class ClaudeStyle(JsonHooks):
 
         verdict = decision.verdict
         event = payload.event
+        if payload.calls and all(call.name in self.finish_tools for call in payload.calls):
+            return warn(verdict)  # an agent handing back its result: never refused, never stopped
         if event == BEFORE:
             if decision.blocks and decision.message is not None:
                 return self.refuse(
@@ -735,9 +789,9 @@ _DIGEST_CHARS = 1 << 16  # a string is hashed in pieces: no second copy of a lar
 def digest(value: Any) -> str:
     """A digest of the whole of a JSON value, read without recursion (the nesting a
     payload may have is the parser's limit, not ours) and in bounded pieces."""
-    import hashlib
+    from .._core.fingerprint import blake2b  # the bare BLAKE2: hashlib would load OpenSSL
 
-    hasher = hashlib.blake2b(digest_size=8)
+    hasher = blake2b(digest_size=8)
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()

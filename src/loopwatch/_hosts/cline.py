@@ -41,9 +41,10 @@ scripted model; tests/test_realclient_cline.py pins each of these):
   is written before the first hook runs; in hub mode the hook's parent is the hub daemon,
   whose command line says nothing.
 - A project `.env` (and `.env.local`, ...) in the folder Cline was started in is loaded into
-  Cline's environment, and so into the hook's, for variables not already set: hooks run
-  with `python -I`, and what such a file sets may only tighten the guard
-  (`env_from_files`).
+  Cline's environment, and so into the hook's, for variables not already set (`${VAR}`
+  expanded): hooks run with `python -I`, and what such a file sets may only tighten the
+  guard (`env_files`; Cline's own process still has the environment it was started with,
+  `started_environ`, which tells the user's variables from the file's).
 
 Standard library only, nothing heavy at import: the hook imports this module.
 """
@@ -585,26 +586,37 @@ class Cline(FileHooks):
             os.close(fd)
         return True
 
-    def env_from_files(self, env: Mapping[str, str]) -> dict[str, str]:
+    def env_files(self, cwd: str, env: Mapping[str, str]) -> list[str]:
         # Bun loads them from the folder Cline was started in: its process's (the hub
-        # daemon's, in hub mode), which `-c DIR` does not change; and the workspace.
-        folders = []
+        # daemon's, in hub mode), which `-c DIR` does not change; and the workspace's.
+        folders = [cwd]
         try:
             folders.append(os.readlink(f"/proc/{os.getppid()}/cwd"))
         except OSError:
             pass
-        try:
-            folders.append(os.getcwd())
-        except OSError:
-            pass
-        found: dict[str, str] = {}
+        found: list[str] = []
         for folder in dict.fromkeys(folders):
-            for name in DOTENV:
-                path = os.path.join(folder, name)
-                for key, value in _dotenv(path).items():
-                    if key not in found and key in env and (value is None or env[key] == value):
-                        found[key] = path
+            found.extend(os.path.join(folder, name) for name in DOTENV if os.path.isfile(os.path.join(folder, name)))
         return found
+
+    def started_environ(self) -> dict[str, str] | None:
+        # Cline's own process (local mode) started with the user's environment; what Bun
+        # loaded from a `.env` afterwards is not in the environment it was started with. The
+        # hub daemon was started by a Cline process that had loaded one: it cannot say.
+        parent = _parent_cline()
+        if parent is None:
+            return None
+        try:
+            with open(f"/proc/{parent[0]}/environ", "rb") as fh:
+                block = fh.read()
+        except OSError:
+            return None
+        out: dict[str, str] = {}
+        for item in block.split(b"\0"):
+            key, sep, value = item.partition(b"=")
+            if sep:
+                out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+        return out
 
     def probe_payload(self, folder: str, cwd: str) -> dict[str, Any]:
         output = [{"query": "true", "result": "", "success": True}]
@@ -676,6 +688,7 @@ class Cline(FileHooks):
                         path,
                         f"a project {event} hook Cline runs after loopwatch's (in order of path), with no trust "
                         "asked: its answer can undo a refusal (not a stop)",
+                        "undo",
                     )
                 )
         plugins = os.path.join(cwd, PROJECT_PLUGINS)
@@ -689,42 +702,10 @@ class Cline(FileHooks):
                     plugins,
                     "project plugins Cline loads with no trust asked: they run after every hook and can undo "
                     "a refusal (not a stop)",
+                    "undo",
                 )
             )
         return found
-
-
-_DOTENV_LINE = re.compile(r"\A\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(.*?)\s*\Z")
-_DOTENV_LIMIT = 1 << 16
-_QUOTED = re.compile(r"\A(['\"`])(.*?)\1(?:\s+#.*)?\Z")
-
-
-def _dotenv(path: str) -> dict[str, str | None]:
-    """The variables a `.env` file sets: name -> value, or None where the value is more
-    than plain text or a quoted string (an expansion, an escape: its value cannot be
-    matched, so whoever set it is taken to be the file). {} when there is no file."""
-    from .._files import open_file
-
-    try:
-        with open_file(path) as fh:
-            data = fh.read(_DOTENV_LIMIT).decode("utf-8", "replace")
-    except OSError:
-        return {}
-    out: dict[str, str | None] = {}
-    for line in data.splitlines():
-        match = _DOTENV_LINE.match(line)
-        if match is None or line.lstrip().startswith("#"):
-            continue
-        key, raw = match.group(1), match.group(2)
-        quoted = _QUOTED.match(raw)
-        if quoted:
-            value = quoted.group(2)
-            plain = quoted.group(1) == "'" or not re.search(r"[$\\]", value)
-        else:
-            value = raw.split(" #", 1)[0].rstrip()
-            plain = not re.search(r"[$\\]", value)
-        out[key] = value if plain else None
-    return out
 
 
 HOST = Cline()

@@ -12,6 +12,9 @@ when unknown). What a source adds to the user's configuration, under the user's 
   (`codex.shared_tool_rules`): a `[tools.Bash]` rule holds for a rollout's
   `exec_command` calls as for the hook's `Bash` ones.
 - Claude Code: polling a background shell (`BashOutput`) is waiting, not looping.
+- GitHub Copilot CLI: the same for `read_bash`; its `create` and `edit` write files.
+- Gemini CLI: `update_topic` (narration) and `complete_task` (a sub-agent's answer)
+  are never counted; `read_background_output` is waiting.
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -29,13 +32,29 @@ from collections.abc import Callable, Mapping
 from .._core.config import Config, ToolRule
 from .._core.monitor import Monitor
 from .._core.verdict import Verdict
-from . import codex
+from . import HOST_WRITERS, codex
 
 __all__ = ["HOST_TOOLS", "config_for", "monitor_for"]
 
 #: Tool rules a host's tools get unless the configuration has its own for them.
 HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
     "claude-code": {"BashOutput": ToolRule(role="poller")},
+    # GitHub Copilot CLI: its writing tools, under names too common to be writers for
+    # every source (SWE-agent's `edit` is a command); `read_bash` reads a running shell.
+    "copilot": {
+        **{tool: ToolRule(role="writer") for tool in HOST_WRITERS["copilot"]},
+        "read_bash": ToolRule(role="poller"),
+    },
+    # Cline: its editor, under a name too common to be a writer for every source.
+    "cline": {tool: ToolRule(role="writer") for tool in HOST_WRITERS["cline"]},
+    # Gemini CLI: `update_topic` only narrates (a title, a summary: no action), and
+    # `complete_task` is how a sub-agent hands back its result; reading a background
+    # command's output again is waiting.
+    "gemini-cli": {
+        "update_topic": ToolRule(role="exempt"),
+        "complete_task": ToolRule(role="exempt"),
+        "read_background_output": ToolRule(role="poller"),
+    },
 }
 
 

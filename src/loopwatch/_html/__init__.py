@@ -16,7 +16,18 @@ from typing import Any
 from .._core.config import Config
 from .sessions import CALL_FIELDS, Sources, collect
 
-__all__ = ["Sources", "report_data", "report_page"]
+__all__ = ["Sources", "report_data", "report_head", "report_page"]
+
+
+def report_head(sources: Sources, *, title: str | None = None, excerpts: bool = False) -> dict[str, Any]:
+    """The page's facts, all but its sessions (`page.write_page` takes them as they come)."""
+    return {
+        "title": title or "loopwatch report",
+        "excerpts": excerpts,
+        "labels": sources.has_labels,
+        "outcomes": sources.outcomes is not None,
+        "call_fields": list(CALL_FIELDS),
+    }
 
 
 def report_data(
@@ -30,16 +41,10 @@ def report_data(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """The page's data: every session of the files `(path, label)`, replayed."""
+    """The page's data: every session of the files `(path, label)`, replayed, held
+    (`loopwatch report` streams them to the page instead)."""
     sessions = collect(items, config, sources, format=format, excerpts=excerpts, jobs=jobs, progress=progress)
-    return {
-        "title": title or "loopwatch report",
-        "excerpts": excerpts,
-        "labels": sources.has_labels,
-        "outcomes": sources.outcomes is not None,
-        "call_fields": list(CALL_FIELDS),
-        "sessions": sessions,
-    }
+    return {**report_head(sources, title=title, excerpts=excerpts), "sessions": list(sessions)}
 
 
 def report_page(items: Iterable[tuple[str, str]], config: Config, sources: Sources, **options: Any) -> str:

@@ -348,43 +348,257 @@
     return found;
   }
 
-  function timeline(s, box) {
+  // A session of more calls than this is drawn as an overview (a bar per stretch of
+  // actions) and, below it, one stretch call by call: a mark per call of a session of
+  // 300,000 calls froze the page for seconds.
+  const DETAIL = 2000;
+  const BINS = 500;
+
+  function lastStep(s) {
     const calls = s.calls;
-    const n = Math.max(1, s.actions, calls.length ? calls[calls.length - 1][F.step] : 1);
+    return Math.max(1, s.actions, calls.length ? calls[calls.length - 1][F.step] : 1);
+  }
+
+  function firstIndex(items, step, at) {
+    // the first item whose step (items[i][at]) is at least `step` (items are in step order)
+    let lo = 0, hi = items.length;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (items[mid][at] < step) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+
+  function firstOfCalls(s) {
+    // the first action of each call: "same call as action 12" (kept with the session)
+    if (!s.__firstOf) {
+      const firstOf = new Map();
+      for (const c of s.calls) if (!firstOf.has(c[F.call])) firstOf.set(c[F.call], c[F.step]);
+      s.__firstOf = firstOf;
+    }
+    return s.__firstOf;
+  }
+
+  function timeline(s, box) {
+    const n = lastStep(s);
+    if (s.calls.length <= DETAIL && s.others.length <= DETAIL) {
+      const scroller = el("div", { class: "scroller" });
+      scroller.appendChild(stretch(s, box, 1, n));
+      return scroller;
+    }
+    const wrap = el("div", { class: "long-timeline" });
+    const per = Math.ceil(n / BINS);
+    wrap.appendChild(el("p", { class: "note" }, count(s.calls.length) + " tool calls: each bar covers " + count(per) +
+      " actions (the same call most often, the same colour). Select a bar to see its actions one by one below."));
+    const holder = el("div");
+    const heading = el("p", { class: "note stretch-heading" });
+    const scroller = el("div", { class: "scroller" });
+    holder.appendChild(heading);
+    holder.appendChild(scroller);
+    let shown = null;
+    const show = function (from) {
+      from = Math.max(1, Math.min(from, n - DETAIL + 1));
+      const to = Math.min(n, from + DETAIL - 1);
+      heading.textContent = "Actions " + count(from) + " to " + count(to) + " of " + count(n) + ", one by one:";
+      scroller.textContent = "";
+      scroller.appendChild(stretch(s, box, from, to));
+      if (shown) {  // where the stretch is, on the overview
+        shown.setAttribute("x", String(shown.__x(from)));
+        shown.setAttribute("width", String(Math.max(2, shown.__x(to + 1) - shown.__x(from))));
+      }
+    };
+    const pick = function (low, high) { show(low - Math.floor(Math.max(0, DETAIL - (high - low + 1)) / 2)); };
+    const over = overview(s, box, per, pick);
+    shown = over.__window;
+    wrap.appendChild(el("div", { class: "scroller" })).appendChild(over);
+    wrap.appendChild(holder);
+    const first = s.interventions.length ? s.interventions[0][1] : 1;
+    const at = s.stop || first;
+    pick(at, at);
+    return wrap;
+  }
+
+  function overview(s, box, per, pick) {
+    // a bar per `per` actions: the call made most often in it (its colour), how many
+    // failed (the red bar) and gave a result seen before (the dot), its tools on hover
+    const n = lastStep(s);
+    const bins = Math.ceil(n / per);
     const left = 118;
     const avail = Math.max(300, (box.clientWidth || 900) - left - 40);
-    const px = Math.max(6, Math.min(28, avail / n));
-    const width = left + n * px + 24;
-    const lanes = [];
-    const present = new Set(s.others.map(function (o) { return o[0].split(":")[0]; }));
-    const kinds = KINDS.filter(function (k) { return present.has(k[0]); });
+    const px = Math.max(2, Math.min(12, avail / bins));
+    const width = left + bins * px + 24;
+    const stats = [];
+    for (let b = 0; b < bins; b++) stats.push({ calls: 0, failed: 0, repeats: 0, after: 0, digests: new Map(), tools: new Map() });
+    for (const c of s.calls) {
+      const bin = stats[Math.min(bins - 1, Math.floor((c[F.step] - 1) / per))];
+      bin.calls++;
+      if (c[F.error]) bin.failed++;
+      if (c[F.repeat]) bin.repeats++;
+      if (c[F.after_stop]) bin.after++;
+      bin.digests.set(c[F.call], (bin.digests.get(c[F.call]) || 0) + 1);
+      bin.tools.set(c[F.tool], (bin.tools.get(c[F.tool]) || 0) + 1);
+    }
+    const lanes = laneRows(s);
     let y = 22;
     const callY = y; y += 34;
     const verdictY = y; y += 22;
-    for (const k of kinds) { lanes.push([k[0], k[1], y]); y += 18; }
+    for (const lane of lanes) { lane[2] = y; y += 18; }
     const height = y + 24;
     const svg = sv("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "group",
-      "aria-label": "timeline of " + calls.length + " tool calls", class: "timeline" });
-    const x = function (step) { return left + (step - 1) * px; };
+      "aria-label": "overview of " + s.calls.length + " tool calls", class: "timeline overview" });
+    const x = function (step) { return left + (step - 1) / per * px; };
+    shadings(svg, s, x, 1, n, height);
+    const window_ = sv("rect", { x: left, y: 2, width: px, height: height - 24, class: "window" });
+    window_.__x = x;
+    svg.__window = window_;
+    svg.appendChild(window_);
+    labels(svg, lanes, callY, verdictY);
+    stats.forEach(function (bin, b) {
+      const from = b * per + 1, to = Math.min(n, (b + 1) * per);
+      const g = sv("g", { class: "mark bin" + (bin.after * 2 > bin.calls ? " after" : ""), "data-kind": "bin",
+        "data-from": from, "data-to": to, tabindex: 0, role: "button" });
+      if (bin.calls) {
+        let top = null, most = 0;
+        for (const [digest, times] of bin.digests) if (times > most) { top = digest; most = times; }
+        g.appendChild(sv("rect", { x: x(from), y: callY, width: Math.max(1, px - 1), height: 26,
+          fill: "hsl(" + hue(top) + ",62%," + (bin.after * 2 > bin.calls ? "78%" : "48%") + ")" }));
+        if (bin.repeats) g.appendChild(sv("circle", { cx: x(from) + px / 2, cy: callY - 5, r: Math.min(3.2, px / 2),
+          class: "repeat-dot", "fill-opacity": (0.25 + 0.75 * bin.repeats / bin.calls).toFixed(2) }));
+        if (bin.failed) g.appendChild(sv("rect", { x: x(from), y: callY + 28, width: Math.max(1, px - 1), height: 3,
+          class: "error-bar", "fill-opacity": (0.25 + 0.75 * bin.failed / bin.calls).toFixed(2) }));
+      } else {
+        g.appendChild(sv("rect", { x: x(from), y: callY, width: Math.max(1, px - 1), height: 26, class: "empty" }));
+      }
+      const tools = Array.from(bin.tools).sort(function (a, b) { return b[1] - a[1]; }).slice(0, 4)
+        .map(function (t) { return t[0] + " " + count(t[1]); });
+      const lines = ["actions " + count(from) + " to " + count(to) + ": " + count(bin.calls) + " tool calls"];
+      if (tools.length) lines.push(tools.join(", ") + (bin.tools.size > 4 ? ", ..." : ""));
+      if (bin.failed) lines.push(count(bin.failed) + " failed");
+      if (bin.repeats) lines.push(count(bin.repeats) + " gave a result the same call gave before");
+      if (bin.after) lines.push(count(bin.after) + " after the stop");
+      lines.push("select to see them one by one");
+      g.__tip = lines;
+      g.setAttribute("aria-label", lines.join(". "));
+      g.__pick = function () { pick(from, to); };
+      svg.appendChild(g);
+    });
+    verdicts(svg, s, x, 1, n, verdictY);
+    others(svg, s, lanes, function (step) { return x(step + 1); }, 1, n, true);
+    axis(svg, x, 1, n, px / per, height);
+    svg.addEventListener("click", function (e) { const g = e.target.closest("g.bin"); if (g) g.__pick(); });
+    svg.addEventListener("keydown", function (e) {
+      const g = e.target.closest && e.target.closest("g.bin");
+      if (g && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); g.__pick(); }
+    });
+    return svg;
+  }
 
-    // the loop's stretch: from where it began to the intervention
-    for (const iv of s.interventions) {
-      if (!iv[2]) continue;
-      svg.appendChild(sv("rect", { x: x(iv[2]), y: 4, width: Math.max(px, (iv[1] - iv[2] + 1) * px), height: height - 28,
-        class: "stretch " + iv[0] }));
-    }
-    if (s.stop) svg.appendChild(sv("rect", { x: x(s.stop + 1), y: 4, width: Math.max(0, (n - s.stop) * px), height: height - 28, class: "after-stop" }));
+  function laneRows(s) {
+    // [kind, title, y] for the kinds of events the session has besides its calls
+    const present = new Set(s.others.map(function (o) { return o[0].split(":")[0]; }));
+    return KINDS.filter(function (k) { return present.has(k[0]); }).map(function (k) { return [k[0], k[1], 0]; });
+  }
 
+  function labels(svg, lanes, callY, verdictY) {
     const label = function (text, yy) { const t = sv("text", { x: 4, y: yy, class: "lane" }); t.textContent = text; svg.appendChild(t); };
     label("tool calls", callY + 18);
     label("loopwatch", verdictY + 14);
     for (const [, title, yy] of lanes) label(title, yy + 11);
+  }
+
+  function shadings(svg, s, x, from, to, height) {
+    // the loop's stretch, from where it began to the intervention; what came after the stop
+    for (const iv of s.interventions) {
+      if (!iv[2] || iv[1] < from || iv[2] > to) continue;
+      const a = Math.max(iv[2], from), b = Math.min(iv[1], to);
+      svg.appendChild(sv("rect", { x: x(a), y: 4, width: Math.max(2, x(b + 1) - x(a)), height: height - 28, class: "stretch " + iv[0] }));
+    }
+    if (s.stop && s.stop < to) {
+      const a = Math.max(s.stop + 1, from);
+      svg.appendChild(sv("rect", { x: x(a), y: 4, width: Math.max(0, x(to + 1) - x(a)), height: height - 28, class: "after-stop" }));
+    }
+  }
+
+  function verdicts(svg, s, x, from, to, verdictY) {
+    // nudges, blocks, the stop
+    for (const iv of s.interventions) {
+      const [kind, at, , signal, description, ref] = iv;
+      if (at < from || at > to) continue;
+      const g = sv("g", { class: "mark verdict " + kind, "data-step": at, "data-kind": kind, tabindex: 0, role: "img" });
+      const cx = x(at + 1);  // after its action
+      g.appendChild(sv("line", { x1: cx, x2: cx, y1: 4, y2: verdictY + 18, class: "verdict-line" }));
+      g.appendChild(sv("path", { d: "M" + (cx - 6) + " " + (verdictY + 2) + " h12 l-6 12 z", class: "verdict-head" }));
+      const lines = [kind + " after action " + at + " (" + signal + ")", description || ""];
+      if (ref) lines.push("source: " + ref);
+      g.__tip = lines;
+      g.setAttribute("aria-label", lines.join(". "));
+      svg.appendChild(g);
+    }
+  }
+
+  function others(svg, s, lanes, cxOf, from, to, binned) {
+    // everything else, on the same axis (between the calls it came between); on the
+    // overview, one tick per kind and bar
+    const drawn = new Set();
+    for (let i = firstIndex(s.others, from - 1, 1); i < s.others.length; i++) {
+      const [kindName, step, times] = s.others[i];
+      if (step > to) break;
+      const base = kindName.split(":")[0];
+      const lane = lanes.find(function (l) { return l[0] === base; });
+      if (!lane) continue;
+      const cx = cxOf(step);
+      if (binned) {
+        const key = base + "@" + Math.round(cx);
+        if (drawn.has(key)) continue;
+        drawn.add(key);
+      }
+      const g = sv("g", { class: "mark other " + base, "data-kind": base, tabindex: -1 });
+      g.appendChild(sv("rect", { x: cx - 1.5, y: lane[2], width: 3, height: 12, class: "tick" }));
+      const name = kindName.indexOf(":") > 0 ? " (" + kindName.slice(kindName.indexOf(":") + 1) + ")" : "";
+      g.__tip = [lane[1] + name + ": " + (binned ? "around" : times) + (step ? " action " + step : " before the first action")];
+      svg.appendChild(g);
+    }
+  }
+
+  function axis(svg, x, from, to, px, height) {
+    // `px`: the width of one action
+    const every = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000]
+      .find(function (k) { return k * px >= 48; }) || 1000000;
+    for (let step = Math.ceil(from / every) * every; step <= to; step += every) {
+      const t = sv("text", { x: x(step) + px / 2, y: height - 6, class: "tick-label" });
+      t.textContent = String(step);
+      svg.appendChild(t);
+    }
+    const axisLabel = sv("text", { x: 4, y: height - 6, class: "lane" });
+    axisLabel.textContent = "action";
+    svg.appendChild(axisLabel);
+  }
+
+  function stretch(s, box, from, to) {
+    // actions `from` to `to`, one mark per call
+    const calls = s.calls;
+    const count_ = to - from + 1;
+    const left = 118;
+    const avail = Math.max(300, (box.clientWidth || 900) - left - 40);
+    const px = Math.max(6, Math.min(28, avail / count_));
+    const width = left + count_ * px + 24;
+    const lanes = laneRows(s);
+    let y = 22;
+    const callY = y; y += 34;
+    const verdictY = y; y += 22;
+    for (const lane of lanes) { lane[2] = y; y += 18; }
+    const height = y + 24;
+    const first = firstIndex(calls, from, F.step);
+    let last = first;
+    while (last < calls.length && calls[last][F.step] <= to) last++;
+    const svg = sv("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "group",
+      "aria-label": "timeline of " + (last - first) + " tool calls", class: "timeline" });
+    const x = function (step) { return left + (step - from) * px; };
+    shadings(svg, s, x, from, to, height);
+    labels(svg, lanes, callY, verdictY);
 
     // one mark per call, the same call in the same colour
-    const firstOf = new Map();
-    for (const c of calls) {
+    const firstOf = firstOfCalls(s);
+    for (let i = first; i < last; i++) {
+      const c = calls[i];
       const step = c[F.step];
-      if (!firstOf.has(c[F.call])) firstOf.set(c[F.call], step);
       const g = sv("g", { class: "mark call" + (c[F.after_stop] ? " after" : "") + (c[F.repeat] ? " repeat" : ""),
         "data-step": step, "data-kind": "call", tabindex: 0, role: "img" });
       const w = Math.max(2, px - 2);
@@ -395,8 +609,8 @@
       const iv = covering(s, step);
       const lines = ["action " + step + ": " + c[F.tool]];
       if (c[F.ref]) lines.push("source: " + c[F.ref]);
-      const first = firstOf.get(c[F.call]);
-      lines.push(first === step ? "first time this call was made" : "same call as action " + first);
+      const firstStep = firstOf.get(c[F.call]);
+      lines.push(firstStep === step ? "first time this call was made" : "same call as action " + firstStep);
       if (c[F.repeat]) lines.push("repeated result: this call gave this result before");
       if (c[F.error]) lines.push("failed");
       if (c[F.at] !== null) lines.push("at +" + c[F.at] + "s");
@@ -407,44 +621,9 @@
       g.__call = c;
       svg.appendChild(g);
     }
-
-    // nudges, blocks, the stop
-    for (const iv of s.interventions) {
-      const [kind, at, , signal, description, ref] = iv;
-      const g = sv("g", { class: "mark verdict " + kind, "data-step": at, "data-kind": kind, tabindex: 0, role: "img" });
-      const cx = x(at) + px;
-      g.appendChild(sv("line", { x1: cx, x2: cx, y1: 4, y2: verdictY + 18, class: "verdict-line" }));
-      g.appendChild(sv("path", { d: "M" + (cx - 6) + " " + (verdictY + 2) + " h12 l-6 12 z", class: "verdict-head" }));
-      const lines = [kind + " after action " + at + " (" + signal + ")", description || ""];
-      if (ref) lines.push("source: " + ref);
-      g.__tip = lines;
-      g.setAttribute("aria-label", lines.join(". "));
-      svg.appendChild(g);
-    }
-
-    // everything else, on the same axis (between the calls it came between)
-    for (const [kindName, step, times] of s.others) {
-      const base = kindName.split(":")[0];
-      const lane = lanes.find(function (l) { return l[0] === base; });
-      if (!lane) continue;
-      const cx = left + step * px;
-      const g = sv("g", { class: "mark other " + base, "data-kind": base, tabindex: -1 });
-      g.appendChild(sv("rect", { x: cx - 1.5, y: lane[2], width: 3, height: 12, class: "tick" }));
-      const name = kindName.indexOf(":") > 0 ? " (" + kindName.slice(kindName.indexOf(":") + 1) + ")" : "";
-      g.__tip = [lane[1] + name + ": " + times + (step ? " after action " + step : " before the first action")];
-      svg.appendChild(g);
-    }
-
-    // the axis
-    const every = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000].find(function (k) { return k * px >= 48; }) || 10000;
-    for (let step = every; step <= n; step += every) {
-      const t = sv("text", { x: x(step) + px / 2, y: height - 6, class: "tick-label" });
-      t.textContent = String(step);
-      svg.appendChild(t);
-    }
-    const axisLabel = sv("text", { x: 4, y: height - 6, class: "lane" });
-    axisLabel.textContent = "action";
-    svg.appendChild(axisLabel);
+    verdicts(svg, s, x, from, to, verdictY);
+    others(svg, s, lanes, function (step) { return x(step + 1); }, from, to, false);
+    axis(svg, x, from, to, px, height);
     return svg;
   }
 
@@ -496,7 +675,7 @@
       "One mark per tool call; the same call, the same colour. A dot above: the call gave the same result before. A red bar below: it failed. " +
       "Shaded: the loop, from where it began to the nudge (amber), block or stop (red). Pale: after the stop. Hover or focus a mark for details.");
     left.appendChild(legend);
-    if (s.calls.length || s.others.length) left.appendChild(el("div", { class: "scroller" })).appendChild(timeline(s, left));
+    if (s.calls.length || s.others.length) left.appendChild(timeline(s, left));
     else left.appendChild(el("p", { class: "note" }, "no tool call recorded"));
 
     if (s.interventions.length) {
@@ -530,9 +709,9 @@
   document.addEventListener("mouseout", function (e) { if (e.target.closest && e.target.closest(".mark")) hideTip(); });
   document.addEventListener("focusin", function (e) { const m = e.target.closest && e.target.closest(".mark"); if (m) showTip(m); else hideTip(); });
   document.addEventListener("keydown", function (e) {
-    const m = e.target.closest && e.target.closest(".mark.call, .mark.verdict");
+    const m = e.target.closest && e.target.closest(".mark.call, .mark.verdict, .mark.bin");
     if (!m || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;
-    const marks = Array.from(m.ownerSVGElement.querySelectorAll(".mark.call, .mark.verdict"));
+    const marks = Array.from(m.ownerSVGElement.querySelectorAll(".mark.call, .mark.verdict, .mark.bin"));
     const next = marks[marks.indexOf(m) + (e.key === "ArrowRight" ? 1 : -1)];
     if (next) { e.preventDefault(); next.focus(); }
   });

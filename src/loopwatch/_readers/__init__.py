@@ -31,6 +31,8 @@ FORMATS: dict[str, str] = {
     "tb-console": "loopwatch._readers.tb_console",
     "claude-code": "loopwatch._readers.claude_code",
     "codex": "loopwatch._readers.codex",
+    "copilot": "loopwatch._readers.copilot",
+    "gemini-cli": "loopwatch._readers.gemini_cli",
     "verl": "loopwatch._readers.verl",
     "skyrl": "loopwatch._readers.skyrl",
     "rllm": "loopwatch._readers.rllm",

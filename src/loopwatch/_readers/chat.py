@@ -1,4 +1,4 @@
-"""Plain chat-message lists, OpenAI or Anthropic style.
+"""Plain chat-message lists, OpenAI, Anthropic or Gemini style.
 
 Accepted shapes: a top-level JSON list of messages, or an object with the list under
 `messages` (other keys are ignored). Messages are `{"role", "content", ...}`:
@@ -8,7 +8,14 @@ Accepted shapes: a top-level JSON list of messages, or an object with the list u
   `{"role": "function", "name"}` message;
 - Anthropic: `tool_use` content blocks (`id`, `name`, `input`) in assistant messages
   answered by `tool_result` blocks (`tool_use_id`, `content`, `is_error`) in user
-  messages.
+  messages;
+- Gemini (the API's `contents`: what Gemini CLI sends, and what its `/chat save`
+  checkpoints hold): `{"role": "user" | "model", "parts": [...]}`, a model's
+  `functionCall` parts (`name`, `args`, `id` when the caller sets one) answered by
+  `functionResponse` parts (`name`, `response`, the same `id`; without ids, the oldest
+  open call of that name). A response with `error` is a failure, and so is a shell
+  command whose output states a non-zero exit code in Gemini CLI's words
+  (`loopwatch._hosts.gemini_cli`); model parts marked `thought` are not its text.
 
 `source_ref` is `messages[i]` for the object form and `[i]` for a bare list: the
 0-based index of the **assistant message that made the call** (where the model
@@ -23,7 +30,7 @@ something (not those that only return tool results). System and developer messag
 yield nothing. Times come from a message's `timestamp` or `created_at` when present.
 
 A call whose result never came is emitted at the end with `result=None`. Not handled:
-Gemini `parts` / `functionCall` contents, and JSON Lines of messages.
+JSON Lines of messages.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ __all__ = ["NAME", "read", "sniff"]
 
 NAME = "chat"
 
-_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+_ROLES = frozenset({"system", "developer", "user", "assistant", "model", "tool", "function"})
 #: top-level keys of other formats that also hold messages (mini-swe-agent, SWE-agent, ATIF, OpenHands)
 _FOREIGN = frozenset({"trajectory_format", "trajectory", "schema_version", "steps", "history", "environment"})
 _USAGE = (
@@ -108,10 +115,19 @@ def _events(messages: list[Any], prefix: str, session: Session) -> Iterator[Even
         role = kind_of(message, "role")
         at = iso_seconds(message.get("timestamp", message.get("created_at")))
         content = message.get("content")
-        if role == "assistant":
+        if role == "assistant" or role == "model":
             yield from _assistant(message, index, ref, at, calls, session)
         elif role == "user":
             said = isinstance(content, str) and bool(content.strip())
+            for part in message.get("parts") or () if isinstance(message.get("parts"), list) else ():
+                if not isinstance(part, dict):
+                    continue
+                if isinstance(part.get("functionResponse"), dict):
+                    done = _function_response(part["functionResponse"], calls, at)
+                    if done is not None:
+                        yield done
+                elif isinstance(part.get("text"), str) and part["text"].strip():
+                    said = True
             for block in content if isinstance(content, list) else ():
                 if not isinstance(block, dict):
                     continue
@@ -144,7 +160,8 @@ def _events(messages: list[Any], prefix: str, session: Session) -> Iterator[Even
             if key is not None:
                 yield _complete(calls.pop(key), None, blocks_text(content), False, at)
     for call_id, call in calls.items():
-        yield _complete(call, None if call_id.startswith("function_call ") else call_id, None, False, None)
+        unnamed = call_id.startswith(("function_call ", _UNNAMED))
+        yield _complete(call, None if unnamed else call_id, None, False, None)
 
 
 def _assistant(
@@ -178,10 +195,40 @@ def _assistant(
     legacy = message.get("function_call")
     if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
         calls[f"function_call {index}"] = _Call(legacy["name"], decode_arguments(legacy.get("arguments")), ref, price())
+    for j, part in enumerate(message.get("parts") or () if isinstance(message.get("parts"), list) else ()):
+        if not isinstance(part, dict):
+            continue
+        function = part.get("functionCall")
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            given = function.get("id")
+            key = given if isinstance(given, str) else f"{_UNNAMED}{index}:{j}"
+            calls[key] = _Call(function["name"], function.get("args"), ref, price())
+        elif isinstance(part.get("text"), str) and not part.get("thought"):
+            texts.append(part["text"])
     text = "\n".join(t for t in texts if t.strip())
     if text:
         yield ModelText(text, at=at, source_ref=ref)
     yield Turn(at=at, tokens=tokens, source_ref=ref)
+
+
+#: The key of a Gemini `functionCall` that has no id (its message and part index).
+_UNNAMED = "functionCall "
+
+
+def _function_response(answer: dict[str, Any], calls: dict[str, _Call], at: float | None) -> ToolCall | None:
+    """The call a Gemini `functionResponse` part answers, completed: by its `id`, else the
+    oldest open call of its `name` that had no id either."""
+    call_id = answer.get("id")
+    key: str | None = call_id if isinstance(call_id, str) and call_id in calls else None
+    if key is None:
+        key = next((k for k, c in calls.items() if k.startswith(_UNNAMED) and c.name == answer.get("name")), None)
+    if key is None:
+        return None
+    call = calls.pop(key)
+    from .._hosts.gemini_cli import call_result
+
+    text, failed, _ = call_result(call.name, answer.get("response"))
+    return _complete(call, None if key.startswith(_UNNAMED) else key, text, failed, at)
 
 
 def _complete(call: _Call, call_id: str | None, result: Any, error: bool, at: float | None) -> ToolCall:

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .._core.events import Attempt, Event, ModelText, ToolCall, Turn, UserMessage
-from .._hosts import WRITERS
+from .._hosts import HOST_WRITERS, WRITERS
 from .._hosts import cline as host
 from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
@@ -183,7 +183,7 @@ def _parsed(output: Any) -> Any:
 
 
 def _changed(name: str, value: Any) -> tuple[str, ...]:
-    field = WRITERS.get(name, "")
+    field = HOST_WRITERS[NAME].get(name) or WRITERS.get(name)
     if not field or not isinstance(value, dict):
         return ()
     path = value.get(field)

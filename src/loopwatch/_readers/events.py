@@ -64,7 +64,22 @@ _PEEK_LINES = 16
 
 
 class _BadLine(ValueError):
-    """A line that is valid JSON but not a loopwatch event; the message says why."""
+    """A line that is valid JSON but not a loopwatch event; the message says why: the
+    field and the kind of value found (`'text' is an array, not a string`), never the
+    value, which may be model text, an output line or a command with its token."""
+
+
+def _kind(value: Any) -> str:
+    """The JSON kind of a value, for a message that must not quote it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def sniff(path: str, head: bytes) -> bool:
@@ -172,13 +187,13 @@ def _parse_value(raw: bytes | str, source_ref: str | None) -> tuple[str | None, 
     """The line's event type and its event (see `parse_line`)."""
     value = orjson.loads(raw)
     if not isinstance(value, dict):
-        raise _BadLine(f"not a JSON object but {type(value).__name__}")
+        raise _BadLine(f"not a JSON object but {_kind(value)}")
     kind = kind_of(value)
     make = _MAKERS.get(kind) if kind is not None else None
     if make is None:
         if kind is None and value.get("type") is not None:
-            raise _BadLine(f"'type' is not a string: {value['type']!r}"[:120])
-        raise _BadLine(f"unknown event type {kind!r} (expected one of {', '.join(TYPES)})")
+            raise _BadLine(f"'type' is {_kind(value['type'])}, not a string")
+        raise _BadLine(f"unknown event type (expected one of {', '.join(TYPES)})" if kind else "no 'type'")
     at = _number(value, "at")
     return kind, make(value, at, source_ref)
 
@@ -188,7 +203,7 @@ def _text(value: dict[str, Any], key: str, required: bool = True, default: str |
     if field is None and not required:
         return None
     if not isinstance(field, str) or (required and key == "name" and not field):
-        what = "missing" if key not in value else f"not a string: {field!r}"[:80]
+        what = "missing" if key not in value else ("is empty" if field == "" else f"is {_kind(field)}, not a string")
         raise _BadLine(f"{value['type']} event: {key!r} {what}")
     return field
 
@@ -198,7 +213,7 @@ def _number(value: dict[str, Any], key: str) -> Any:
     if field is None:
         return None
     if isinstance(field, bool) or not isinstance(field, (int, float)):
-        raise _BadLine(f"{value['type']} event: {key!r} is not a number: {field!r}"[:120])
+        raise _BadLine(f"{value['type']} event: {key!r} is {_kind(field)}, not a number")
     return field
 
 

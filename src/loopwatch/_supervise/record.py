@@ -6,7 +6,6 @@ record (names, counts and times: never the agent's output).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from dataclasses import dataclass, field
@@ -152,7 +151,9 @@ class Outcome:
 def write_record(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
     """Write the record as JSON, atomically (a reader never sees half a file), by
     `loopwatch._safefile`: a symlink, a FIFO or a device at `path` is refused
-    (`safefile.UnsafeWrite`), never replaced or written through."""
+    (`safefile.UnsafeWrite`), never replaced or written through. The JSON is
+    `loopwatch._encode`'s: any name, any number."""
     from .. import _safefile as safefile
+    from .._encode import json_bytes
 
-    safefile.write(path, json.dumps(record, indent=2) + "\n")
+    safefile.write(path, json_bytes(record, indent=True) + b"\n")

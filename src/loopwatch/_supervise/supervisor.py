@@ -229,7 +229,11 @@ class Supervisor:
         return self.transcript_monitor or self.monitor
 
     def say(self, text: str) -> None:
-        """One line of ours on stderr, `loopwatch: ` first, always at a line start."""
+        """One line of ours on stderr, `loopwatch: ` first, always at a line start; what
+        it quotes from the agent (a tool name) made visible, never raw on the terminal."""
+        from .._encode import visible
+
+        text = visible(text)
         pump = self._pump
         # under --pty the child writes to stdout only, and both are often one terminal
         at_start = pump is None or (

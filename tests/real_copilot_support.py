@@ -1,0 +1,391 @@
+"""The real GitHub Copilot CLI, driven offline: a user's machine, its scripts, one run.
+
+- `copilot_binary(version)`: `@github/copilot` at a release of `real_clis.CLIS["copilot"]`,
+  installed with npm on first use (skips only without node/npm). `ready(version)` runs it
+  once (`--version`) so that its first-run unpacking of itself is done before tests run
+  it side by side.
+- `CopilotRun`: a fresh HOME (a git work folder, `loopwatch install copilot` run there as a
+  user would), and `copilot -p PROMPT --allow-all-tools --output-format json` talking to a
+  `scripted_chat.ScriptedChat`. Every process the run started is gone when it returns
+  (asserted: `Finished.leftover` is empty).
+- Scripts in Copilot's tool names (`bash {command, description}`, `create {path,
+  file_text}`, `view {path}`, `edit {path, old_str, new_str}`, `task {description, prompt,
+  agent_type, name}`).
+
+Copilot's quirks, each seen on the real CLI (`loopwatch._hosts.copilot` has the rest):
+- it runs the newest release found in any package cache unless told not to: every run
+  has `COPILOT_AUTO_UPDATE=false` and its release's own cache (`XDG_CACHE_HOME` inside
+  the release's install folder);
+- it writes `******` over every occurrence of the provider key in its output: the key is
+  long and unlike any word of the scripts;
+- its session file (`~/.copilot/session-state/<id>/events.jsonl`) is written behind the
+  run: read once the run is over;
+- `/etc/github-copilot/policy.d` is the one place hooks hold against a project's
+  switch-off, and nothing moves it: a test that writes there holds `etc_lock(exclusive)`,
+  and every run holds it shared, so no other Copilot run of these tests sees its file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import real_clis
+from scripted_chat import Call, ScriptedChat, Step
+
+PINNED, CURRENT = real_clis.CLIS["copilot"].versions
+ROOT = Path(__file__).resolve().parent.parent
+SRC = str(ROOT / "src")
+LOOP_COMMAND = "ls /nonexistent-dir-xyz"
+#: The provider key: long, and no word of any script (Copilot masks it in its output).
+KEY = "scripted-provider-key-Qz7Xw9Kv2Lm4"
+
+
+def copilot_binary(version: str = PINNED) -> str:
+    return real_clis.binary("copilot", version)
+
+
+def cache_home(version: str) -> Path:
+    """The release's own package cache (see the module docstring)."""
+    return real_clis.cache_dir("copilot", version) / "xdg"
+
+
+def base_env(version: str) -> dict[str, str]:
+    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "TERM")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update(XDG_CACHE_HOME=str(cache_home(version)), COPILOT_AUTO_UPDATE="false", PYTHONPATH=SRC)
+    return env
+
+
+@functools.cache
+def ready(version: str) -> str:
+    """The CLI at `version`, unpacked (its first run unpacks ~200 MB), once per test
+    process: under a lock, so test processes never unpack it side by side."""
+    binary = copilot_binary(version)
+    folder = real_clis.cache_dir("copilot", version)
+    lock = folder.parent / f"{folder.name}.unpack.lock"
+    with _file_lock(lock, exclusive=True), tempfile.TemporaryDirectory() as home:
+        done = subprocess.run(
+            [binary, "--version"],
+            env={**base_env(version), "HOME": home},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    if done.returncode != 0:
+        raise AssertionError(f"copilot {version} --version failed: {done.stdout}{done.stderr}")
+    return binary
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path, exclusive: bool) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+ETC_LOCK = Path(tempfile.gettempdir()) / "loopwatch-tests-copilot-etc.lock"
+
+
+def etc_lock(exclusive: bool) -> contextlib.AbstractContextManager[None]:
+    """Held shared by every Copilot run, exclusively by a test that writes in /etc."""
+    return _file_lock(ETC_LOCK, exclusive)
+
+
+# -- scripts ------------------------------------------------------------------------------------
+
+
+def bash(text: str, command: str, description: str) -> Step:
+    return Step.call(text, "bash", {"command": command, "description": description})
+
+
+def loop_script(times: int = 12) -> list[Step]:
+    """The same failing command `times` times, then "done"."""
+    return [bash(f"Step {i + 1}: listing.", LOOP_COMMAND, "List the directory") for i in range(times)] + [
+        Step(f"Done after {times} tool calls.")
+    ]
+
+
+WORDS = ("List the directory", "Show the folder's files", "Check what the folder holds", "Look in the folder")
+
+
+def reworded_script(times: int = 12) -> list[Step]:
+    """The same failing command, its `description` (written for the person) worded anew each time."""
+    return [
+        bash(f"Step {i + 1}: listing.", LOOP_COMMAND, f"{WORDS[i % len(WORDS)]}, try {i + 1}") for i in range(times)
+    ] + [Step(f"Done after {times} tool calls.")]
+
+
+def healthy_script(work: Path) -> list[Step]:
+    """Different commands, then write a failing test, run it, read, fix, run it again: 13 calls."""
+    test = str(work / "test_calc.py")
+    body = "def add(a, b):\n    return a - b\n\n\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n"
+    steps = [bash(f"Step {i}.", f"echo {i}", f"Print {i}") for i in range(1, 9)]
+    steps += [
+        Step.call("Writing a test.", "create", {"path": test, "file_text": body}),
+        bash("Running it.", f"python3 {test}", "Run the test"),
+        Step.call("Reading it.", "view", {"path": test}),
+        Step.call("Fixing it.", "edit", {"path": test, "old_str": "return a - b", "new_str": "return a + b"}),
+        bash("Running it again.", f"python3 {test}", "Run the test"),
+        Step("Done: the test passes."),
+    ]
+    return steps
+
+
+def same_error_script(times: int = 12) -> list[Step]:
+    """A different missing folder each time, the same error back: nothing repeats, so the
+    stop can only come after a call ran. (Inside the work folder: headless, Copilot refuses
+    a command naming a path outside it, which then never runs.)"""
+    return [bash(f"Trying folder {i}.", f"ls missing-dir/sub{i}", "List") for i in range(times)] + [
+        Step(f"Done after {times} tool calls.")
+    ]
+
+
+def subagent_script() -> list[Step]:
+    """One `task` call whose sub-agent runs the loop (its own conversation: SCENARIO:loop)."""
+    return [
+        Step(
+            "Delegating.",
+            (
+                Call(
+                    "task",
+                    {
+                        "description": "Repeat the listing",
+                        "prompt": "SCENARIO:loop list the directory",
+                        "agent_type": "general-purpose",
+                        "name": "lister",
+                    },
+                ),
+            ),
+        ),
+        Step("The sub-agent is done."),
+    ]
+
+
+def switch_off_script(times: int = 12) -> list[Step]:
+    """The agent writes the project setting that turns the user's hooks off, then loops."""
+    command = "mkdir -p .github/copilot && echo '{\"disableAllHooks\": true}' > .github/copilot/settings.json"
+    return [bash("Tuning the settings.", command, "Tune settings"), *loop_script(times)]
+
+
+# -- a run ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Finished:
+    code: int
+    lines: list[dict]  # the JSON lines copilot printed
+    stdout: str
+    stderr: str
+    leftover: list[str]  # processes of the run still there when copilot exited (then killed)
+    took: float
+
+    def of_type(self, kind: str) -> list[dict]:
+        return [line for line in self.lines if line.get("type") == kind]
+
+    @property
+    def result(self) -> dict | None:
+        found = self.of_type("result")
+        return found[-1] if found else None
+
+    def started(self, agent: str | None = None) -> list[dict]:
+        """`tool.execution_start` data, of the main agent or of sub-agent `agent`."""
+        return [line["data"] for line in self.of_type("tool.execution_start") if line.get("agentId") == agent]
+
+    def completed(self) -> dict[str, dict]:
+        """toolCallId -> `tool.execution_complete` data."""
+        return {line["data"]["toolCallId"]: line["data"] for line in self.of_type("tool.execution_complete")}
+
+
+class CopilotRun:
+    """A user's machine in `root`: a fresh HOME, a git work folder, the scripted model."""
+
+    def __init__(self, root: Path, server: ScriptedChat, version: str, profile: str | None = None) -> None:
+        self.root, self.server, self.version = root, server, version
+        self.binary = ready(version)
+        self.home = root / "home"
+        self.work = root / "work"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.work.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(self.work)], check=True)
+        self.profile = profile
+        self.extra_env: dict[str, str] = {}
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home / ".local" / "state" / "loopwatch"
+
+    @property
+    def copilot_home(self) -> Path:
+        return self.home / ".copilot"
+
+    def env(self) -> dict[str, str]:
+        env = base_env(self.version)
+        env.update(
+            HOME=str(self.home),
+            COPILOT_OFFLINE="true",
+            COPILOT_PROVIDER_BASE_URL=self.server.url,
+            COPILOT_PROVIDER_TYPE="openai",
+            COPILOT_PROVIDER_API_KEY=KEY,
+            COPILOT_MODEL="scripted-model",
+            NO_PROXY="127.0.0.1,localhost",
+        )
+        env["PATH"] = os.pathsep.join([os.path.dirname(self.binary), env.get("PATH", os.defpath)])
+        if self.profile:
+            env["LOOPWATCH_PROFILE"] = self.profile
+        env.update(self.extra_env)
+        return env
+
+    def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwatch", *args],
+            cwd=self.work,
+            env=self.env(),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
+        return done
+
+    def install(self, *args: str) -> str:
+        return self.loopwatch("install", "copilot", *args).stdout
+
+    def trust(self) -> None:
+        """Trust the work folder in Copilot, as a user who said yes once."""
+        self.copilot_home.mkdir(parents=True, exist_ok=True)
+        (self.copilot_home / "config.json").write_text(json.dumps({"trustedFolders": [str(self.work)]}))
+
+    def run(self, prompt: str, timeout: float = 240, locked: bool = True) -> Finished:
+        """`copilot -p PROMPT`, under the shared /etc lock (`locked=False`: the caller
+        holds it exclusively)."""
+        argv = [self.binary, "-p", prompt, "--allow-all-tools", "--output-format", "json"]
+        began = time.monotonic()
+        with etc_lock(exclusive=False) if locked else contextlib.nullcontext():
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.work,
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            finally:
+                leftover = _end_session(proc.pid)
+        lines = []
+        for line in out.splitlines():
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    lines.append(json.loads(line))
+        return Finished(proc.returncode, lines, out, err, leftover, time.monotonic() - began)
+
+    def interactive(self, prompt: str, done: Callable[[], bool], timeout: float = 180) -> str:
+        """Copilot's interactive session on a pseudo-terminal, as a person starts it
+        (`copilot --allow-all-tools`, in a folder they trust): once its screen settles the
+        prompt is typed, and once `done()` says the script is over it is ended (SIGTERM,
+        then SIGKILL). Returns what the screen showed, escape codes removed."""
+        import pty
+        import re
+        import select
+
+        self.trust()
+        env = {**self.env(), "TERM": "xterm-256color"}
+        screen = bytearray()
+        with etc_lock(exclusive=False):
+            pid, fd = pty.fork()
+            if pid == 0:  # the child: become Copilot
+                try:
+                    os.chdir(self.work)
+                    os.execve(self.binary, [self.binary, "--allow-all-tools"], env)
+                finally:
+                    os._exit(127)
+            began = time.monotonic()
+            typed = finished = None
+            last = time.monotonic()
+            try:
+                while time.monotonic() - began < timeout:
+                    ready, _, _ = select.select([fd], [], [], 0.2)
+                    if ready:
+                        try:
+                            data = os.read(fd, 1 << 16)
+                        except OSError:
+                            break
+                        if not data:
+                            break
+                        screen += data
+                        last = time.monotonic()
+                    quiet = time.monotonic() - last
+                    if typed is None and screen and quiet > 2.0:  # the screen has settled: type
+                        os.write(fd, prompt.encode())
+                        time.sleep(0.5)
+                        os.write(fd, b"\r")
+                        typed = time.monotonic()
+                    if typed is not None and finished is None and done():
+                        finished = time.monotonic()
+                    if finished is not None and time.monotonic() - finished > 2.0:
+                        break  # a moment for the last hooks to run
+            finally:
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        break
+                    time.sleep(1.0)
+                os.waitpid(pid, 0)
+                os.close(fd)
+        return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07", "", screen.decode("utf-8", "replace"))
+
+    def sessions(self) -> list[Path]:
+        return sorted((self.copilot_home / "session-state").glob("*/events.jsonl"))
+
+    def status(self) -> dict[str, dict]:
+        """`loopwatch status --json`: (session, agent) -> its row."""
+        done = self.loopwatch("status", "--json", "--limit", "200")
+        rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        return {(row["session"], row["agent"]): row for row in rows}
+
+    def hook_log(self) -> str:
+        path = self.state_dir / "hook.log"
+        return path.read_text() if path.exists() else ""
+
+
+def _end_session(sid: int) -> list[str]:
+    """Every process still in session `sid` (the run's), killed; their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+            if int(fields[3]) != sid or fields[0] == b"Z":  # a zombie is done, only not reaped yet
+                continue
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        found.append(argv)
+        with contextlib.suppress(OSError):
+            os.kill(int(entry.name), signal.SIGKILL)
+    return found
