@@ -23,17 +23,18 @@ def test_a_command_that_does_not_answer_is_a_failure(tmp_path):
 
 
 def test_what_the_hook_left_in_its_throwaway_folder_is_reported(tmp_path):
-    # A stand-in hook: writes a state file and a log line where LOOPWATCH_STATE_DIR says,
-    # and echoes the payload it was given, which names a file in that same folder.
+    # A stand-in hook: writes a state file and log lines where LOOPWATCH_STATE_DIR says,
+    # and echoes the payload it was given, which names a file in that same folder. The
+    # line reported is the last that let the call through unchecked, not a warning after it.
     script = (
         "import os, sys; d = os.environ['LOOPWATCH_STATE_DIR']; "
         "open(os.path.join(d, 'state.db'), 'w').close(); "
-        "open(os.path.join(d, 'hook.log'), 'w').write('first\\nlast line\\n'); "
+        "open(os.path.join(d, 'hook.log'), 'w').write('first\\nTimeout: x; allowed\\nwarned: a project hook\\n'); "
         "sys.stdout.write(sys.stdin.read())"
     )
     ran = dry_run(f"{_PY} -c {shlex.quote(script)}", lambda folder: {"in": folder}, {}, tmp_path, 30)
     assert ran.done is not None and ran.done.returncode == 0 and ran.failure == ""
-    assert ran.wrote_state and ran.log == "last line"
+    assert ran.wrote_state and ran.log == "Timeout: x; allowed"
     assert "loopwatch-doctor-" in ran.done.stdout  # the payload was built for the throwaway folder
 
 
