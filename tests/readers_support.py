@@ -9,7 +9,7 @@ from pathlib import Path
 
 from loopwatch import Monitor
 from loopwatch._core.events import ToolCall
-from loopwatch._readers import HEAD_SIZE, read, reader
+from loopwatch._readers import open_transcript, read, reader, sniff_head
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: the shared corpus: $LOOPWATCH_CORPUS, else ../shared/corpus beside the repository
@@ -29,8 +29,10 @@ def fixture(fmt: str, name: str) -> str:
 
 
 def head(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(HEAD_SIZE)
+    """The head formats are told by, as `read` sniffs it (`sniff_head`)."""
+    stream = open_transcript(path)
+    with stream:
+        return sniff_head(stream)[0]
 
 
 def one_session(path: str, fmt: str | None = None):

@@ -19,17 +19,19 @@ def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     # A host adds no role of its own but its pollers (Claude Code's, Copilot's, Gemini CLI's),
     # Gemini CLI's narration and sub-agent answer (never counted), and the writers of a host
     # whose writing tools have names too common to be writers for every source (Copilot's
-    # `create` and `edit`: SWE-agent's `edit` is a command; Cline's `editor`): the defaults
-    # are the core's.
-    assert {tool: rule.role for rules in HOST_TOOLS.values() for tool, rule in rules.items()} == {
-        "BashOutput": "poller",
-        "read_bash": "poller",
-        "create": "writer",
-        "edit": "writer",
-        "editor": "writer",
-        "read_background_output": "poller",
-        "update_topic": "exempt",
-        "complete_task": "exempt",
+    # `create` and `edit`, opencode's `write` and `edit`, Cline's `editor`: SWE-agent's `edit`
+    # is a command): the defaults are the core's.
+    assert {(host, tool): rule.role for host, rules in HOST_TOOLS.items() for tool, rule in rules.items()} == {
+        ("claude-code", "BashOutput"): "poller",
+        ("copilot", "read_bash"): "poller",
+        ("copilot", "create"): "writer",
+        ("copilot", "edit"): "writer",
+        ("gemini-cli", "read_background_output"): "poller",
+        ("gemini-cli", "update_topic"): "exempt",
+        ("gemini-cli", "complete_task"): "exempt",
+        ("opencode", "write"): "writer",
+        ("opencode", "edit"): "writer",
+        ("cline", "editor"): "writer",
     }
     assert "edit" not in WRITERS and config.rule("edit").role == ""
     assert "editor" not in WRITERS and config.rule("editor").role == ""

@@ -136,6 +136,7 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
         "skyrl": "skyrl",
         "rllm": "rllm",
         "cline": "cline/3.0.65/loop",
+        "opencode": "opencode",
     }.get(fmt)
     mine = [(p.name, p.read_bytes()) for p in sorted((FIXTURES / folder).glob("*")) if p.is_file()] if folder else []
     if fmt == "cline":  # Cline writes its session file indented; one line gives the mutations a document to change

@@ -201,8 +201,6 @@ def calibrate(
                 problems.append("-: calibrate reads files, not standard input")
             else:
                 items.append((target.path, target.label))
-        if not items and not problems:
-            fail("calibrate", f"no transcript found in {', '.join(paths)}")
     else:
         assert labels is not None and corpus is not None, "no paths: --labels was given, and the corpus with it"
         items = [(os.path.join(corpus, label.path), label.path) for label in labels]

@@ -158,7 +158,7 @@ def _settings(host: Host, path: Path) -> object:
     if host.settings_shape == "files":
         if not path.is_dir():
             raise OSError(f"{path} is not a folder")
-        return host.read_folder(path)  # type: ignore[attr-defined]  # FileHooks
+        return host.read_folder(path)
     return json.loads(path.read_text(encoding="utf-8") or "{}")
 
 
@@ -247,6 +247,8 @@ def _set_up(host: str, env: Mapping[str, str], cwd: Path) -> bool:
     if shutil.which(found.binary, path=env.get("PATH")):
         return True
     for scope in found.scopes:
+        if scope == "system":  # the machine's settings folder says nothing of this user's CLIs
+            continue
         try:
             if found.settings_file(scope, env, cwd).parent.is_dir():
                 return True

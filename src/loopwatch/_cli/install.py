@@ -17,7 +17,10 @@ per event in `~/Documents/Cline/Hooks`, or a project's `.clinerules/hooks` with
 `--project`) gets loopwatch's files written there, each marked as loopwatch's; a file of
 the same name that is not loopwatch's is never touched (install refuses, naming it). Its
 hook runs Python isolated (`-I`, `Host.isolated`), so the environment a project can set
-reaches no import.
+reaches no import. opencode's guard is one such file, a plugin (`loopwatch.js` in
+`~/.config/opencode/plugin/`, or a project's `.opencode/plugin/`). `--system`, where the
+host has such a level (opencode's managed `/etc/opencode/opencode.json`), writes the
+machine's settings, which no project overrides, readable by every user (0644).
 
 Installing merges with the hooks already there, is idempotent (installing twice
 leaves one entry per event), and keeps the previous file as `<name>.loopwatch.bak`
@@ -40,7 +43,7 @@ import click
 from .. import _safefile as safefile
 from .._hosts import HOSTS
 from .._hosts import host as host_named
-from .._hosts.base import OURS, SettingsError
+from .._hosts.base import OURS, Host, SettingsError
 from .._hosts.base import is_ours as _command_is_ours
 
 __all__ = ["OURS", "install", "is_ours", "settings_path", "uninstall"]
@@ -134,12 +137,11 @@ def _write(
     after: dict[str, Any],
     dry_run: bool,
     inside: Path | None = None,
-    scope: str = "user",
+    mode: int = 0o600,
 ) -> bool:
     """Write the settings by `loopwatch._safefile`: no link planted beside the file is
-    followed, its mode is kept (a new one is 0600; 0644 for the `system` scope, which
-    every user's agent reads), a symlinked settings file is edited where it points
-    (within `inside`, a project's folder, for its settings)."""
+    followed, its mode is kept (a new one is `mode`), a symlinked settings file is
+    edited where it points (within `inside`, a project's folder, for its settings)."""
     if after == before and path.exists():
         return False
     text = json.dumps(after, indent=2, ensure_ascii=False) + "\n"
@@ -147,32 +149,36 @@ def _write(
         click.echo(text, nl=False)
         return True
     try:
-        mode = 0o644 if scope == "system" else 0o600
         kept = safefile.write(path, text, mode=mode, links="edit", backup=True, inside=inside)
     except safefile.UnsafeWrite as exc:
         raise BadInput(f"{exc}; nothing was changed") from None
     except OSError as exc:
-        hint = " (the system settings are every user's: run this as root)" if scope == "system" else ""
+        hint = " (the system settings are every user's: run this as root)" if mode == 0o644 else ""
         raise BadInput(f"{path}: cannot write: {exc.strerror or exc}{hint}; nothing was changed") from None
     if kept is not None:
         click.echo(f"backup: {kept}")
     return True
 
 
-def _read_files(host: Any, folder: Path) -> dict[str, str]:
-    """A `FileHooks` host's hook files in `folder` ({} when it does not exist yet); one
-    line and exit status 2 when the folder cannot be read."""
+def _read_files(host: Host, folder: Path) -> dict[str, str]:
+    """A host's own files in `folder` (`Host.read_folder`; {} when it does not exist yet);
+    one line and exit status 2 when the folder cannot be read."""
     try:
         if folder.exists() and not folder.is_dir():
             raise BadInput(f"{folder}: not a folder; nothing was changed")
-        files: dict[str, str] = host.read_folder(folder)
-        return files
+        return host.read_folder(folder)
     except OSError as exc:
         raise BadInput(f"{folder}: cannot read: {exc.strerror or exc}; nothing was changed") from None
 
 
 def _write_files(
-    host: Any, folder: Path, before: dict[str, str], after: dict[str, str], dry_run: bool, inside: Path | None = None
+    host: Host,
+    folder: Path,
+    before: dict[str, str],
+    after: dict[str, str],
+    dry_run: bool,
+    inside: Path | None = None,
+    mode: int | None = None,
 ) -> bool:
     """Write the hook files of `after` that differ from `before` and remove loopwatch's
     that `after` leaves out (never another file): each written whole by
@@ -194,7 +200,7 @@ def _write_files(
         return True
     try:
         for name, text in changes.items():
-            safefile.write(folder / name, text, mode=host.file_mode, links="refuse")
+            safefile.write(folder / name, text, mode=host.file_mode if mode is None else mode, links="refuse")
         for name in gone:
             path = folder / name
             safefile.check(path)
@@ -206,12 +212,12 @@ def _write_files(
     return True
 
 
-def _load(host: Any, path: Path, inside: Path | None) -> dict[str, Any]:
+def _load(host: Host, path: Path, inside: Path | None) -> dict[str, Any]:
     return _read_files(host, path) if host.settings_shape == "files" else _read(path, inside)
 
 
 def _store(
-    host: Any,
+    host: Host,
     path: Path,
     before: dict[str, Any],
     after: dict[str, Any],
@@ -219,9 +225,11 @@ def _store(
     inside: Path | None,
     scope: str = "user",
 ) -> bool:
+    # The machine's settings are read by every user's agent: readable by all (root writes them).
+    mode = 0o644 if scope == "system" else None
     if host.settings_shape == "files":
-        return _write_files(host, path, before, after, dry_run, inside)
-    return _write(path, before, after, dry_run, inside, scope)
+        return _write_files(host, path, before, after, dry_run, inside, mode)
+    return _write(path, before, after, dry_run, inside, 0o600 if mode is None else mode)
 
 
 def _write_trust(config: Path, text: str) -> None:
@@ -263,7 +271,8 @@ _SYSTEM = click.option(
     "scope",
     flag_value="system",
     help="Settings for every user of this machine that no project can switch off, where the agent has them "
-    "(GitHub Copilot CLI: a policy file in /etc; Gemini CLI: /etc/gemini-cli/settings.json; run as root).",
+    "(GitHub Copilot CLI: a policy file in /etc; Gemini CLI: /etc/gemini-cli/settings.json; opencode: "
+    "/etc/opencode/opencode.json; run as root).",
 )
 _FILE = click.option(
     "--settings",
@@ -328,6 +337,8 @@ def install(agent: str | None, scope: str, settings_file: Path | None, command: 
     sudo loopwatch install copilot --system  # /etc/github-copilot/policy.d/loopwatch.json
     loopwatch install gemini-cli --system    # /etc/gemini-cli/settings.json
     loopwatch install cline                  # ~/Documents/Cline/Hooks/
+    loopwatch install opencode               # ~/.config/opencode/plugin/loopwatch.js
+    loopwatch install opencode --system      # /etc/opencode/opencode.json
 
     The hook then watches every tool call: it nudges the model when it goes in
     circles, blocks a call repeated with nothing changed, and, in a run nobody

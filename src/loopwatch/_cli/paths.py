@@ -12,15 +12,20 @@ only files that look like transcripts and leaves out the harness's side files:
   that log, so reading both would count the session twice); hidden folders,
   `node_modules` and `__pycache__` are not entered.
 
-An agent CLI's own state folder (`~/.copilot`, `~/.cline/data`, one of its session folders,
-...; each host says how its folders are known: `Host.state_folders`) is walked in part: only
-its transcripts are read, and its settings, trust lists, logs and caches are left out by name,
-never opened, and counted (`LeftOut`).
+An agent CLI's own state folder (`~/.claude`, `~/.codex`, `~/.copilot`, `~/.gemini`,
+`~/.cline/data`, opencode's, one of its session folders, ...; each host says how its
+folders are known: `Host.state_folders`) is walked in part: only its transcripts are read
+(opencode's database among them, whatever its name), and its settings, credentials, trust
+lists, logs and caches are left out by name, never opened, and counted (`LeftOut`). A
+session's agents' transcripts in its folder (Claude Code's `<session>/subagents/`) are read
+with the session file, as one session: the walk does not read them again.
 
 A file named explicitly (or matched by a glob) is always read, whatever its name.
 Paths that do not exist, globs that match nothing and files that are not regular
 files (a FIFO would block the scan for ever) are returned as `Target`s with `problem`
-set, so they are reported like any other unreadable file. A file found twice (two
+set, so they are reported like any other unreadable file; when the arguments name no
+file to read at all, `expand` raises `NoTranscript` (one line, exit 2, for every command).
+A file found twice (two
 paths, a hard link, a symlink) is read once: files and folders are known by device
 and inode. Symlinks to folders are followed in globs, but a folder already walked is
 not walked again, so a link to an ancestor is no loop.
@@ -34,12 +39,18 @@ import glob
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+import click
 
 from .._files import NOT_REGULAR
 
-__all__ = ["LeftOut", "Target", "expand", "is_transcript_name", "named"]
+if TYPE_CHECKING:
+    from .._hosts.base import StateFolder
+
+__all__ = ["LeftOut", "NoTranscript", "Target", "expand", "is_transcript_name", "named"]
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".traj", ".cast")
 TRANSCRIPT_NAMES = frozenset({"agent.log"})
@@ -55,7 +66,12 @@ SIDE_FILES = frozenset(
     }
 )
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
+
 _GLOB_CHARS = frozenset("*?[")
+
+
+_MISSING = "no such file or folder"
+_NO_MATCH = "no file matches this pattern"
 
 
 @dataclass(frozen=True)
@@ -69,33 +85,57 @@ class Target:
     walked: bool = False
     problem: str | None = None
 
+    @property
+    def missing(self) -> bool:
+        """Does it name no file at all (a path that is not there, a glob that matched
+        nothing)? Then it is no file scanned."""
+        return self.problem in (_MISSING, _NO_MATCH)
+
 
 class LeftOut(Counter[str]):
     """Entries of agent CLIs' state folders a walk left out by name: whose state (a host's
     title) -> how many files and folders."""
 
+    def said(self) -> str:
+        """What was left out, in words (`""` when nothing was)."""
+        return ", ".join(
+            f"{n} {'file or folder' if n == 1 else 'files and folders'} of {whose}'s state"
+            for whose, n in sorted(self.items())
+        )
+
+
+class NoTranscript(click.ClickException):
+    """The arguments name no file to read: one line, exit 2 (`loopwatch scan: ...`)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        context = click.get_current_context(silent=True)
+        self.command = f"loopwatch {context.info_name}" if context is not None else "loopwatch"
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"{self.command}: {self.format_message()}", err=True, file=file)
+
 
 @functools.cache
-def _state_folders() -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
-    """(whose, keep, marker) of every host's state folders (`Host.state_folders`)."""
+def _state_folders() -> tuple[tuple[str, StateFolder], ...]:
+    """(whose, rule) of every host's state folders (`Host.state_folders`)."""
     from .._hosts import HOSTS
     from .._hosts import host as host_named
 
-    found: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    found: list[tuple[str, StateFolder]] = []
     for name in HOSTS:
         agent = host_named(name)
-        found.extend((agent.title, rule.keep, rule.marker) for rule in agent.state_folders)
+        found.extend((agent.title, rule) for rule in agent.state_folders)
     return tuple(found)
 
 
-def _state_folder(names: Iterable[str]) -> tuple[str, tuple[str, ...]] | None:
-    """Whose state a folder holding `names` is, and the patterns of what to read in it."""
-    present = set(names)
-    for whose, keep, marker in _state_folders():
-        if all(
-            m in present or (_GLOB_CHARS & set(m) and any(fnmatch.fnmatchcase(n, m) for n in present)) for m in marker
-        ):
-            return whose, keep
+def _state_folder(folder: str, names: Collection[str]) -> tuple[str, StateFolder] | None:
+    """Whose state `folder`, which holds `names`, is, and its rule (what to read in it)."""
+    for whose, rule in _state_folders():
+        if rule.known(folder, names):
+            return whose, rule
     return None
 
 
@@ -118,16 +158,47 @@ _NOT_REGULAR = f"{NOT_REGULAR}: skipped"
 def expand(arguments: Iterable[str], left_out: LeftOut | None = None) -> Iterator[Target]:
     """The files named by `arguments`, in order, each once, yielded one at a time (a
     walk of 10,000 files never holds 10,000 `Target`s). `-` is yielded as is; the
-    caller reads standard input.
+    caller reads standard input. `left_out`, when given, counts what the walks leave
+    out of agent CLIs' state folders.
+
+    Raises `NoTranscript` at the end when `arguments` name no file to read (every path
+    missing, every folder without a transcript): the targets with a problem are held back
+    until a readable one comes, so nothing is reported before that is known. The message
+    is the first problem, else "no transcript found in ..." and what was left out.
+    """
+    arguments = list(arguments)
+    left_out = LeftOut() if left_out is None else left_out
+    readable = 0
+    held: list[Target] = []  # problems met before any readable file
+    for target in _expand(arguments, left_out):
+        if target.problem is not None and not readable:
+            held.append(target)
+            continue
+        if target.problem is None and not readable:
+            yield from held
+            held.clear()
+        readable += target.problem is None
+        yield target
+    if arguments and not readable:
+        if held:
+            more = len(held) - 1
+            others = f" (and {more} more {'file' if more == 1 else 'files'})" if more else ""
+            raise NoTranscript(f"no session could be read: {held[0].label}: {held[0].problem}{others}")
+        said = left_out.said()
+        raise NoTranscript(
+            f"no transcript found in {', '.join(arguments)}" + (f" ({said} left out by name)" if said else "")
+        )
+
+
+def _expand(arguments: list[str], left_out: LeftOut) -> Iterator[Target]:
+    """`expand`'s targets, in order, each once.
 
     Each once without a record per file: a file found by a folder walk under its own
     name (not a symlink) with one link can be reached again only through a symlink,
     another argument, or a glob. So the device and inode kept are only those of files
     named or matched by a glob (as many as the arguments and globs already hold),
     reached through a symlink, or with several hard links; a file that is none of these
-    is checked instead against the folders walked before it (`_walked_before`).
-
-    `left_out`, when given, counts what the walks leave out of agent CLIs' state folders."""
+    is checked instead against the folders walked before it (`_walked_before`)."""
     seen: set[object] = set()
     walked: list[str] = []  # real paths of the folders walked so far, one per folder argument
 
@@ -170,14 +241,14 @@ def expand(arguments: Iterable[str], left_out: LeftOut | None = None) -> Iterato
         elif _GLOB_CHARS & set(argument):
             matches = _glob(argument)
             if not matches:
-                yield from add(Target(argument, argument, problem="no file matches this pattern"))
+                yield from add(Target(argument, argument, problem=_NO_MATCH))
             for match in matches:
                 if os.path.isdir(match):
                     yield from walk_into(match)
                 else:
                     yield from add(Target(match, match))
         else:
-            yield from add(Target(argument, argument, problem="no such file or folder"))
+            yield from add(Target(argument, argument, problem=_MISSING))
 
 
 def named(arguments: Iterable[str]) -> Iterator[str]:
@@ -215,21 +286,25 @@ def _walk(folder: str, left_out: LeftOut | None = None) -> Iterator[tuple[Target
     for root, folders, files in os.walk(folder, onerror=unreadable):
         while problems:
             yield problems.pop(0), ()
-        state = _state_folder([*folders, *files])
+        state = _state_folder(root, [*folders, *files])
         if state is not None:  # an agent CLI's own state: only what it keeps is read
-            whose, keep = state
-            dropped = [f for f in folders if not f.startswith(".") and not _kept(f, keep)]
-            dropped += [f for f in files if not _kept(f, keep)]
+            whose, rule = state
+            # a session's agents' transcripts are read with it (neither here nor left out)
+            folders[:] = [f for f in folders if not rule.part(f)]
+            files = [f for f in files if not rule.part(f)]
+            dropped = [f for f in folders if not f.startswith(".") and not _kept(f, rule.keep)]
+            dropped += [f for f in files if not _kept(f, rule.keep)]
             if left_out is not None and dropped:
                 left_out[whose] += len(dropped)
-            folders[:] = [f for f in folders if _kept(f, keep)]
-            files = [f for f in files if _kept(f, keep)]
+            folders[:] = [f for f in folders if _kept(f, rule.keep)]
+            files = [f for f in files if _kept(f, rule.keep)]
         folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in SKIPPED_FOLDERS)
         files.sort()
         siblings = ("agent.log",) if "agent.log" in files else ()
         parts = os.path.relpath(root, folder).split(os.sep) if root != folder else []
+        read = state[1].read if state is not None else ()
         for name in files:
-            if is_transcript_name(name, siblings):
+            if is_transcript_name(name, siblings) or (read and _kept(name, read)):
                 path = os.path.join(root, name)
                 yield Target(path, path, walked=True), _place(parts, name)
     while problems:
@@ -274,10 +349,10 @@ def _left_out_below(base: str, parts: list[str]) -> bool:
     folder = base
     for part in parts:
         try:
-            state = _state_folder(os.listdir(folder))
+            state = _state_folder(folder, os.listdir(folder))
         except OSError:
             return False
-        if state is not None and not _kept(part, state[1]):
+        if state is not None and (state[1].part(part) or not _kept(part, state[1].keep)):
             return True
         folder = os.path.join(folder, part)
     return False

@@ -40,9 +40,10 @@ class Totals:
     #: Entries of agent CLIs' state folders left out by name, by whose state.
     left_out: LeftOut = field(default_factory=LeftOut)
 
-    def add_file(self, results: list[SessionResult]) -> list[SessionResult]:
-        """Count one file's results; return them, to report."""
-        self.files += 1
+    def add_file(self, results: list[SessionResult], counted: bool = True) -> list[SessionResult]:
+        """Count one file's results (`counted`: a path that names no file is no file
+        scanned); return them, to report."""
+        self.files += counted
         if len(results) > 1:
             self.multi.add(results[0].path)
         for result in results:

@@ -57,6 +57,26 @@ def _warn_misplaced(ctx: click.Context, command: tuple[str, ...]) -> None:
         )
 
 
+class _Unguarded(click.ClickException):
+    """One line, exit status 2: the run would start with the guard off."""
+
+    exit_code = 2
+
+
+def _unguarded(command: tuple[str, ...]) -> str | None:
+    """Why the agent CLI `command` runs (if it is one loopwatch guards) would load no hook,
+    loopwatch's included (`Host.unguarded`); None when nothing says so."""
+    from .._hosts import HOSTS
+    from .._hosts import host as host_named
+
+    argv = list(command)
+    for name in HOSTS:
+        found = host_named(name)
+        if found.headless(argv) is not None:
+            return found.unguarded(argv, os.environ)
+    return None
+
+
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     # `not 0 < value < inf`, not `value <= 0`: NaN compares false to everything, so it
     # passed, and a NaN deadline is never reached (SIGKILL was never sent).
@@ -143,6 +163,12 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     help="Keep the whole command line in the record. By default the record keeps the program "
     "and its option names only: values and arguments (an --api-key, a prompt) are masked.",
 )
+@click.option(
+    "--allow-unguarded",
+    is_flag=True,
+    help="Start the command even when it would load no hook at all (opencode's --pure or "
+    "OPENCODE_PURE=1): loopwatch's live guard is then off, and only this command's own watch is on.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
     events: str,
@@ -155,6 +181,7 @@ def run(
     transcript: str,
     use_pty: bool,
     record_argv: bool,
+    allow_unguarded: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND and end it when it goes in circles.
@@ -189,6 +216,9 @@ def run(
         raise click.UsageError(f"configuration: {exc}") from None
 
     _warn_misplaced(click.get_current_context(), command)
+    why = None if allow_unguarded else _unguarded(command)
+    if why is not None:
+        raise _Unguarded(f"{why}: loopwatch's guard would not run; unset it, or pass --allow-unguarded")
     sys.stdout.flush()
     sys.stderr.flush()
     if transcript not in ("auto", "off") and os.path.isdir(transcript):

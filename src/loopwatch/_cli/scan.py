@@ -157,7 +157,7 @@ def _scan(
     for target in _targets(paths, outputs, totals.left_out):
         if target.problem:
             problems.add(target.label)
-            totals.add_file([SessionResult(path=target.label, error=target.problem)])
+            totals.add_file([SessionResult(path=target.label, error=target.problem)], counted=not target.missing)
             if rows_out is not None:
                 rows_out.write(totals.failed[-1:])
         else:
@@ -173,7 +173,9 @@ def _scan(
                     yield target.path, target.label
                 elif target.label not in problems:  # appeared since the first pass
                     problems.add(target.label)
-                    totals.add_file([SessionResult(path=target.label, error=target.problem)])
+                    totals.add_file(
+                        [SessionResult(path=target.label, error=target.problem)], counted=not target.missing
+                    )
                     if rows_out is not None:
                         rows_out.write(totals.failed[-1:])
                     if as_json:

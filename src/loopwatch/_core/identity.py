@@ -82,6 +82,16 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "sql": ("description",),
             "session_store_sql": ("description",),
         },
+        # opencode 1.17.19 and 1.18.33 (the tool schemas each sends the model): its bash
+        # declares no `description`, but one the model sends anyway reaches the tool's input
+        # unchecked (seen), and the model words it for the person; `timeout` says how long to
+        # wait. A task's `description` is "a short (3-5 words) description" (its `prompt`
+        # says what it does). `workdir` stays: where a command runs changes what it does.
+        "opencode": {
+            "bash": ("description", "timeout"),
+            "task": ("description",),
+            "webfetch": ("timeout",),
+        },
         # Gemini CLI 0.58.0 and 0.61.0 (the function declarations each sends the model;
         # corpus-tb2 sessions): the shell's `description` is "shown to the user", its
         # `is_background` and `delay_ms` say how to wait; `replace`'s `instruction` and

@@ -15,7 +15,8 @@ once, by `tool_use_id`, whether it arrives by PostToolUse or PostToolBatch; a ca
 loopwatch denied never ran, so the PostToolBatch that reports it (with the denial text
 as its "result") does not count it, and the denial is logged as a block. Once a run is
 stopped, every later call of that agent is refused until the user writes again; when a
-sub-agent was stopped, its parent is stopped at the PostToolUse of the call that ran it
+sub-agent was stopped, its parent is stopped at the PostToolUse (or, where the host
+reports the spawning call as failed, PostToolUseFailure) of the call that ran it
 (`Call.spawned`), so that the parent's PostToolBatch ends the whole run (Claude Code
 ends only the sub-agent otherwise). A host whose report of that call does not name the
 sub-agent names the parent in the sub-agent's own payloads instead (`Payload.parent`,
@@ -45,7 +46,7 @@ from .._core.messages import Guarded
 from .._core.session import ALLOWED, Decision
 from .._core.verdict import Action, Verdict
 from .._hosts import host as host_named
-from .._hosts.base import AFTER, BEFORE, CALL_EVENTS, PROMPT, TURN_END, Call, Host, Payload, digest
+from .._hosts.base import AFTER, BEFORE, CALL_EVENTS, FAILED, PROMPT, TURN_END, Call, Host, Payload, digest
 from .._hosts.monitors import monitor_for
 from .respond import Reply, reply
 from .settings import detect_profile
@@ -219,7 +220,7 @@ def _route(payload: Payload, state: SessionState, spawn: frozenset[str], finish:
 
 def _stopped_child(payload: Payload, store: Store) -> str | None:
     """Why the sub-agent a main-agent call ran was stopped, if it was."""
-    if payload.agent or payload.event != "PostToolUse":
+    if payload.agent or payload.event not in (AFTER, FAILED):
         return None
     for call in payload.calls:
         if call.spawned:

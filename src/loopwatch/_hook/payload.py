@@ -82,8 +82,10 @@ def _loads(data: bytes) -> object:
     return _scrub(raw) if b"\\u" in data and _LONE.search(data) else raw
 
 
-# A string (with its escapes), or a bracket: what `_shallow` steps through.
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A string (with its escapes; an unclosed one runs to the end), or a bracket: what
+# `_shallow` steps through. Possessive, and never failing once a string is open, so no
+# text makes it scan the same characters twice.
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\Z)|[\[\]{}]', re.DOTALL)
 
 
 def _shallow(data: bytes) -> bytes:

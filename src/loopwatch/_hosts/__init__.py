@@ -24,6 +24,7 @@ HOSTS: dict[str, str] = {
     "copilot": "copilot",
     "gemini-cli": "gemini_cli",
     "cline": "cline",
+    "opencode": "opencode",
 }
 
 

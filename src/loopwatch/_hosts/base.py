@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
@@ -175,14 +175,85 @@ class SwitchOff(NamedTuple):
     kind: str = "off"
 
 
+def _named(pattern: str, names: Collection[str]) -> bool:
+    """Is `pattern` (a name, or a glob pattern) one of `names`?"""
+    if pattern in names:
+        return True
+    if not any(c in pattern for c in "*?["):
+        return False
+    from fnmatch import fnmatchcase
+
+    return any(fnmatchcase(name, pattern) for name in names)
+
+
 class StateFolder(NamedTuple):
     """A folder of the host's own state, known by the names it holds (each pattern of
-    `marker` matched by one of them; glob patterns): a folder walk (`scan`) reads or
-    enters only its entries matching `keep` and leaves the rest out by name, never
-    opened: settings, trust files, logs and caches are not transcripts."""
+    `marker` matched by one of them; glob patterns) or by its own `name` (`.claude`): a
+    folder walk (`scan`) enters or reads only its entries matching `keep` (glob patterns)
+    and leaves the rest out by name, never opened: settings, credentials, trust lists,
+    logs and caches are not transcripts.
+
+    Given both a `name` and a `marker`, a folder must have both (opencode's folders are
+    all called `opencode`, and only what they hold tells them from a clone of its code).
+    A kept file matching `read` is a transcript whatever its name (opencode's sessions
+    are a database, `opencode.db`).
+
+    A session's own folder is known only beside its session file (`beside`: the suffix
+    of that file, Claude Code's `<session>/` beside `<session>.jsonl`). What of it is
+    the session's agents' transcripts (`parts`: paths in it, `*` within a name, `**` any
+    folders) is read with the session file, as one session (`parts_of`): a walk neither
+    reads it on its own nor counts it left out."""
 
     keep: tuple[str, ...]
     marker: tuple[str, ...]
+    name: str = ""
+    beside: str = ""
+    parts: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+
+    def known(self, folder: str, names: Collection[str]) -> bool:
+        """Is `folder`, which holds `names`, one of these?"""
+        folder = os.path.normpath(folder)
+        if self.beside and not os.path.isfile(folder + self.beside):
+            return False
+        named = not self.name or os.path.basename(folder) == self.name
+        marked = not self.marker or all(_named(m, names) for m in self.marker)
+        return (bool(self.name) or bool(self.marker)) and named and marked
+
+    def part(self, name: str) -> bool:
+        """Does the entry `name` of such a folder hold its session's agents' transcripts?"""
+        return any(pattern.split("/", 1)[0] == name for pattern in self.parts)
+
+    def parts_of(self, session_file: str) -> list[str]:
+        """The transcripts of a session's agents, sorted: the files matching `parts` in
+        its folder (`session_file` less `beside`); [] when it has none."""
+        if not self.parts or not self.beside or not session_file.endswith(self.beside):
+            return []
+        folder = session_file[: -len(self.beside)]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        if not self.known(folder, names):
+            return []
+        from fnmatch import fnmatchcase
+
+        def matches(names: list[str], pattern: list[str]) -> bool:
+            if not pattern:
+                return not names
+            if pattern[0] == "**":
+                return any(matches(names[i:], pattern[1:]) for i in range(len(names) + 1))
+            return bool(names) and fnmatchcase(names[0], pattern[0]) and matches(names[1:], pattern[1:])
+
+        found = []
+        for root, folders, files in os.walk(folder):
+            folders.sort()
+            for file in sorted(files):
+                path = os.path.join(root, file)
+                relative = os.path.relpath(path, folder).split(os.sep)
+                if any(matches(relative, p.split("/")) for p in self.parts) and os.path.isfile(path):
+                    found.append(path)
+        return found
 
 
 class Host:
@@ -229,8 +300,12 @@ class Host:
     #: (Gemini CLI's `complete_task`: it retries to its turn limit).
     finish_tools: ClassVar[frozenset[str]] = frozenset()
     #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
-    #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    #: written whole) or "files" (files of the host's own in a folder, which loopwatch's
+    #: own are written, rewritten or removed whole: `read_folder`, `file_mode`; Cline's
+    #: hook files, `FileHooks`; opencode's plugin).
     settings_shape: ClassVar[str] = "json"
+    #: The mode of a file `install` writes where `settings_shape` is "files".
+    file_mode: ClassVar[int] = 0o600
     #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
     #: folder), for a host that hands its hooks an environment a project can set (Cline
     #: loads a project's `.env` into it).
@@ -329,6 +404,15 @@ class Host:
         user of the machine, which no project overrides) is written readable by all."""
         raise NotImplementedError
 
+    def read_folder(self, folder: Path) -> dict[str, str]:
+        """Where `settings_shape` is "files": the "settings" `install`, `uninstall` and
+        `hooked` work on, the files of `folder` (`settings_file`) they may touch, name ->
+        text (a file's first lines may do); {} when the folder does not exist. A file left
+        out of what `install` returns is removed, one added or changed is written whole
+        (`file_mode`). Raises OSError when the folder or a file cannot be read; a link is
+        never followed."""
+        raise NotImplementedError
+
     def unread(self, scope: str, path: Path) -> str | None:
         """Why the host would not read `path`, the settings file of `scope`, as it stands
         (its owner, its mode); None when nothing says so."""
@@ -354,6 +438,12 @@ class Host:
         own hooks beside the user's with no trust asked (Cline). Read only, and cheap: the
         hook calls it. The default: nothing (`doctor` reads `switch_offs`)."""
         return []
+
+    def unguarded(self, argv: list[str], env: Mapping[str, str]) -> str | None:
+        """Why this host, run as `argv` in `env`, would load no hook at all (loopwatch's
+        among them: opencode's `--pure`), in a few words; None when nothing says so.
+        `loopwatch run` refuses to start such a run unless told to."""
+        return None
 
     def switch_offs(self, cwd: Path, env: Mapping[str, str]) -> list[SwitchOff]:
         """Settings found now (a project's, from `cwd`, or the user's own) that switch
@@ -516,7 +606,7 @@ class FileHooks(Host):
 
     settings_shape = "files"
     #: The mode of a new hook file: the user's alone, and runnable by hand.
-    file_mode: ClassVar[int] = 0o700
+    file_mode = 0o700
 
     def file_name(self, event: str) -> str:
         """The name of the hook file for `event` (in the host's words)."""
@@ -537,11 +627,14 @@ class FileHooks(Host):
         loopwatch's for an event no longer hooked is found, and `uninstall` removes it."""
         return name if name in self.hooked_events else None
 
-    def read_folder(self, folder: str | os.PathLike[str]) -> dict[str, str]:
+    def read_folder(self, folder: Path) -> dict[str, str]:
+        return self.hook_files(str(folder))
+
+    def hook_files(self, folder: str) -> dict[str, str]:
         """The regular files of `folder` the host may run (`event_of`), name -> their
         first 4 KiB as text; {} when the folder does not exist. Raises OSError when it
         cannot be listed or a file cannot be read; a link is read as what it is, never
-        followed (the host skips links)."""
+        followed (the host skips links). Without pathlib: the hook reads a project's."""
         import stat
 
         from .._files import open_file

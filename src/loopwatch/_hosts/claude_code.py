@@ -53,6 +53,7 @@ from .base import (
     ClaudeStyle,
     Payload,
     PayloadError,
+    StateFolder,
     SwitchOff,
     read_json,
     same_names,
@@ -296,6 +297,21 @@ class ClaudeCode(ClaudeStyle):
 
     name = NAME
     title = "Claude Code"
+    # Seen in the state folders of 2.1.197 and 2.1.332 (projects, backups, plugins,
+    # shell-snapshots, session-env) and in users' (settings, credentials, todos, statsig,
+    # file-history, history.jsonl): only `projects/` holds sessions. A session's agents
+    # write their own transcripts in its folder beside it: `subagents/agent-<id>.jsonl`
+    # (with an `agent-<id>.meta.json` sidecar), a workflow's in
+    # `subagents/workflows/<run>/` (beside its `journal.jsonl`); its `tool-results/` and
+    # `workflows/` (scripts, run records) are no sessions.
+    state_folders = (
+        StateFolder(("projects",), (), name=".claude"),
+        # a copy under another name, known by what only it holds beside `projects/`
+        StateFolder(("projects",), ("projects", ".credentials.json")),
+        StateFolder(("projects",), ("projects", "todos")),
+        StateFolder(("projects",), ("projects", "shell-snapshots")),
+        StateFolder((), ("subagents",), beside=".jsonl", parts=("subagents/**/agent-*.jsonl",)),
+    )
     binary = "claude"
     package = "@anthropic-ai/claude-code"
     tested = ("2.1.197", "2.1.332")

@@ -673,7 +673,7 @@ class Cline(FileHooks):
         for folder in PROJECT_HOOKS:
             where = os.path.join(cwd, folder)
             try:
-                files = self.read_folder(where)
+                files = self.hook_files(where)
             except OSError:
                 continue
             for name, head in files.items():

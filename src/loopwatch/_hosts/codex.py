@@ -46,6 +46,7 @@ from .base import (
     Payload,
     PayloadError,
     Reply,
+    StateFolder,
     SwitchOff,
     same_names,
     text_field,
@@ -324,6 +325,14 @@ class Codex(ClaudeStyle):
 
     name = "codex"
     title = "Codex"
+    # Seen in 0.171.0's CODEX_HOME: config.toml, sqlite stores, skills, shell_snapshots,
+    # and the rollouts in sessions/YYYY/MM/DD/; users' also hold auth.json (credentials),
+    # history.jsonl (prompts), log/ and archived_sessions/ (rollouts too).
+    state_folders = (
+        StateFolder(("sessions", "archived_sessions"), (), name=".codex"),
+        StateFolder(("sessions", "archived_sessions"), ("sessions", "auth.json")),
+        StateFolder(("sessions", "archived_sessions"), ("sessions", "config.toml")),
+    )
     binary = "codex"
     package = "@openai/codex"
     tested = ("0.171.0",)

@@ -15,6 +15,8 @@ when unknown). What a source adds to the user's configuration, under the user's 
 - GitHub Copilot CLI: the same for `read_bash`; its `create` and `edit` write files.
 - Gemini CLI: `update_topic` (narration) and `complete_task` (a sub-agent's answer)
   are never counted; `read_background_output` is waiting.
+- opencode: its `write` and `edit` write files (names too common to be writers of every
+  source: another's `edit` may only look at a file).
 
 Every source gets the call identity of `core.identity` (`Config.rule`), and a
 recorded source its calibration where the replay asks for one (`Config.for_source`,
@@ -55,6 +57,8 @@ HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
         "complete_task": ToolRule(role="exempt"),
         "read_background_output": ToolRule(role="poller"),
     },
+    # opencode 1.17.19 and 1.18.33 (`apply_patch` is a writer of every source already).
+    "opencode": {"write": ToolRule(role="writer"), "edit": ToolRule(role="writer")},
 }
 
 

@@ -1,8 +1,9 @@
 """Transcript readers, one module per format, and format detection.
 
-`detect(path, head)` names the format of a file; `read(path, format=None)` yields its
-sessions. Reader modules are imported lazily, by name, so reading one format never
-pays for the others.
+`detect(path, head)` names the format of a file from its head (`sniff_head`: the
+structure of its first 64 KiB, a first record of any length whole); `read(path,
+format=None)` yields its sessions. Reader modules are imported lazily, by name, so
+reading one format never pays for the others.
 """
 
 from __future__ import annotations
@@ -16,8 +17,20 @@ from typing import BinaryIO
 
 from .._files import NOT_REGULAR, NotRegularFile, open_file
 from .base import ReadError, Session
+from .jsonio import LINE_CAP, structure_head
 
-__all__ = ["FORMATS", "ReadError", "Session", "detect", "open_stdin", "open_transcript", "read", "reader", "register"]
+__all__ = [
+    "FORMATS",
+    "ReadError",
+    "Session",
+    "detect",
+    "open_stdin",
+    "open_transcript",
+    "read",
+    "reader",
+    "register",
+    "sniff_head",
+]
 
 #: format name -> module, in the order formats are sniffed. loopwatch's own events come
 #: first: their first line is an object whose `type` is an event type, which no other
@@ -33,6 +46,7 @@ FORMATS: dict[str, str] = {
     "codex": "loopwatch._readers.codex",
     "copilot": "loopwatch._readers.copilot",
     "gemini-cli": "loopwatch._readers.gemini_cli",
+    "opencode": "loopwatch._readers.opencode",
     "verl": "loopwatch._readers.verl",
     "skyrl": "loopwatch._readers.skyrl",
     "rllm": "loopwatch._readers.rllm",
@@ -42,6 +56,8 @@ FORMATS: dict[str, str] = {
 }
 
 HEAD_SIZE = 64 * 1024
+#: The first bytes of a SQLite database: the one binary file a reader reads (opencode's sessions).
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def register(name: str, module: str, *, first: bool = False) -> None:
@@ -91,16 +107,57 @@ def read(path: str, format: str | None = None, stream: BinaryIO | None = None) -
     else:
         _skip_bom(stream)
     if format is None:
-        head = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else b""
-        if not head.strip():
+        first = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else b""
+        if not first.strip():
             raise ReadError("empty file")
-        if b"\x00" in head:
+        if b"\x00" in first and not first.startswith(SQLITE_MAGIC):  # a database is one (opencode's)
             raise ReadError("binary data, not a transcript")
+        head, stream = sniff_head(stream)
         format = detect(path, head)
         if format is None:
             raise ReadError("unknown format (use --format to name it)")
     sessions: Iterator[Session] = reader(format).read(path, stream)  # a reader module's `read` (see `base`)
     return sessions
+
+
+def sniff_head(stream: BinaryIO) -> tuple[bytes, BinaryIO]:
+    """The head a format is told by, and the stream to read the file from, at its start.
+
+    Plain text: its first `HEAD_SIZE` bytes. JSON or JSON Lines: the structure of its
+    head (`jsonio.structure_head`: long strings cut, the first line whole however long),
+    so a first record longer than the head still shows its keys. A stream that can be
+    rewound is read and rewound (the same stream is returned); another (standard input)
+    is read at most `LINE_CAP` bytes further, and a stream that gives those bytes again,
+    then the rest, is returned."""
+    first = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else stream.read(HEAD_SIZE)
+    if not hasattr(stream, "peek"):
+        stream = io.BufferedReader(_HeadFirst(first, stream.read), buffer_size=HEAD_SIZE)
+    if first.lstrip()[:1] not in (b"{", b"["):
+        return first, stream
+    if stream.seekable():
+        start = stream.tell()
+        head = structure_head(stream, HEAD_SIZE)
+        stream.seek(start)
+        return head, stream
+    kept = _Kept(getattr(stream, "read1", stream.read))
+    head = structure_head(io.BufferedReader(kept, buffer_size=HEAD_SIZE), HEAD_SIZE, limit=LINE_CAP)
+    return head, io.BufferedReader(_HeadFirst(bytes(kept.data), kept.source), buffer_size=HEAD_SIZE)
+
+
+class _Kept(io.RawIOBase):
+    """A stream's bytes, kept as they are read, to be read again."""
+
+    def __init__(self, source: Callable[[int], bytes]) -> None:
+        self.source, self.data = source, bytearray()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.source(len(buffer))
+        buffer[: len(data)] = data
+        self.data += data
+        return len(data)
 
 
 _BOM = b"\xef\xbb\xbf"

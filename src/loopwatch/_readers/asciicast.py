@@ -24,7 +24,7 @@ import orjson
 from .._core.console import Console
 from .._files import open_file
 from .base import ReadError, Session
-from .jsonio import lines
+from .jsonio import first_line, lines
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -32,13 +32,7 @@ NAME = "asciicast"
 
 
 def sniff(path: str, head: bytes) -> bool:
-    first = head.partition(b"\n")[0]
-    if not first.lstrip().startswith(b"{") or b'"version"' not in first:
-        return False
-    try:
-        header = orjson.loads(first)
-    except orjson.JSONDecodeError:  # a header longer than the head: trust the name
-        return path.endswith(".cast")
+    header = first_line(head)  # a header the head's end cuts: its keys up to the cut
     return (
         isinstance(header, dict) and header.get("version") in (1, 2) and ("width" in header or path.endswith(".cast"))
     )

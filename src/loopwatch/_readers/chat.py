@@ -77,8 +77,12 @@ def sniff(path: str, head: bytes) -> bool:
     top = keys_at(text, 1)
     if "messages" not in top or _FOREIGN & set(top) or cline.SESSION_KEYS <= set(top):
         return False
-    # Not a mini-swe-agent trajectory whose format key lies past the head.
-    return not ("info" in top and (b'"mini_version"' in text or b'"exit_status"' in text))
+    # Not a mini-swe-agent trajectory whose format key lies past the head, nor an opencode export.
+    if "info" in top and (b'"mini_version"' in text or b'"exit_status"' in text):
+        return False
+    from .opencode import is_export
+
+    return not is_export(text)
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:

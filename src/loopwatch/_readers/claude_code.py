@@ -2,11 +2,17 @@
 
 Two shapes of JSON Lines, told apart line by line:
 
-- a session file, `~/.claude/projects/<project>/<session>.jsonl` (and a sub-agent's own
-  file, `<session>/subagents/agent-<id>.jsonl`): lines with `type` user / assistant /
-  system / summary / ..., a `uuid`, a `parentUuid`, a `sessionId`, an ISO `timestamp`.
-  An assistant message may be split over several lines, one content block each, each
-  repeating the message id and its usage;
+- a session file, `~/.claude/projects/<project>/<session>.jsonl`: lines with `type`
+  user / assistant / system / summary / ..., a `uuid`, a `parentUuid`, a `sessionId`, an
+  ISO `timestamp`. An assistant message may be split over several lines, one content
+  block each, each repeating the message id and its usage. Its sub-agents write their
+  own files in the session's folder (`<session>/subagents/agent-<id>.jsonl`, a
+  workflow's agents in `<session>/subagents/workflows/<run>/`; where, is
+  `loopwatch._hosts.claude_code`'s `state_folders`' `parts`): a session file is read
+  with them, as one session, their lines in the order of their times (a sub-agent's
+  calls run while the parent's Agent call does), each agent's calls carrying its
+  `agentId`; their `source_ref` names the file (`subagents/agent-<id>.jsonl line 5`).
+  A sub-agent's file named by itself is read alone;
 - the stream of `claude -p --output-format stream-json --verbose`: `system`/`init`,
   `assistant` and `user` lines carrying `session_id`, and a final `result` line with
   `total_cost_usd`. It has no timestamps (`at` is None).
@@ -56,6 +62,8 @@ no tool calls in it).
 
 from __future__ import annotations
 
+import heapq
+import os
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -106,16 +114,7 @@ def is_stream_line(obj: dict[str, Any]) -> bool:
 
 
 def sniff(path: str, head: bytes) -> bool:
-    objs = head_objects(head, _PEEK)
-    if objs:
-        return any(is_session_line(o) or is_stream_line(o) for o in objs)
-    # a first line longer than the head (a pasted file, a big snapshot): its opening
-    first = head.lstrip()[:4096]
-    if not first.startswith(b"{"):
-        return False
-    if b'"parentUuid"' in first and b'"sessionId"' in first and b'"uuid"' in first:
-        return True
-    return b'"session_id"' in first and (b'"subtype":"init"' in first or b'"parent_tool_use_id"' in first)
+    return any(is_session_line(o) or is_stream_line(o) for o in head_objects(head, _PEEK))
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
@@ -131,8 +130,52 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     )
     session = Session(NAME, str(session_id or session_name(path)), (), skipped=lines.skipped)
     session.meta["variant"] = "stream-json" if any(is_stream_line(o) for o in ahead) else "session"
-    session.events = parsed_events(StreamParser(), lines, session)
+    parts = (
+        next((found for rule in host.HOST.state_folders if (found := rule.parts_of(path))), []) if path != "-" else []
+    )
+    if parts:
+        session.meta["agent_files"] = len(parts)
+        session.events = _with_agents(lines, parts, path[: -len(".jsonl")], session)
+    else:
+        session.events = parsed_events(StreamParser(), lines, session)
     yield session
+
+
+def _with_agents(lines: JsonLines, parts: list[str], folder: str, session: Session) -> Iterator[Event]:
+    """The events of a session file and its agents' files, as one session: their lines
+    merged by time (each file's lines in their order), fed to one parser, which gives
+    each agent's calls its `agentId` (the session file's own are the main agent's)."""
+    parser = StreamParser()
+    parser._main = None  # the session file's agent, whichever file speaks first
+    sources = [_timed(lines, 0, "")]
+    for order, part in enumerate(parts, 1):
+        where = os.path.relpath(part, folder).replace(os.sep, "/")
+        sources.append(_timed(JsonLines(part), order, f"{where} ", session.skipped))
+    for _, _, _, ref, obj in heapq.merge(*sources):
+        yield from parser.feed(obj, ref)
+    yield from parser.finish()
+    session.tokens, session.cost, session.outcome = parser.tokens, parser.cost, parser.outcome
+    session.meta.update(parser.meta)
+
+
+def _timed(
+    lines: JsonLines, order: int, prefix: str, skipped: list[str] | None = None
+) -> Iterator[tuple[float, int, int, str, dict[str, Any]]]:
+    """A file's lines as `(time, order, number, ref, line)`: the time of the line, or of
+    the last line before it that had one (times never go back within a file, so the
+    merge keeps each file's order); `order` breaks ties, the session file first. An
+    agent's file that cannot be read is noted in `skipped` (when given) and ends there."""
+    at = float("-inf")
+    try:
+        for number, obj in lines:
+            at = max(at, iso_seconds(obj.get("timestamp")) or at)
+            yield at, order, number, f"{prefix}line {number}", obj
+    except ReadError as exc:
+        if skipped is None:
+            raise
+        skipped.append(f"{prefix.strip()}: {exc}")
+    if skipped is not None and lines.skipped:
+        skipped.extend(f"{prefix}{note}" for note in lines.skipped)
 
 
 class _Call:

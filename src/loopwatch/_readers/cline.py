@@ -77,9 +77,9 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
         from . import open_transcript
 
         stream = open_transcript(path)
-    from . import HEAD_SIZE
+    from . import sniff_head
 
-    head = stream.peek(HEAD_SIZE)[:HEAD_SIZE] if hasattr(stream, "peek") else b""
+    head, stream = sniff_head(stream)  # the structure of the head: a first line of any length shows its keys
     objs = head_objects(head.lstrip(), 2)
     if objs and is_stream_line(objs[0]):
         yield from _read_stream(path, stream)

@@ -3,8 +3,8 @@
 Three shapes of JSON Lines, told apart line by line:
 
 - a rollout, `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`: `{timestamp, type, payload}`
-  lines (0.171 adds `ordinal`; its first line may be far longer than the 64 KiB head
-  the sniffer sees) of type `session_meta`, `turn_context`, `response_item` and `event_msg`;
+  lines (0.171 adds `ordinal`; its first line, `session_meta`, carries the
+  instructions and may be megabytes long: it is told by its keys, see `sniff_head`) of type `session_meta`, `turn_context`, `response_item` and `event_msg`;
 - an older rollout: a first line `{id, timestamp, instructions}`, then bare response
   items (`{"type": "message", ...}`) and `{"record_type": "state"}` lines;
 - the stream of `codex exec --json`: `thread.started`, `turn.started`,
@@ -106,17 +106,8 @@ def _recognized(obj: dict[str, Any]) -> bool:
     return is_rollout_line(obj) or is_exec_line(obj) or is_legacy_line(obj)
 
 
-# 0.171 writes `"ordinal": N` between the timestamp and the type.
-_ROLLOUT_OPENING = re.compile(
-    rb'^\{"timestamp":"[^"]*",(?:"ordinal":[0-9]+,)?"type":"(?:session_meta|response_item|event_msg|turn_context)","payload":'
-)
-
-
 def sniff(path: str, head: bytes) -> bool:
-    objs = head_objects(head, _PEEK)
-    if objs:
-        return any(_recognized(o) for o in objs)
-    return bool(_ROLLOUT_OPENING.match(head.lstrip()))  # a first line longer than the head
+    return any(_recognized(o) for o in head_objects(head, _PEEK))
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:

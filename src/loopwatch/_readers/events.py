@@ -31,7 +31,6 @@ name's stem; a later, different `session` value does not start a new session
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from itertools import chain
 from typing import Any, BinaryIO
@@ -41,7 +40,7 @@ import orjson
 from .._core.events import Attempt, Correction, ModelText, Output, Retry, ToolCall, Turn, UserMessage
 from .._files import open_file
 from .base import Session
-from .jsonio import kind_of
+from .jsonio import first_line, kind_of
 from .jsonio import lines as _lines
 from .mini_swe_agent import CORRECTIONS
 
@@ -50,10 +49,6 @@ __all__ = ["NAME", "TYPES", "parse_line", "read", "sniff"]
 NAME = "events"
 
 TYPES = ("tool", "attempt", "text", "output", "retry", "turn", "correction", "user")
-
-# A head whose first line is longer than the sniffed 64 KiB cannot be parsed; this
-# recognises its opening instead.
-_OPENING = re.compile(rb'^\s*\{\s*"type"\s*:\s*"(' + b"|".join(t.encode() for t in TYPES) + rb')"')
 
 # Claude Code's session lines also say `"type": "user"`; they carry these keys,
 # which no loopwatch event has.
@@ -84,13 +79,7 @@ def _kind(value: Any) -> str:
 
 def sniff(path: str, head: bytes) -> bool:
     """The first non-empty line is a JSON object whose `type` is an event type."""
-    head = head.lstrip()
-    first, newline, _ = head.partition(b"\n")
-    try:
-        value = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        # cut by the head's end: judge by the opening only
-        return not newline and _OPENING.match(first) is not None
+    value = first_line(head)  # a line the head's end cuts: its keys up to the cut
     if not isinstance(value, dict) or kind_of(value) not in TYPES:
         return False
     return value["type"] != "user" or _FOREIGN_KEYS.isdisjoint(value)

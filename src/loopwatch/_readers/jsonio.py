@@ -6,8 +6,11 @@ A line over `LINE_CAP` is never held whole either: its long strings are read as 
 head and tail (see `lines`), so memory stays bounded whatever one line holds.
 (Formats that are one JSON document are loaded whole, by `_common.load_json`.)
 
-The sniffing helpers read only the head a reader is given (64 KiB, possibly cut
-mid-line or mid-string) and never raise.
+Formats are told by the structure of a file's head, not by its first bytes of text:
+`structure_head` reads a JSON or JSON Lines file's head with every long string cut to
+its first and last KiB, so a first record of any length (a rollout whose first line
+carries a 1 MiB AGENTS.md) shows all its keys. The sniffing helpers read only that head
+(64 KiB of structure, possibly cut mid-line or mid-string) and never raise.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ __all__ = [
     "JsonLines",
     "blocks_text",
     "decode_arguments",
+    "first_line",
     "head_objects",
     "keys_at",
     "kind_of",
     "lines",
     "number_of",
     "session_name",
+    "structure_head",
     "tokens_of",
 ]
 
@@ -132,9 +137,25 @@ _KEEP = 1024 * 1024
 _CHUNK = 1024 * 1024  # the piece of an over-cap line read at a time
 _SLACK = 64  # bytes kept before a tail so its start can be checked against an escape
 
-# The body of a JSON string up to its closing quote, or to the end of the data, or to a
-# backslash that ends the data (its escaped character is in the next piece).
-_STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+
+def _body_end(data: bytes, pos: int, end: int) -> int:
+    """Where the body of a JSON string that runs from `pos` ends: at its closing quote,
+    or at the end of the data, or at a backslash that ends the data (its escaped
+    character is in the next piece). Found with `bytes.find` (the speed of memchr: a
+    regex over the body read long strings at a fiftieth of it), each quote checked for
+    the run of backslashes before it."""
+    quote = data.find(b'"', pos, end)
+    while quote >= 0:
+        back = quote
+        while back > pos and data[back - 1] == 0x5C:
+            back -= 1
+        if (quote - back) % 2 == 0:
+            return quote
+        quote = data.find(b'"', quote + 1, end)
+    back = end
+    while back > pos and data[back - 1] == 0x5C:
+        back -= 1
+    return end - 1 if (end - back) % 2 == 1 else end
 
 
 def lines(
@@ -204,6 +225,85 @@ def lines(
         del shrunk
 
 
+#: Of a string in the sniffed head longer than 2 x this, its first and last this-many
+#: bytes: what a sniffer reads of a string is a `type` or a key, never 1 KiB into a text.
+_SNIFF_KEEP = 1024
+#: A first line's structure is read whole up to this (16 heads: the structure of any
+#: first record seen, a rollout's 1 MiB `session_meta` is 2 KiB of it); past it, the
+#: line is cut and sniffed as far as it goes (`first_line`).
+_FIRST_CAP = 1024 * 1024
+
+
+def structure_head(fh: BinaryIO, size: int, limit: int | None = None) -> bytes:
+    """The head a JSON or JSON Lines file is told by: its first `size` bytes once every
+    string longer than 2 KiB is cut to its first and last KiB (the same JSON, `_Shrunk`'s
+    cut), and at least its first non-blank line whole (up to `_FIRST_CAP` of structure).
+
+    Reads `fh` from where it is, as far as that takes: a 1 MiB first line is read
+    through, only its structure kept. `limit` bounds the bytes read (for a stream that
+    cannot be rewound, whose bytes must be kept to be read again): at the limit, what was
+    gathered is the head, cut. Memory is bounded by the structure kept. Never raises on
+    bad JSON: it parses nothing. Plain text is no concern of this: the caller gives it
+    only heads that open with `{` or `[`."""
+    out = bytearray()
+    first_end = 0  # where the first non-blank line ends in `out`, once it has
+    taken = 0
+    room = limit if limit is not None else -1
+    peek = getattr(fh, "peek", None)
+
+    def readline() -> bytes:
+        nonlocal taken
+        if room >= 0 and taken >= room:
+            return b""
+        raw = fh.readline(_CHUNK if room < 0 else min(_CHUNK, room - taken))
+        taken += len(raw)
+        return raw
+
+    while not first_end or len(out) < size:
+        if peek is not None and (room < 0 or taken < room):
+            # the buffered lines up to the first long one, at once (one read per buffer)
+            ahead = peek(_CHUNK)
+            short = _short_lines(ahead if room < 0 else ahead[: room - taken])
+            if short:
+                out += fh.read(short)
+                taken += short
+                if not first_end and out.strip():
+                    first_end = out.index(b"\n", len(out) - len(out.lstrip())) + 1
+                continue
+        raw = readline()
+        if not raw:
+            break
+        if raw.endswith(b"\n") and len(raw) <= 2 * _SNIFF_KEEP:
+            out += raw
+        else:
+            shrunk = _Shrunk(2 * LINE_CAP, _SNIFF_KEEP)
+            shrunk.feed(raw)
+            while not raw.endswith(b"\n"):
+                # the first line is read through; a later one only to the head's size
+                if len(shrunk.out) > (_FIRST_CAP if not first_end else size - len(out)):
+                    break
+                raw = readline()
+                if not raw:
+                    break
+                shrunk.feed(raw)
+            out += shrunk.out
+            del shrunk
+        if not first_end and out.strip():
+            first_end = len(out) if out.endswith(b"\n") else len(out) + 1
+    return bytes(out[: max(size, first_end)])
+
+
+def _short_lines(data: bytes) -> int:
+    """How many bytes of `data` are whole lines before the first longer than 2 KiB."""
+    at, end, longest = 0, len(data), 2 * _SNIFF_KEEP + 1
+    while at < end:
+        newline = data.find(b"\n", at, at + longest)
+        if newline < 0:
+            break
+        at = newline + 1
+    return at
+
+
 class _Shrunk:
     """A line over the cap, fed in pieces: `out` is the line with every string longer
     than 2 x `keep` bytes reduced to its head and tail; `over` once `out` passes the cap
@@ -238,7 +338,7 @@ class _Shrunk:
                 if quote >= 0:
                     self._in_string, self._start, self._tail, self._dropped = True, len(self.out), None, False
                 continue
-            stop = _STRING_BODY.match(data, pos).end()  # type: ignore[union-attr]
+            stop = _body_end(data, pos, end)
             self._body(view[pos:stop])
             pos = stop
             if stop < end and data[stop] == 0x22:  # the closing quote
@@ -402,24 +502,137 @@ def kind_of(obj: dict[str, Any], key: str = "type") -> str | None:
 
 
 def head_objects(head: bytes, limit: int = 50) -> list[dict[str, Any]]:
-    """The JSON objects on the complete lines of a file's head, at most `limit`.
+    """The JSON objects on the lines of a file's head, at most `limit`: each complete
+    line's, and a first line's cut by the head's end as far as it goes (`first_line`).
 
-    A line that does not parse (cut by the head's end, or not JSON) is passed over."""
+    Any other line that does not parse (cut, or not JSON) is passed over."""
     found: list[dict[str, Any]] = []
     head = head.removeprefix(_BOM)
-    for line in head.split(b"\n"):
+    lines = head.split(b"\n")
+    for number, line in enumerate(lines):
         line = line.strip()
         if not line.startswith(b"{"):
             continue
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError:
-            continue
+            if number != len(lines) - 1 or any(other.strip() for other in lines[:number]):
+                continue  # only the first line, cut by the head's end, is read in part
+            value = _completed(line)
         if isinstance(value, dict):
             found.append(value)
             if len(found) >= limit:
                 break
     return found
+
+
+def first_line(head: bytes) -> Any:
+    """The value on the first non-blank line of a file's head; when the head's end cuts
+    that line, the value as far as it goes (`_completed`: its keys and values up to the
+    cut). None when it is no JSON."""
+    head = head.removeprefix(_BOM).lstrip()
+    line, newline, _ = head.partition(b"\n")
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None if newline else _completed(line)
+
+
+# A JSON token: a string (its closing quote optional: cut by the end), a mark, a scalar.
+_PART = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+_CLOSE = {ord("{"): b"}", ord("["): b"]"}
+
+
+def _completed(text: bytes) -> Any:
+    """A JSON object or list cut short, as far as it goes: the members before the cut,
+    and a string value cut mid-way kept as far as it goes; the rest dropped, every open
+    object and list closed. None when even that is no JSON. Reads the text once."""
+    if text[:1] not in (b"{", b"["):
+        return None
+    # `opened` is the open objects and lists, innermost first, as a linked tuple (a
+    # snapshot costs nothing); `keep`, how much of `text` is whole with its closers.
+    opened: tuple[int, Any] | None = None
+    keep: tuple[int, tuple[int, Any] | None] = (0, None)
+    expect = b"value"  # value, key, colon or comma
+    empty = False  # just opened: may close at once
+    for match in _PART.finditer(text):
+        start, end = match.span()
+        part = match.group()
+        first = part[0]
+        was_empty, empty = empty, False
+        if expect == b"value" and first in _CLOSE:
+            opened = (first, opened)
+            expect = b"key" if first == ord("{") else b"value"
+            keep = (end, opened)
+            empty = True
+        elif (
+            part in (b"}", b"]")
+            and opened is not None
+            and _CLOSE[opened[0]] == part
+            and (expect == b"comma" or was_empty)
+        ):
+            opened = opened[1]
+            expect = b"comma"
+            keep = (end, opened)
+            if opened is None:
+                break
+        elif first == ord('"'):
+            whole = len(part) > 1 and part.endswith(b'"') and not _escaped_end(part)
+            if expect == b"key" and whole:
+                expect = b"colon"
+            elif expect == b"value" and whole:
+                expect = b"comma"
+                keep = (end, opened)
+            elif expect == b"value":  # a string cut by the end: kept as far as it goes
+                body = bytearray(text[start:]) + b'"'  # `_boundary` looks at the byte past the cut
+                cut = _boundary(body, _whole_characters(body, len(body) - 1), 1)
+                return _loads(text[:start] + bytes(body[:cut]) + b'"' + _closers(opened))
+            else:
+                break
+        elif part == b":" and expect == b"colon":
+            expect = b"value"
+        elif part == b"," and expect == b"comma" and opened is not None:
+            expect = b"key" if opened[0] == ord("{") else b"value"
+        elif expect == b"value" and first not in b'{}[]:,"' and end < len(text):
+            expect = b"comma"  # a scalar the end does not cut
+            keep = (end, opened)
+        else:
+            break
+    end, opened = keep
+    return _loads(text[:end] + _closers(opened)) if end else None
+
+
+def _whole_characters(buf: bytearray, end: int) -> int:
+    """`end`, moved back before a UTF-8 sequence the end cuts."""
+    for back in range(1, min(4, end) + 1):
+        byte = buf[end - back]
+        if byte < 0x80:
+            return end
+        if byte >= 0xC0:  # a lead byte: how long its sequence is
+            length = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return end if back >= length else end - back
+    return end
+
+
+def _escaped_end(part: bytes) -> bool:
+    """Does the string token end in an escaped quote (an odd run of backslashes before it)?"""
+    run = len(part) - 1 - len(part[:-1].rstrip(b"\\"))
+    return run % 2 == 1
+
+
+def _closers(opened: tuple[int, Any] | None) -> bytes:
+    out = b""
+    while opened is not None:
+        out += _CLOSE[opened[0]]
+        opened = opened[1]
+    return out
+
+
+def _loads(text: bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 # A string's closing quote is optional: a string cut by the head's end (or never closed)

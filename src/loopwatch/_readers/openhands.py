@@ -51,6 +51,7 @@ import orjson
 
 from .._core.events import Event, ModelText, ToolCall, UserMessage
 from .._files import open_file
+from . import sniff_head
 from ._common import iso_seconds, load_json, mapping_at
 from .base import ReadError, Session
 from .jsonio import JsonLines, keys_at, kind_of, session_name
@@ -111,7 +112,12 @@ def sniff(path: str, head: bytes) -> bool:
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     """The sessions in an OpenHands trajectory (one) or evaluation output (one a line).
     Raises ReadError when the file is not one."""
-    if _is_jsonl(path, stream):
+    if stream is not None:
+        head, stream = sniff_head(stream)  # a first instance of any length whole
+        jsonl = _first_of_several(head)
+    else:
+        jsonl = _is_jsonl(path)
+    if jsonl:
         yield from _read_lines(path, stream)
         return
     data = load_json(path, stream)
@@ -127,11 +133,15 @@ def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:
     yield _session(events, str(name) if name else session_name(path), data if isinstance(data, dict) else None)
 
 
-def _is_jsonl(path: str, stream: BinaryIO | None) -> bool:
-    """Does the first line hold a whole JSON object? Then each line is a record."""
-    if stream is not None:
-        first = stream.peek(64 * 1024)[: 64 * 1024] if hasattr(stream, "peek") else b""
-        return first.lstrip().startswith(b"{") and b"\n" in first.strip() and _parses(first.lstrip().split(b"\n", 1)[0])
+def _first_of_several(head: bytes) -> bool:
+    """Does the head's first line hold a whole JSON object, with more after it? Then
+    each line is a record."""
+    text = head.lstrip()
+    return text.startswith(b"{") and b"\n" in text.strip() and _parses(text.split(b"\n", 1)[0])
+
+
+def _is_jsonl(path: str) -> bool:
+    """Does the file's first line hold a whole JSON object? Then each line is a record."""
     try:
         with open_file(path) as fh:
             line = fh.readline()

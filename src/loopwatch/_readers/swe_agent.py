@@ -1,12 +1,17 @@
-"""SWE-agent 0.x `.traj` files, and the CodeR multi-agent variant of them.
+"""SWE-agent `.traj` files (0.x and 1.x), and the CodeR multi-agent variant of them.
 
-One JSON object; `trajectory[]` holds the steps (`action`, `observation`, `thought`).
+One JSON object; `trajectory[]` holds the steps (`action`, `observation`, `thought`;
+1.x adds `response`, `execution_time`, a dict `state`, the `query` sent to the model
+and `extra_info`, and its `history` messages carry `message_type` and `agent: "main"`).
 Each step becomes a `ToolCall` with `source_ref = "trajectory[i]"` (0-based). The tool
-name is the ACI command (`edit`, `open`, `find_file`, ...) or `bash` for a shell
-command; the input is the whole action text. The format records no error flag and no
-changed files, so both are read from the observation: a failure by its wording
-(`command not found`, `Your proposed edit has introduced new syntax error`, ...), a
-write by an `edit`/`create` that applied. There are no timestamps (one second per step).
+name is the ACI command (`edit`, `open`, `find_file`, 1.x's `str_replace_editor`, ...)
+or `bash` for a shell command; the input is the whole action text. The format records
+no error flag and no changed files, so both are read from the observation: a failure
+by its wording (`command not found`, `Your proposed edit has introduced new syntax
+error`, the editor's `No replacement was performed`, 1.x refusing an interactive
+command, ...), a write by an `edit`/`create` that applied, or a `str_replace_editor`
+`create`, `str_replace`, `insert` or `undo_edit` that did (the file it names). There are
+no timestamps (one second per step).
 
 The synthetic last entry (`exit_cost`, `exit_format`, ... with `Exited`) is an exit,
 not an action. In CodeR files the sub-agent of each step (Manager, Reproducer, ...) is
@@ -16,6 +21,7 @@ inside the trajectory is skipped like the final one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -52,6 +58,15 @@ _ACI = {
     "skip",
 }
 _REJECTED = "Your proposed edit has introduced new syntax error"
+#: SWE-agent 1.x's `str_replace_editor`: the commands that write, and its replies when
+#: nothing was done (the edit tool's own wording).
+_EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit"})
+_EDITOR_REFUSED = re.compile(
+    r"^(?:No replacement was performed|The path \S.* (?:does not exist|is not an absolute path|is a directory)"
+    r"|File already exists at:|Invalid `\w+` parameter|Parameter `\w+` is required|No edit history found)"
+)
+#: 1.x's bash tool refusing a command it would hang on (`vim`, `python` with no script).
+_NOT_SUPPORTED = re.compile(r"^Operation '.*' is not supported by this environment\.", re.DOTALL)
 
 
 def sniff(path: str, head: bytes) -> bool:
@@ -126,10 +141,17 @@ def _events(
             continue
         open_file = _open_file(entry.get("state")) or open_file
         name = tool_name(action)
-        error = shell_error(observation) or (name == "bash" and empty_search(action, observation))
+        error = (
+            shell_error(observation)
+            or (name == "bash" and empty_search(action, observation))
+            or _NOT_SUPPORTED.match(observation) is not None
+            or (name == "str_replace_editor" and _EDITOR_REFUSED.match(observation) is not None)
+        )
         changed: tuple[str, ...] = ()
         if name in ("edit", "insert", "append", "create") and not observation.startswith(_REJECTED) and not error:
             changed = (open_file or "?",)
+        elif name == "str_replace_editor" and not error:
+            changed = _editor_writes(action)
         elif name == "bash" and not error and shell_writes(action):
             changed = ("?",)
         step_of[ref] = i + 1
@@ -146,18 +168,32 @@ def _events(
         )
 
 
+def _editor_writes(action: str) -> tuple[str, ...]:
+    """The file a `str_replace_editor` command that writes names (`create PATH ...`)."""
+    words = action.split(None, 3)
+    if len(words) >= 3 and words[1] in _EDITOR_WRITES:
+        return (words[2],)
+    return ()
+
+
 def _agents(history: Any, steps: int) -> list[Any] | None:
-    """CodeR: the agent of each assistant turn, in trajectory order; None for SWE-agent."""
+    """CodeR: the agent of each assistant turn, in trajectory order; None for SWE-agent
+    (whose one agent is `primary` in 0.x, `main` in 1.x)."""
     if not isinstance(history, list):
         return None
     turns = [h for h in history if isinstance(h, dict) and h.get("role") == "assistant" and not h.get("is_demo")]
     names = [t.get("agent") for t in turns]
-    if not any(n and n != "primary" for n in names):
+    if not any(n and n not in ("primary", "main") for n in names):
         return None
     return names if len(names) == steps else None
 
 
 def _open_file(state: Any) -> str | None:
+    """The file open in the ACI's window after a step: from the state, a JSON text in
+    0.x, an object in 1.x."""
+    if isinstance(state, dict):
+        value = state.get("open_file")
+        return value if isinstance(value, str) and value not in ("n/a", "") else None
     if isinstance(state, str) and '"open_file"' in state:
         import orjson
 
