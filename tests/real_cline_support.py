@@ -194,7 +194,7 @@ class ClineRun:
         assert done.returncode == 0, (done.stdout, done.stderr)
         self._authed = True
 
-    def cline(self, prompt: str, timeout: float = 240, args: tuple[str, ...] = ()) -> Finished:
+    def cline(self, prompt: str, timeout: float = 600, args: tuple[str, ...] = ()) -> Finished:
         if not self._authed:
             self.auth()
         done = subprocess.run(
@@ -249,9 +249,11 @@ class ClineRun:
         return found
 
     def close(self) -> list[int]:
-        """Stop any hub of this HOME (none should run in local mode); the pids found running."""
+        """Stop any hub of this HOME (none should run in local mode); the pids found running.
+        A hub is a process by the time the run that started it has ended, so one found by
+        none of /proc is none (and `cline hub stop`, itself a slow start, is not run)."""
         running = self.hubs()
-        if self._authed or running:
+        if running:
             subprocess.run(
                 [self.binary, "hub", "stop"],
                 cwd=self.root,
@@ -268,15 +270,19 @@ class ClineRun:
                 pass
         return running
 
-    def tui(self, prompt: str, done: Any, timeout: float = 180) -> bytes:
+    def tui(self, prompt: str, done: Any, timeout: float = 300) -> bytes:
         """Cline's TUI on a pseudo-terminal, as a person starts it (`cline` in the
         workspace; it always runs its session in the hub), the prompt typed, until
         `done()` says the script is over; then it is ended (Ctrl-C twice, SIGTERM, SIGKILL).
-        Returns what the screen showed."""
+        Each step waits for what the screen shows (its prompt box, the notice it opens
+        with, the prompt typed) or for the model's first request, never for a set time:
+        a busy machine only makes it slower. Returns what the screen showed."""
         import pty
         import select
         import signal
         import time
+
+        import pytest
 
         if not self._authed:
             self.auth()
@@ -290,28 +296,53 @@ class ClineRun:
                 os._exit(127)
         screen = bytearray()
 
-        def pump(seconds: float) -> None:
-            end = time.monotonic() + seconds
+        def pump(seconds: float) -> bool:
+            """Read what the screen shows for `seconds`; whether anything came."""
+            end, came = time.monotonic() + seconds, False
             while time.monotonic() < end:
                 ready, _, _ = select.select([fd], [], [], 0.2)
                 if ready:
                     try:
                         screen.extend(os.read(fd, 1 << 16))
+                        came = True
                     except OSError:
-                        return
+                        return came
+            return came
+
+        def shown(text: str, since: int = 0) -> bool:
+            plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)", b"", bytes(screen[since:]))
+            return text.encode() in plain
+
+        def wait(ready: Any, seconds: float, what: str) -> None:
+            end = time.monotonic() + seconds
+            while not ready():
+                if time.monotonic() > end:
+                    pytest.fail(f"Cline's TUI: {what} not seen in {seconds:.0f} s")
+                pump(0.5)
+
+        def settle() -> None:
+            while pump(1):  # until the screen is still for a second
+                pass
 
         try:
-            pump(10)
-            os.write(fd, b"\x1b")  # the notice Cline opens with
-            pump(2)
+            wait(lambda: shown("What can I do for you?"), 180, "its prompt box")
+            # The notice it opens with on a new HOME (any key closes it) comes just after the
+            # prompt box; a key typed before it would be taken by it.
+            end = time.monotonic() + 90
+            while not shown("key to close") and time.monotonic() < end:
+                pump(0.5)
+            if shown("key to close"):
+                os.write(fd, b"\x1b")
+                settle()
+            mark = len(screen)
             for char in prompt:
                 os.write(fd, char.encode())
                 time.sleep(0.03)
-            pump(1)
+            wait(lambda: shown(prompt.split()[-1], mark), 60, "the prompt typed")  # spaces may be cursor moves
+            settle()
             os.write(fd, b"\r")
-            began = time.monotonic()
-            while time.monotonic() - began < timeout and not done():
-                pump(1)
+            wait(lambda: bool(self.server.requests), 180, "the model's first request")
+            wait(done, timeout, "the end of the script")
             pump(2)
             os.write(fd, b"\x03")
             pump(2)

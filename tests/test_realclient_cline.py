@@ -159,6 +159,7 @@ def test_a_reworded_description_is_the_same_call(machine, version):
         turns = server.of("loop")
     ran = _ran(finished)
     assert len(ran) == 3 and len(turns) == 4 and finished.result["finishReason"] == "aborted"
+    assert len(server.requests) == 4  # no model request after the stop
     assert "loopwatch stopped the run" in finished.stderr
     assert box.status()[""]["stops"] == 1
 
