@@ -227,9 +227,13 @@ def test_a_stop_decided_after_a_call_ran_ends_the_run_there(tmp_path):
     assert 4 <= len(started) < 12
     assert len(turns) == len(started)  # the stopping call was the last thing the model asked for
     assert run.of_type("abort") and run.result is None
-    # Every call ran (none refused): the last one's result was being checked when the run
-    # ended, so Copilot never printed its completion.
-    assert len(run.completed()) == len(started) - 1
+    # Every call ran (none refused). The last one's result was being checked when the run
+    # ended: whether Copilot printed its completion before the signal landed is a race of
+    # its own (both seen), so only the calls before it must have completed.
+    completed = run.completed()
+    assert all(call["toolCallId"] in completed for call in started[:-1])
+    assert set(completed) <= {call["toolCallId"] for call in started}
+    assert not any(str(done.get("result", "")).find("loopwatch refused") >= 0 for done in completed.values())
     (row,) = machine.status().values()
     assert row["actions"] == len(started) and row["stops"] == 1 and row["blocks"] == 0
     assert [(d["event"], d["action"]) for d in row["decisions"]][-1] == ("PostToolUse", "stop")

@@ -48,12 +48,19 @@ def records(ran) -> list[dict]:
 def test_a_fifo_in_a_folder_or_named_is_skipped_with_a_message(tmp_path):
     (tmp_path / "ok.jsonl").write_text(jsonl(healthy_events()))
     os.mkfifo(tmp_path / "f.jsonl")
-    for target in (tmp_path, tmp_path / "f.jsonl"):
-        ran = scan(target, "--json", timeout=30)
-        assert ran.returncode == 2, ran.stderr
-        by_path = {r["path"]: r for r in records(ran)}
-        assert "not a regular file" in by_path[str(tmp_path / "f.jsonl")]["error"]
-        assert b"Traceback" not in ran.stderr
+    # In a folder beside a transcript: a record of its own, the others read.
+    ran = scan(tmp_path, "--json", timeout=30)
+    assert ran.returncode == 2, ran.stderr
+    by_path = {r["path"]: r for r in records(ran)}
+    assert "not a regular file" in by_path[str(tmp_path / "f.jsonl")]["error"]
+    assert by_path[str(tmp_path / "ok.jsonl")]["error"] is None
+    assert b"Traceback" not in ran.stderr
+    # Named alone: nothing could be read, which is one line saying why, and exit 2.
+    ran = scan(tmp_path / "f.jsonl", "--json", timeout=30)
+    assert ran.returncode == 2, ran.stderr
+    assert not ran.stdout
+    (line,) = ran.stderr.decode().strip().splitlines()
+    assert "f.jsonl: not a regular file" in line
 
 
 def test_the_reading_layer_never_opens_a_fifo_blocking(tmp_path):

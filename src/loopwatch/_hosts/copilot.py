@@ -207,7 +207,8 @@ def project_root(cwd: Path) -> Path:
     return cwd
 
 
-_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+# Possessive, and an unclosed string or comment runs to the end: linear on any text.
+_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\Z)|//[^\n]*+|/\*(?:[^*]|\*(?!/))*+(?:\*/|\Z)', re.DOTALL)
 
 
 def read_jsonc(path: Path, limit: int = 1 << 20) -> Any:
