@@ -44,3 +44,28 @@ def test_the_claude_code_check_says_a_hook_that_cannot_start_in_one_line(tmp_pat
 
     line = doctor._dry_run(host("claude-code"), "true", {"PATH": "/usr/bin:/bin"}, tmp_path / "gone")
     assert line.status == "problem" and line.text.startswith("the hook command did not run (")
+
+
+def _fake_cli(tmp_path, body: str) -> dict[str, str]:
+    folder = tmp_path / "bin"
+    folder.mkdir(parents=True)
+    (folder / "cline").write_text(f"#!/bin/sh\n{body}\n")
+    (folder / "cline").chmod(0o755)
+    return {"PATH": str(folder)}
+
+
+def test_a_cli_slow_to_say_its_version_is_not_a_problem(tmp_path, monkeypatch):
+    from loopwatch._hosts import host
+
+    monkeypatch.setattr(doctor, "_VERSION_TIMEOUT", 0.5)
+    line = doctor._version(host("cline"), _fake_cli(tmp_path, "exec /bin/sleep 30"))
+    assert line.status == "info" and "did not answer within 0.5 s: version not known" in line.text
+
+
+def test_a_cli_that_fails_to_say_its_version_is_a_problem(tmp_path):
+    from loopwatch._hosts import host
+
+    line = doctor._version(host("cline"), _fake_cli(tmp_path, "exit 3"))
+    assert line.status == "problem" and "failed (exit 3)" in line.text
+    said = doctor._version(host("cline"), _fake_cli(tmp_path / "ok", "echo 3.0.65"))
+    assert said.status == "info" and said.text.startswith("Cline 3.0.65 (")
