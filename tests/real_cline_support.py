@@ -309,15 +309,25 @@ class ClineRun:
                         return came
             return came
 
+        def plain(since: int = 0) -> bytes:
+            return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)", b"", bytes(screen[since:]))
+
         def shown(text: str, since: int = 0) -> bool:
-            plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)", b"", bytes(screen[since:]))
-            return text.encode() in plain
+            return text.encode() in plain(since)
+
+        def typed(since: int) -> bool:
+            """Is every character of the prompt on the screen, in order? Each is drawn as it
+            is typed, between frames of the logo's animation; a space may be a cursor move."""
+            drawn = iter(plain(since).decode("utf-8", "replace"))
+            return all(char in drawn for char in prompt if not char.isspace())
 
         def wait(ready: Any, seconds: float, what: str) -> None:
             end = time.monotonic() + seconds
             while not ready():
                 if time.monotonic() > end:
-                    pytest.fail(f"Cline's TUI: {what} not seen in {seconds:.0f} s")
+                    pytest.fail(
+                        f"Cline's TUI: {what} not seen in {seconds:.0f} s; the screen's end: {plain()[-1500:]!r}"
+                    )
                 pump(0.5)
 
         def settle() -> None:
@@ -338,7 +348,7 @@ class ClineRun:
             for char in prompt:
                 os.write(fd, char.encode())
                 time.sleep(0.03)
-            wait(lambda: shown(prompt.split()[-1], mark), 60, "the prompt typed")  # spaces may be cursor moves
+            wait(lambda: typed(mark), 60, "the prompt typed")
             settle()
             os.write(fd, b"\r")
             wait(lambda: bool(self.server.requests), 180, "the model's first request")
