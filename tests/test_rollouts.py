@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 import sys
 import types
 from pathlib import Path
@@ -12,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from loopwatch.rollouts import compute_score, loop_fields, score, score_one, with_loop_fields
+from docs_support import section
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "rollouts.md"
 
 LOOP = (
     '<tool_call>{"name": "run", "arguments": {"cmd": "pytest -x"}}</tool_call>user\n'
@@ -21,20 +21,13 @@ LOOP = (
 ) * 6
 
 
-def readme_example() -> tuple[str, str]:
-    section = README.read_text().split("### RL rollouts", 1)[1].split("\n### ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
-    printed = re.search(r"which prints\n\n((?:    .*\n)+)", section).group(1)
-    return code, "".join(line[4:] + "\n" for line in printed.splitlines())
-
-
-def test_the_readme_example_runs_and_prints_what_the_readme_says():
-    code, printed = readme_example()
+def test_the_documented_example_runs_and_prints_what_the_page_says():
+    (block,) = [b for b in section(PAGE, "RL rollouts") if b.lang == "python"]
     out = io.StringIO()
     scope: dict = {}
     with contextlib.redirect_stdout(out):
-        exec(compile(code, str(README), "exec"), scope)  # noqa: S102 - the README's own example, run as written
-    assert out.getvalue() == printed
+        exec(compile(block.text, str(PAGE), "exec"), scope)  # noqa: S102 - the page's own example, run as written
+    assert out.getvalue() == block.prints
     assert len(scope["kept"]) == 1 and scope["kept"][0] is scope["batch"][1]
 
 

@@ -215,7 +215,9 @@ def test_a_looping_claude_stream_session_is_ended_with_86(tmp_path):
     verdict = record["loop"]["verdict"]
     assert verdict["tools"] == ["Bash"] and verdict["action"] == "stop"
     assert verdict["signal"] != "repeated_lines"  # real tool calls, not lines
-    assert 3 <= record["loop"]["actions"] < 20
+    # Stopped at the 3rd to 19th call; how many more the agent wrote before the signal
+    # landed depends on how busy the machine is, so only the decision's place is bounded.
+    assert 3 <= verdict["at_action"] < 20 and record["loop"]["actions"] >= verdict["at_action"]
     # the JSON went through untouched for whoever reads it
     for line in ran.stdout.splitlines():
         json.loads(line)
