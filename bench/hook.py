@@ -1,24 +1,36 @@
 """Wall time of one `loopwatch hook` call, next to the bare `python -c pass`.
 
-    PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000] [--installed] [--compare DIR]
+    PYTHONPATH=src python bench/hook.py [--calls 50] [--warm 1000] [--load N] [--installed] [--compare DIR]
     PYTHONPATH=src python bench/hook.py --hosts claude-code,gemini-cli [--calls 50] [--warm 1000]
 
-The hook runs on every tool call, so its start-up is the product. This measures, on
-this machine and in this run:
+The hook runs on every tool call, so its path from process start to answer is the
+product. This measures, on this machine and in this run:
 
 - `python -c pass`: the floor any Python hook pays (interpreter and site-packages);
+- `python -S -c pass`: the interpreter alone, without `site`;
 - `python -c "import loopwatch"`: the core's import alone, for comparison;
-- `python -m loopwatch hook` fed a PostToolUse payload (a real subprocess, stdin to
-  exit), against a state database warmed with `--warm` earlier events of the same
-  session (the monitor those events built is loaded, fed and saved each call).
+- the hook as `loopwatch install` writes it into the user's settings (`python -P -S -c
+  ... loopwatch hook claude-code`), fed a PostToolUse payload (a real subprocess, stdin
+  to exit), against a state database warmed with `--warm` earlier events of the same
+  session (the monitor those events built is loaded, fed and saved each call);
+- `python -m loopwatch hook claude-code`: the command `install` wrote before, same payload.
 
-The three are run in turn, `--calls` times each; the medians and their ratio are
-printed (target: at most 2x). Then the import cost of the hook path, per loopwatch
+The commands run in turn, `--calls` times each, first on the machine as it is
+("quiet": nothing added), then again with `--load` busy processes of our own beside them
+(default: one per core; `--load 0` skips it). Printed for each phase: the median wall
+time and CPU time of each command and the hook's ratios to `python -c pass` (targets:
+at most 1.3x quiet, 2x under load). Then the import cost of the hook path, per loopwatch
 module, from `python -X importtime` (cumulative microseconds, one run).
 
+Bytecode: the tree is compiled first (`compileall`, into its `__pycache__`, as `pip
+install` does for an installed copy) and the children run without
+`PYTHONDONTWRITEBYTECODE`; a hook compiling its modules from source on every call is
+not what a user runs.
+
 `--compare DIR` also times the hook from another source tree DIR (its own warmed
-state), interleaved with this one, for a before/after figure from the same run:
-`git archive <commit> src | tar -x -C /tmp/before; ... --compare /tmp/before/src`.
+state, run as `python -m loopwatch hook`), interleaved with this one, for a before/after
+figure from the same run: `git archive <commit> src | tar -x -C /tmp/before; ...
+--compare /tmp/before/src`.
 
 `--hosts A,B,...` times what one tool call costs each host instead, interleaved in the same
 run against states warmed alike, each hook through `sh -c` as the host runs it: Claude Code
@@ -31,15 +43,18 @@ sum per call, and each host's ratio to Claude Code's (target: at most 1x).
 `--installed` measures what a user runs instead: this worktree is installed with
 `pip install <worktree>` (a regular, non-editable install, with its dependencies)
 into a temporary `python -m venv`, and the hook is that venv's `loopwatch hook`
-console script, timed in turn with `python3 -c pass` (the system's python3) and
-the venv's own `python -c pass`, all in the same run.
+console script and the command `loopwatch install` writes there, timed in turn with
+`python3 -c pass` (the system's python3) and the venv's own `python -c pass`, all in
+the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -110,12 +125,44 @@ def warm(state: Path, session: str, cwd: str, events: int) -> None:
 
 
 def timed(argv: list[str], data: bytes, env: dict) -> float:
+    return timed_cpu(argv, data, env)[0]
+
+
+def timed_cpu(argv: list[str], data: bytes, env: dict) -> tuple[float, float]:
+    """Wall seconds of one run of `argv`, and the CPU seconds the child spent."""
+    before = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(argv, input=data, env=env, capture_output=True, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.decode()[:500]}")
-    return elapsed
+    return elapsed, _children_cpu() - before
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def logged(state: Path) -> None:
+    """Stop when the hook logged anything: a call that failed (a state thrown away, an
+    import missing) takes a shorter path, and its time is not the hook's."""
+    log = state / "hook.log"
+    if log.exists() and log.read_text().strip():
+        raise SystemExit(f"the hook logged problems, so these timings do not count:\n{log.read_text()[-2000:]}")
+
+
+def busy(n: int) -> list[subprocess.Popen[bytes]]:
+    """`n` processes that keep a core busy each, until killed: load of our own."""
+    return [subprocess.Popen([sys.executable, "-S", "-c", "while True: pass"]) for _ in range(n)]
+
+
+def installed_command(python: str, env: dict, host: str = "claude-code") -> list[str]:
+    """The hook command `loopwatch install HOST` writes into the user's settings, as argv,
+    computed by `python` (whichever loopwatch it imports)."""
+    code = f"from loopwatch._cli.install import default_command; print(default_command({host!r}))"
+    done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return shlex.split(done.stdout.strip())
 
 
 def import_costs(data: bytes, env: dict) -> list[tuple[int, str]]:
@@ -163,12 +210,14 @@ def installed(args: argparse.Namespace) -> None:
         env.update(LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended", HOME=tmp)
         subprocess.run([str(python), "-c", WARM, str(state), session, cwd, str(args.warm)], env=env, check=True)
         system = shutil.which("python3") or sys.executable
-        floor, venv_floor, hook = [], [], []
+        command = installed_command(str(python), env)
+        floor, venv_floor, hook, written = [], [], [], []
         for i in range(args.calls):
             data = json.dumps(payload(args.warm + i, session, cwd)).encode()
             floor.append(timed([system, "-c", "pass"], b"", env))
             venv_floor.append(timed([str(python), "-c", "pass"], b"", env))
             hook.append(timed([str(script), "hook"], data, env))
+            written.append(timed(command, data, env))
         base, ours = statistics.median(floor), statistics.median(hook)
         print(f"python3 -c pass (system {system})  median {base * 1000:7.1f} ms")
         print(f"venv python -c pass                median {statistics.median(venv_floor) * 1000:7.1f} ms")
@@ -178,6 +227,11 @@ def installed(args: argparse.Namespace) -> None:
         )
         print(f"ratio to python3 -c pass           {ours / base:.2f}x  (target <= 2x)")
         print(f"ratio to the venv's python -c pass {ours / statistics.median(venv_floor):.2f}x")
+        mine = statistics.median(written)
+        print(
+            f"the command install writes           median {mine * 1000:7.1f} ms  ({mine / base:.2f}x python3 -c pass, "
+            f"{mine / statistics.median(venv_floor):.2f}x the venv's)"
+        )
 
 
 # Warming for --compare runs with the other tree on PYTHONPATH.
@@ -325,6 +379,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--warm", type=int, default=1000)
+    parser.add_argument(
+        "--load", type=int, default=os.cpu_count() or 2, help="busy processes of ours for the loaded phase (0: none)"
+    )
     parser.add_argument("--installed", action="store_true", help="time a regular install in a temporary venv")
     parser.add_argument("--compare", metavar="DIR", help="also time the hook from this source tree")
     parser.add_argument(
@@ -338,9 +395,21 @@ def main() -> None:
         per_call(args)
         return
 
+    startup(args)
+
+
+def startup(args: argparse.Namespace) -> None:
+    """The default mode: the hook's start-up against the floor, quiet and under load."""
+    compileall.compile_dir(str(SRC), quiet=1)
+    if args.compare:
+        compileall.compile_dir(args.compare, quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         state, cwd, session = Path(tmp) / "state", tmp, "bench-session"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("LOOPWATCH_", "CLAUDE_CODE_")) and k != "PYTHONDONTWRITEBYTECODE"
+        }
         env.update(PYTHONPATH=str(SRC), LOOPWATCH_STATE_DIR=str(state), LOOPWATCH_PROFILE="attended")
         began = time.perf_counter()
         warm(state, session, cwd, args.warm)
@@ -348,9 +417,15 @@ def main() -> None:
             f"warmed the state with {args.warm} events in {time.perf_counter() - began:.1f}s; "
             f"database {os.path.getsize(state / 'state.db') // 1024} KiB"
         )
-
-        other_env = None
-        other: list[float] = []
+        hook_argv = installed_command(sys.executable, env)
+        print(f"installed command: {shlex.join(hook_argv)[:160]}...")
+        commands: dict[str, tuple[list[str], dict, bool]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], env, False),
+            "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], env, False),
+            "import loopwatch": ([sys.executable, "-c", "import loopwatch"], env, False),
+            "hook (installed)": (hook_argv, env, True),
+            "hook (-m loopwatch)": ([sys.executable, "-m", "loopwatch", "hook", "claude-code"], env, True),
+        }
         if args.compare:
             other_state = Path(tmp) / "other-state"
             other_env = {**env, "PYTHONPATH": args.compare, "LOOPWATCH_STATE_DIR": str(other_state)}
@@ -359,36 +434,52 @@ def main() -> None:
                 env=other_env,
                 check=True,
             )
-        floor, core, hook = [], [], []
-        for i in range(args.calls):
-            data = json.dumps(payload(args.warm + i, session, cwd)).encode()
-            floor.append(timed([sys.executable, "-c", "pass"], b"", env))
-            core.append(timed([sys.executable, "-c", "import loopwatch"], b"", env))
-            hook.append(timed([sys.executable, "-m", "loopwatch", "hook"], data, env))
-            if other_env is not None:
-                other.append(timed([sys.executable, "-m", "loopwatch", "hook"], data, other_env))
-
-        base, ours = statistics.median(floor), statistics.median(hook)
-        print(
-            f"python -c pass      median {base * 1000:7.1f} ms  (min {min(floor) * 1000:.1f}, max {max(floor) * 1000:.1f})"
-        )
-        print(f"import loopwatch    median {statistics.median(core) * 1000:7.1f} ms  (the core alone, no hook work)")
-        print(
-            f"loopwatch hook      median {ours * 1000:7.1f} ms  (min {min(hook) * 1000:.1f}, max {max(hook) * 1000:.1f})"
-        )
-        print(f"ratio               {ours / base:.2f}x  (target <= 2x)")
-        print(f"hook cost over the floor: {(ours - base) * 1000:.1f} ms")
-        if other:
-            theirs = statistics.median(other)
-            print(
-                f"hook from {args.compare}: median {theirs * 1000:7.1f} ms  (ratio {theirs / base:.2f}x); "
-                f"this tree minus that one: {(ours - theirs) * 1000:+.1f} ms"
+            commands[f"hook from {args.compare}"] = (
+                [sys.executable, "-m", "loopwatch", "hook", "claude-code"],
+                other_env,
+                True,
             )
+        step = args.warm
+        for phase, load in (("quiet", 0), ("under load", args.load)):
+            if phase == "under load" and load <= 0:
+                break
+            loaders = busy(load)
+            try:
+                times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+                for _ in range(args.calls):
+                    data = json.dumps(payload(step, session, cwd)).encode()
+                    step += 1
+                    for name, (argv, child_env, fed) in commands.items():
+                        times[name].append(timed_cpu(argv, data if fed else b"", child_env))
+            finally:
+                for proc in loaders:
+                    proc.kill()
+                    proc.wait()
+            load_avg = os.getloadavg()[0]
+            print(f"\n{phase}: {load} busy processes of ours, load average {load_avg:.1f}, {args.calls} calls each")
+            wall = {name: statistics.median(w for w, _ in t) for name, t in times.items()}
+            cpu = {name: statistics.median(c for _, c in t) for name, t in times.items()}
+            for name, t in times.items():
+                walls = [w for w, _ in t]
+                print(
+                    f"  {name:24} wall median {wall[name] * 1000:7.1f} ms (min {min(walls) * 1000:6.1f})"
+                    f"   cpu median {cpu[name] * 1000:6.1f} ms"
+                )
+            target = 1.3 if phase == "quiet" else 2.0
+            base, bare = "python -c pass", "python -S -c pass"
+            for name in ("hook (installed)", "hook (-m loopwatch)"):
+                ratio = wall[name] / wall[base]
+                print(
+                    f"  {name} / {base}: {ratio:.2f}x wall ({'met' if ratio <= target else 'NOT met'}: "
+                    f"target <= {target}x), {cpu[name] / cpu[base]:.2f}x cpu; "
+                    f"/ {bare}: {wall[name] / wall[bare]:.2f}x wall, {cpu[name] / cpu[bare]:.2f}x cpu"
+                )
 
+        logged(state)
         rows = import_costs(json.dumps(payload(10**6, session, cwd)).encode(), env)
         site = next((c for c, name in rows if name.strip() == "site"), 0)
         ours_rows = [(c, n) for c, n in rows if n.strip().startswith("loopwatch")]
-        print(f"\nimport cost (python -X importtime, one run, cumulative): site {site / 1000:.1f} ms")
+        print(f"\nimport cost (python -X importtime -m loopwatch hook, one run, cumulative): site {site / 1000:.1f} ms")
         for cost, name in sorted(ours_rows, reverse=True)[:12]:
             print(f"  {cost / 1000:6.1f} ms  {name.strip()}")
 

@@ -23,6 +23,13 @@ machine the wall clock also counts the time other processes held the core. The b
 of the repeats counts. The scan's figure includes the child's start-up (interpreter,
 imports; printed apart, from a scan of a one-line file), so the ratio is a bound from
 above. Target: the scan at most 6x the bare pass (goal 3x).
+
+`--frontier` measures instead, in this process and against the same bare pass, where the
+scan's time goes and what reading less of each result could buy at best: the events
+reader alone; the reader and a `Monitor` per session (what the scan does, without its
+start-up and output); the same with every result cut to a head and tail of N characters
+each (`--limits`, the cut `normalize` makes at 64 KiB); and with no result read at all (a
+bound no detector can reach: it sees no failure).
 """
 
 from __future__ import annotations
@@ -142,6 +149,57 @@ def _has_record(out: bytes) -> bool:
         return False
 
 
+def frontier(path: Path, limits: list[int], repeats: int) -> None:
+    """`--frontier`: the reader, the monitor, and the monitor reading less of each result."""
+    import time
+
+    from loopwatch import Monitor
+    from loopwatch._core import fingerprint, monitor
+    from loopwatch._readers import events as reader
+
+    def cpu(fn: Any) -> float:
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
+
+    def read_only() -> None:
+        for session in reader.read(str(path)):
+            for _ in session.events:
+                pass
+
+    def observed() -> None:
+        for session in reader.read(str(path)):
+            watcher = Monitor()
+            for event in session.events:
+                watcher.observe(event)
+
+    kept_limit, kept_step = fingerprint._RESULT_LIMIT, monitor.make_step
+
+    def unread(index: int, name: str, input_value: object, result: object, *rest: Any, **named: Any) -> Any:
+        return kept_step(index, name, input_value, None, *rest, **named)
+
+    rows: dict[str, list[float]] = {}
+    try:
+        for _ in range(repeats):
+            floor = cpu(lambda: bare(path))
+            rows.setdefault("the events reader alone", []).append(cpu(read_only) / floor)
+            rows.setdefault("reader + Monitor, as shipped (64 KiB head and tail)", []).append(cpu(observed) / floor)
+            for limit in limits:
+                fingerprint._RESULT_LIMIT = limit
+                rows.setdefault(f"reader + Monitor, results cut to {limit} B head and tail", []).append(
+                    cpu(observed) / floor
+                )
+            fingerprint._RESULT_LIMIT = kept_limit
+            monitor.make_step = unread  # type: ignore[assignment]
+            rows.setdefault("reader + Monitor, no result read at all (bound)", []).append(cpu(observed) / floor)
+            monitor.make_step = kept_step
+    finally:
+        fingerprint._RESULT_LIMIT, monitor.make_step = kept_limit, kept_step
+    print(f"x the bare pass, CPU, best of {repeats} (every round); load average {os.getloadavg()[0]:.1f}")
+    for name, ratios in rows.items():
+        print(f"  {min(ratios):5.1f}x  {name}  ({', '.join(f'{r:.1f}' for r in ratios)})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000, help="events in the file (default 100,000)")
@@ -151,8 +209,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--against", type=Path, action="append", default=[], help="another `src` folder to time in the same rounds"
     )
+    parser.add_argument("--frontier", action="store_true", help="where the time goes, in process (see above)")
+    parser.add_argument("--limits", default="2048,512", help="head and tail sizes for --frontier (characters)")
     args = parser.parse_args(argv)
     trees = [SRC, *(p.resolve() for p in args.against)]
+    if args.frontier:
+        with tempfile.TemporaryDirectory(prefix="loopwatch-bench-") as tmp:
+            path = Path(tmp) / "long.jsonl"
+            write_events(path, args.events, args.pool, args.seed)
+            bare(path)
+            frontier(path, [int(n) for n in args.limits.split(",") if n], args.repeats)
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="loopwatch-bench-") as tmp:
         path = Path(tmp) / "long.jsonl"

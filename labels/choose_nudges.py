@@ -29,6 +29,10 @@ the labels afresh (labels read since the replay count). Run from the repository 
 
     python labels/choose_nudges.py --cache /tmp/nudges.json
     python labels/choose_nudges.py --cache /tmp/nudges.json --reuse --margin 0
+    python labels/choose_nudges.py --cache /tmp/nudges.json --reuse --tb2-labels all.tsv
+
+`--tb2-labels` scores the TB2 sessions against another labels file (the replays do not
+depend on labels): the three non-blind sets together, to estimate a choice on more loops.
 """
 
 from __future__ import annotations
@@ -186,7 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--tb2-labels", help="TB2 labels file (default: labels/tb2-labels.tsv)")
     args = parser.parse_args(argv)
+    if args.tb2_labels:
+        global CORPORA
+        CORPORA = tuple((c[0], c[1], args.tb2_labels, c[3]) if c[0] == "tb2" else c for c in CORPORA)
     sys.path.insert(0, "src")
     if args.reuse:
         with open(args.cache, encoding="utf-8") as fh:

@@ -189,3 +189,17 @@ def test_conclusive_warnings_remembered_are_bounded():
         ],
     )
     assert len(m._policy._warned_conclusive) <= 256
+
+
+def test_a_reset_keeps_only_the_streaks_of_the_signals_it_is_told_to_keep():
+    # a user message ends every streak but those made of, or outlasting, user messages
+    policy = Policy(Config.make(profile="unattended"))
+    kept, ended = finding(signal="text_only", key=1), finding(signal="churn", key=2)
+    assert policy.decide([kept, ended], 0.0, lambda f, a: "m").action is Action.NUDGE
+    policy.reset(keep=frozenset({"text_only"}))
+    # the kept streak is still at its rung (a proof finding climbs to the stop); the
+    # other starts from the bottom again (a nudge)
+    assert policy.decide([kept], 1.0, lambda f, a: "m").action is Action.STOP
+    assert policy.decide([ended], 2.0, lambda f, a: "m").action is Action.NUDGE
+    policy.reset()
+    assert policy.decide([kept], 3.0, lambda f, a: "m").action is Action.NUDGE

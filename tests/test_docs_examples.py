@@ -227,7 +227,7 @@ def test_the_table_of_hosts_is_every_host_loopwatch_guards():
 def test_the_table_of_frameworks_names_the_versions_the_extras_require():
     optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     rows = [row for row in table(readme_section("Guard your agent")) if "pip install" in row[1]]
-    assert len(rows) == 5
+    assert len(rows) == 6
     for agent, set_up, *_, versions in rows:
         (extra,) = re.findall(r"pip install '\.\[([\w-]+)\]'", set_up)
         package, version = versions.split()
@@ -289,12 +289,23 @@ def _respond(messages, info):
     return ModelResponse(parts=[ToolCallPart("read_file", {"path": "README.md"})])
 model = FunctionModel(_respond)
 """
+# The Claude Agent SDK's model is the real Claude Code CLI (the one the SDK bundles) talking
+# to the scripted Anthropic API of `real_claude_support`, which reads README.md over and over.
+SCRIPTED_CLAUDE = """
+options = ClaudeAgentOptions(env={env!r})
+"""
 STOP = "the same read_file call returned the same result 3 times in a row"
 
 CASES = {
     "LangChain": ("langchain.agents", LOOPING_LANGCHAIN, [f"loopwatch stopped the run: {STOP}"]),
     "OpenAI Agents SDK": ("agents", LOOPING_AGENTS, [f"stopped: {STOP}"]),
     "pydantic-ai": ("pydantic_ai", LOOPING_PYDANTIC_AI, [f"stopped: {STOP}"]),
+    "Claude Agent SDK": (
+        "claude_agent_sdk",
+        SCRIPTED_CLAUDE,
+        # unattended: four identical successful reads ran (nudged after the third), the fifth is refused
+        ["stopped: the same Read call returned the same result 4 times in a row"],
+    ),
     "OpenTelemetry": ("opentelemetry.sdk.trace", FIVE_THEN_ANSWER, [f"loopwatch: {STOP}", "It is a notebook."]),
 }
 
@@ -357,11 +368,26 @@ def test_framework_example_runs(framework, tmp_path):
     code = python_block(FRAMEWORKS, framework).text
     marked = [line for line in code.splitlines() if line.endswith("# your model")]
     assert len(marked) == 1, "one line says where the model goes"
-    done = run_example(tmp_path, code.replace(marked[0], fake.strip()))
+    if framework == "Claude Agent SDK":
+        done = run_claude_example(tmp_path, code.replace(marked[0], "{model}"), fake)
+    else:
+        done = run_example(tmp_path, code.replace(marked[0], fake.strip()))
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     for want in expected:
         assert any(line.startswith(want) for line in lines), (want, done.stdout)
+
+
+def run_claude_example(tmp_path, code: str, fake: str):
+    """The example with the real Claude Code CLI as its model: a fresh HOME, the scripted
+    API reading the folder's README.md ten times, then answering."""
+    from real_claude_support import ClaudeRun, ScriptedAnthropic, Step
+
+    readme = str(tmp_path / "README.md")
+    steps = [Step("Reading.", "Read", {"file_path": readme}) for _ in range(10)] + [Step("A notebook.")]
+    with ScriptedAnthropic({"": steps}) as server:  # "": the example's prompt names no scenario
+        env = ClaudeRun(tmp_path / "machine", server, "claude").env()
+        return run_example(tmp_path, code.replace("{model}", fake.strip().format(env=env)))
 
 
 def test_each_framework_example_names_what_it_needs_installed():

@@ -226,6 +226,7 @@ FRAMEWORKS = (
     "pydantic_ai",
     "mcp",
     "opentelemetry",
+    "claude_agent_sdk",
     "click",
     "rich",
     "orjson",
@@ -253,6 +254,7 @@ ADAPTERS = {
     "pydantic_ai": "pydantic_ai",
     "mcp_proxy": "mcp",
     "otel": "opentelemetry",
+    "claude_agent_sdk": "claude_agent_sdk",
 }
 
 

@@ -19,8 +19,8 @@ def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     # A host adds no role of its own but its pollers (Claude Code's, Copilot's, Gemini CLI's),
     # Gemini CLI's narration and sub-agent answer (never counted), and the writers of a host
     # whose writing tools have names too common to be writers for every source (Copilot's
-    # `create` and `edit`, opencode's `write` and `edit`, Cline's `editor`: SWE-agent's `edit`
-    # is a command): the defaults are the core's.
+    # `create` and `edit`, opencode's `write` and `edit`, Cursor's `write`, `edit` and
+    # `delete`, Cline's `editor`: SWE-agent's `edit` is a command): the defaults are the core's.
     assert {(host, tool): rule.role for host, rules in HOST_TOOLS.items() for tool, rule in rules.items()} == {
         ("claude-code", "BashOutput"): "poller",
         ("copilot", "read_bash"): "poller",
@@ -32,6 +32,9 @@ def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
         ("opencode", "write"): "writer",
         ("opencode", "edit"): "writer",
         ("cline", "editor"): "writer",
+        ("cursor", "write"): "writer",
+        ("cursor", "edit"): "writer",
+        ("cursor", "delete"): "writer",
     }
     assert "edit" not in WRITERS and config.rule("edit").role == ""
     assert "editor" not in WRITERS and config.rule("editor").role == ""

@@ -93,6 +93,7 @@ SAMPLES: dict[str, tuple[bytes, str, str]] = {
     "claude-code": ((FIXTURES / "claude-code" / "looping.jsonl").read_bytes(), "session.jsonl", "line"),
     "codex": ((FIXTURES / "codex" / "looping.jsonl").read_bytes(), "session.jsonl", "line"),
     "copilot": ((FIXTURES / "copilot" / "89-loop.events.jsonl").read_bytes(), "session.jsonl", "line"),
+    "cursor": ((FIXTURES / "cursor" / "loop.stream-json.jsonl").read_bytes(), "run.jsonl", "line"),
     "gemini-cli": ((FIXTURES / "gemini-cli" / "loop.session.jsonl").read_bytes(), "session.jsonl", "line"),
     "opencode": ((FIXTURES / "opencode" / "1.18.33-healthy.run-format-json.jsonl").read_bytes(), "run.jsonl", "line"),
     "cline": ((FIXTURES / "cline" / "3.0.65" / "loop" / "run.jsonl").read_bytes(), "run.jsonl", "line"),
@@ -166,6 +167,7 @@ def test_a_first_record_past_the_head_is_told_by_its_structure(tmp_path, fmt):
         "claude-code",
         "codex",
         "copilot",
+        "cursor",
         "gemini-cli",
         "opencode",
         "cline",
@@ -308,8 +310,11 @@ def test_a_1_mib_first_line_followed_as_it_is_written(tmp_path):
 
 # -- the mechanism: a cut record read as far as it goes, a head of structure ---------------
 
+# Integers in orjson's exact range: it reads one outside 64 bits as a float, whole or cut
+# (the parser's property, which every reader shares; not the cut's).
+_integers = st.integers(-(2**63), 2**64 - 1)
 _values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
+    st.none() | st.booleans() | _integers | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )

@@ -129,6 +129,7 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
         "claude-code": "claude-code",
         "codex": "codex",
         "copilot": "copilot",
+        "cursor": "cursor",  # written from Cursor's documentation
         "gemini-cli": "gemini-cli",
         "openhands": "openhands",
         "chat": "chat",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
+from loopwatch._cli.install import default_command
 import pytest
 from real_claude_support import (
     CLAUDE_CODE_VERSION,
@@ -86,7 +87,7 @@ def test_the_installed_events_are_exactly_these(tmp_path, claude):
     for event, groups in hooks.items():
         assert len(groups) == 1 and len(groups[0]["hooks"]) == 1
         command = groups[0]["hooks"][0]["command"]
-        assert command == f"{sys.executable} -m loopwatch hook claude-code"
+        assert command == default_command("claude-code")
         assert ("matcher" in groups[0]) == (
             event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch")
         )

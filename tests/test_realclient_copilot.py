@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +33,7 @@ from real_copilot_support import (
     switch_off_script,
 )
 from scripted_chat import ScriptedChat
+from loopwatch._cli.install import default_command
 
 pytestmark = pytest.mark.slow
 
@@ -363,7 +363,7 @@ def test_install_uninstall_and_doctor_on_a_fresh_home(tmp_path):
     ]
     for event, entries in written["hooks"].items():
         assert entries == [
-            {"type": "command", "bash": f"{sys.executable} -m loopwatch hook copilot {event} || true", "timeoutSec": 30}
+            {"type": "command", "bash": f"{default_command('copilot')} {event} || true", "timeoutSec": 30}
         ]
     assert mode == 0o600
     assert after.returncode == 0, after.stdout

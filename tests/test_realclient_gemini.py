@@ -37,6 +37,7 @@ from real_gemini_support import (
     subagent_script,
 )
 from scripted_gemini import ScriptedGemini, Step
+from loopwatch._cli.install import default_command
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +100,7 @@ def test_the_installed_hooks_are_these(tmp_path):
             {
                 "name": "loopwatch",
                 "type": "command",
-                "command": f"{sys.executable} -m loopwatch hook gemini-cli",
+                "command": default_command("gemini-cli"),
                 "timeout": 30000,  # milliseconds: Gemini CLI's unit
             }
         ]

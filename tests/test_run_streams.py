@@ -234,6 +234,39 @@ def test_a_looping_codex_session_is_ended_with_86(tmp_path):
 
 
 @needs_proc
+def test_a_looping_cursor_stream_session_is_ended_with_86(tmp_path):
+    """A stream of the shape Cursor's documentation gives (the real CLI was never run):
+    told from Claude Code's by structure, its calls read as calls, the run ended."""
+    ran = loopwatch(tmp_path, agent("cursor_stream_loop"))
+    assert ran.status == 86
+    assert ran.record["events_format"] == "cursor-stream"
+    verdict = ran.record["loop"]["verdict"]
+    assert verdict["tools"] == ["shell"] and verdict["action"] == "stop" and verdict["signal"] != "repeated_lines"
+    assert_nothing_left(ran)
+
+
+def test_cursor_stream_lines_are_calls_and_claude_codes_init_is_not_cursors():
+    init = {"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/w", "session_id": "c", "model": "m"}
+    assert detect(init) == "cursor-stream"
+    assert detect({**init, "tools": ["Bash"]}) == "claude-stream"
+    args = {"command": "ls /nope"}
+    data = jl(
+        init,
+        {"type": "tool_call", "subtype": "started", "call_id": "c1", "tool_call": {"shellToolCall": {"args": args}}},
+        {
+            "type": "tool_call",
+            "subtype": "completed",
+            "call_id": "c1",
+            "tool_call": {"shellToolCall": {"args": args, "result": {"success": {"exitCode": 2, "stderr": "no"}}}},
+        },
+    )
+    source = EventSource("auto")
+    events = feed_all(source, data)
+    (call,) = [e for e in events if isinstance(e, ToolCall)]
+    assert source.format == "cursor-stream" and call.name == "shell" and call.error and call.at is not None
+
+
+@needs_proc
 def test_forcing_lines_on_a_stream_reads_it_as_plain_output(tmp_path):
     ran = loopwatch(tmp_path, agent("claude_stream_loop"), "--events", "lines")
     assert ran.record["events_format"] == "lines"

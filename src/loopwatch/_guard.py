@@ -309,6 +309,13 @@ class Guard:
         with self._lock:
             return self._session.user(UserMessage(at=self._at(at)))
 
+    def stop(self, reason: str) -> None:
+        """Stop the run for a reason found outside its monitor (a sub-agent it ran was
+        stopped): every later call is refused with `reason` until the user writes. A
+        run already stopped keeps its first reason."""
+        with self._lock:
+            self._session.stop(reason)
+
     def record(self) -> dict[str, Any]:
         """The monitor's JSON record (names, counts and times only)."""
         return self.monitor.record()

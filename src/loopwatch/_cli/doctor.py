@@ -141,6 +141,10 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         untrusted = {}
     if env.get("LOOPWATCH_MODE", "").strip().lower() == "off" and "LOOPWATCH_MODE" not in untrusted:
         lines.append(Line("problem", "LOOPWATCH_MODE=off is set here: the hook does nothing in this environment"))
+    if host.documented_only:
+        lines.append(
+            Line("info", f"{host.title}'s guard is built from its documentation alone: untested against the real CLI")
+        )
     lines.append(_version(host, env))
     return lines
 

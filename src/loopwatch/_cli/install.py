@@ -60,45 +60,53 @@ def default_command(agent: str, scope: str = "user") -> str:
     For a project's shared settings, `loopwatch hook AGENT`: no path of this machine,
     so the same file works on a teammate's (whose `loopwatch` is on PATH).
 
-    A host that runs its hooks isolated (`Host.isolated`) gets `python -I`: no
-    `PYTHON*` variable and no module of the working folder is imported. This loopwatch
-    is then named by its folder when `python -I` alone would not import it (one run from
-    a source tree by `PYTHONPATH`)."""
+    The interpreter runs without `site` (`-S`): a process per tool call should not pay
+    for every `.pth` file of the environment. The folders the hook imports from are
+    named instead (`hook_folders`), after the standard library on the path (nothing
+    there can shadow a standard module); when one no longer holds its package
+    (reinstalled elsewhere), `site` runs after all, so the command still finds them the
+    usual way. `-P`: no module of the working folder (the agent's project) is imported,
+    so no file the agent writes there runs as the guard.
+
+    A host that runs its hooks isolated (`Host.isolated`) gets `-I` instead of `-P`: no
+    `PYTHON*` variable either."""
     if scope == "project":
         return f"loopwatch hook {agent}"
     python = shlex.quote(sys.executable)
-    if not host_named(agent).isolated:
-        return f"{python} -m loopwatch hook {agent}"
-    folder = _loopwatch_folder()
-    if folder is None:
-        return f"{python} -I -m loopwatch hook {agent}"
-    code = (
-        f"import sys; sys.path.insert(0, {folder!r}); from loopwatch.__main__ import main; sys.exit(main(sys.argv[2:]))"
+    flags = "-I -S" if host_named(agent).isolated else "-P -S"
+    return f"{python} {flags} -c {shlex.quote(hook_code(hook_folders()))} loopwatch hook {agent}"
+
+
+#: The packages the hook imports beyond the standard library: loopwatch, and rapidfuzz
+#: (a signal compares near-repeats with it, on first use).
+HOOK_PACKAGES = ("loopwatch", "rapidfuzz")
+
+
+def hook_folders() -> dict[str, str]:
+    """Each of `HOOK_PACKAGES` -> the folder it is imported from here."""
+    import importlib.util
+
+    found = {}
+    for name in HOOK_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise BadInput(f"cannot find {name}, which the hook imports: is loopwatch installed whole?")
+        found[name] = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+    return found
+
+
+def hook_code(folders: dict[str, str]) -> str:
+    """The `python -S -c` program of `default_command`: the packages from `folders`
+    (package -> folder), else from wherever `site` finds them; then `loopwatch hook`
+    with the words after `-c`."""
+    paths = list(dict.fromkeys(folders.values()))
+    markers = [os.path.join(folder, name, "__init__.py") for name, folder in folders.items()]
+    # Double-quoted literals (JSON's are Python's), so the shell's single quotes wrap it whole.
+    return (
+        f"import os, sys; sys.path.extend({json.dumps(paths)}) "
+        f"if all(map(os.path.isfile, {json.dumps(markers)})) "
+        'else __import__("site").main(); from loopwatch.__main__ import main; sys.exit(main(sys.argv[2:]))'
     )
-    return f"{python} -I -c {shlex.quote(code)} loopwatch hook {agent}"
-
-
-def _loopwatch_folder() -> str | None:
-    """The folder this loopwatch is imported from, when `python -I` would import another
-    one or none; None when it imports this one."""
-    import subprocess
-
-    import loopwatch
-
-    mine = os.path.dirname(os.path.dirname(os.path.abspath(loopwatch.__file__)))
-    try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-c", "import os, loopwatch; print(os.path.abspath(loopwatch.__file__))"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            cwd=os.path.dirname(sys.executable) or "/",
-        )
-        theirs = os.path.dirname(os.path.dirname(done.stdout.strip())) if done.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired):
-        theirs = None
-    return None if theirs is not None and os.path.realpath(theirs) == os.path.realpath(mine) else mine
 
 
 def settings_path(agent: str, scope: str) -> Path:

@@ -95,7 +95,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     default="auto",
     show_default=True,
     help="How to read the command's stdout: plain lines, or the structured stream of "
-    "`claude -p --output-format stream-json` / `codex exec --json`. "
+    "`claude -p --output-format stream-json` / `cursor-agent -p --output-format stream-json` / `codex exec --json`. "
     "auto: recognized from the first lines.",
 )
 @click.option(

@@ -374,13 +374,14 @@ class UnchangedCheck(Message):
 
 
 class StuckTerminal(Message):
-    """`wedged`: calls in a row whose result is only their echo or a continuation prompt."""
+    """`wedged`: calls in a row that ran nothing: only their echo, a continuation prompt,
+    or nothing at all from a command that always prints."""
 
-    template = "{count} commands in a row were only echoed by the terminal{over}: none of them ran"
+    template = "{count} commands in a row got back only their echo or nothing at all{over}: none of them ran"
     hint_template = (
         "the shell is waiting for the rest of an unfinished command (an open quote or heredoc) or is held by "
-        "a running program; end it (Ctrl-C, or close the quote) and check that a normal prompt comes back "
-        "before running anything else"
+        "a program that has not returned; wait for it or end it (Ctrl-C, or close the quote), and check that a "
+        "normal prompt comes back before running anything else"
     )
 
     def __init__(self, count: int, span: float = 0.0) -> None:
@@ -388,9 +389,9 @@ class StuckTerminal(Message):
 
 
 class PromptedOnly(Message):
-    """`text_only`: automatic prompts answered with text only, in a row."""
+    """`text_only`: text replies with no tool call, in a row."""
 
-    template = "{count} prompts in a row were answered with text only and no tool call"
+    template = "{count} replies in a row were text only, with no tool call"
     hint_template = (
         "the harness is waiting for an action; call a tool to do the next step, or call its finish tool if the "
         "task is done"

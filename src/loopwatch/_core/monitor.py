@@ -104,6 +104,8 @@ class Monitor:
             )
         }
         self._policy = Policy(self.config, on_warning)
+        # signals whose streaks a user message does not end: the policy keeps their rungs
+        self._spanning = frozenset(s.name for s in self._signals if s.spans_user)
         self._lock = threading.Lock()
         self._lines = LineCutter()
         self._passages = PassageCutter()
@@ -150,7 +152,7 @@ class Monitor:
                     self._end_response(at, event)  # the user speaks: whatever it found is moot
                     for signal in self._signals:
                         signal.reset()
-                    self._policy.reset()
+                    self._policy.reset(keep=self._spanning)
                     return self._feed("on_user", at, (at, self.actions), event)
                 case _:
                     raise TypeError(f"not a loopwatch event: {event!r}")

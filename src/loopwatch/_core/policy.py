@@ -22,6 +22,15 @@ calibration) suspicion only nudges. Until corroborated a suspicion streak holds 
 nudge: it does not climb, so when corroboration comes it takes the next rung, not the
 last.
 
+A user message ends every streak (the person spoke: what was found is moot), except
+those of signals whose streaks outlast one (`Signal.spans_user`: a wedged terminal, text
+replies to automatic prompts, claims of "done"): a harness's "please continue" is a
+user message too, and it frees no terminal and answers no nudge. Their rungs and
+rounds held past a nudge are kept, so they nudge once and, corroborated, climb. Evidence:
+`text_only` loops of 144 to 500 automatic prompts on Terminal-Bench 2.0, stopped 16
+reports past the nudge, while no session that solved its task goes past 5 (its
+docstring).
+
 A new streak that becomes conclusive within `ESCALATE_WITHIN` calls of a nudge starts
 one rung up: the model ignored the nudge and circles again in another shape. Proof
 takes that rung. Suspicion takes it when no call since that nudge succeeded with
@@ -79,11 +88,13 @@ class Policy:
         self._conclusive_at: dict[str, int] = {}  # signal -> tool-call index of its last conclusive finding
         self._progress_at = 0  # tool-call index of the last call that succeeded with something new
 
-    def reset(self) -> None:
-        self._rungs.clear()
+    def reset(self, keep: frozenset[str] = frozenset()) -> None:
+        """Forget every streak but those of the signals in `keep` (whose streaks a
+        user message does not end: their rungs and rounds held stay)."""
+        self._rungs = {streak: n for streak, n in self._rungs.items() if streak[0] in keep}
+        self._held = {streak: n for streak, n in self._held.items() if streak[0] in keep}
+        self._warned_conclusive = {streak for streak in self._warned_conclusive if streak[0] in keep}
         self._last_nudge = None
-        self._warned_conclusive.clear()
-        self._held.clear()
         self._conclusive_at.clear()
         self._progress_at = 0
 

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from .fingerprint import Digest, arguments_of, call_fingerprint, digest, normalize, text_of
 from .identity import identifying
+from .shell import always_prints, command_of
 
 __all__ = ["Step", "make_step", "sketch_of"]
 
@@ -87,9 +88,10 @@ class Step(NamedTuple):
     #: `edit 71:82`, the same body at a shifted range): never a call's identity, only what `cycle`
     #: compares, together with the results, to see a cycle whose rounds shift.
     shifted: Digest | None = None
-    #: the result is only the echo of what was typed, or a shell's continuation prompt:
-    #: the command never ran (a terminal stuck after an unclosed quote, or behind a
-    #: blocking program); what `wedged` counts.
+    #: the command never ran: the result is only the echo of what was typed, or a
+    #: shell's continuation prompt (a terminal stuck after an unclosed quote), or nothing
+    #: at all from a command that always prints (`shell.always_prints`: `echo DONE`,
+    #: `ls -la`, `C-c`), behind a program that never returned; what `wedged` counts.
     stuck: bool = False
 
 
@@ -200,5 +202,11 @@ def make_step(
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
         shifted=_shifted(name, call, body),
-        stuck=_stuck(raw, input_value),
+        stuck=_stuck(raw, input_value) or (not text and not error and _silent(input_value)),
     )
+
+
+def _silent(input_value: object) -> bool:
+    """Is the call a command that always prints (so an empty result means it never ran)?"""
+    command = command_of(input_value)
+    return command is not None and always_prints(command)

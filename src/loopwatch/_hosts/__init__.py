@@ -22,6 +22,7 @@ HOSTS: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "copilot": "copilot",
+    "cursor": "cursor",
     "gemini-cli": "gemini_cli",
     "cline": "cline",
     "opencode": "opencode",
@@ -36,6 +37,9 @@ HOST_WRITERS: dict[str, dict[str, str | None]] = {
     # Cline 3.0.57 and 3.0.65: `editor {path, old_text?, new_text, insert_line?}` (it creates a
     # missing file).
     "cline": {"editor": "path"},
+    # Cursor, from its documentation: stream-json's `writeToolCall`, `editToolCall` and
+    # `deleteToolCall` (`args.path`), and the hook's `afterFileEdit`, all read as these.
+    "cursor": {"write": "path", "edit": "path", "delete": "path"},
 }
 
 

@@ -15,6 +15,7 @@ when unknown). What a source adds to the user's configuration, under the user's 
 - GitHub Copilot CLI: the same for `read_bash`; its `create` and `edit` write files.
 - Gemini CLI: `update_topic` (narration) and `complete_task` (a sub-agent's answer)
   are never counted; `read_background_output` is waiting.
+- Cursor: its `write`, `edit` and `delete` write files (from its documentation).
 - opencode: its `write` and `edit` write files (names too common to be writers of every
   source: another's `edit` may only look at a file).
 
@@ -57,6 +58,8 @@ HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
         "complete_task": ToolRule(role="exempt"),
         "read_background_output": ToolRule(role="poller"),
     },
+    # Cursor (from its documentation): its writing tools, as its stream-json names them.
+    "cursor": {tool: ToolRule(role="writer") for tool in HOST_WRITERS["cursor"]},
     # opencode 1.17.19 and 1.18.33 (`apply_patch` is a writer of every source already).
     "opencode": {"write": ToolRule(role="writer"), "edit": ToolRule(role="writer")},
 }

@@ -42,6 +42,9 @@ FORMATS: dict[str, str] = {
     "mini-swe-agent": "loopwatch._readers.mini_swe_agent",
     "atif": "loopwatch._readers.atif",
     "tb-console": "loopwatch._readers.tb_console",
+    # Before Claude Code's: Cursor's stream-json opens with a `system` init line that
+    # Claude Code's stream-json reader would take for its own (Cursor's has no `tools`).
+    "cursor": "loopwatch._readers.cursor",
     "claude-code": "loopwatch._readers.claude_code",
     "codex": "loopwatch._readers.codex",
     "copilot": "loopwatch._readers.copilot",

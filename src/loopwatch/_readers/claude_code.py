@@ -114,7 +114,12 @@ def is_stream_line(obj: dict[str, Any]) -> bool:
 
 
 def sniff(path: str, head: bytes) -> bool:
-    return any(is_session_line(o) or is_stream_line(o) for o in head_objects(head, _PEEK))
+    # Cursor's stream-json has lines of this one's shape (`system` init, `assistant`,
+    # `user`, `result` with a `session_id`): a head with a line only Cursor writes is its.
+    from .cursor import is_stream_line as cursors
+
+    objects = head_objects(head, _PEEK)
+    return any(is_session_line(o) or is_stream_line(o) for o in objects) and not any(cursors(o) for o in objects)
 
 
 def read(path: str, stream: BinaryIO | None = None) -> Iterator[Session]:

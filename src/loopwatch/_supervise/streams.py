@@ -10,6 +10,10 @@ CLIs print structured JSON Lines on stdout instead, and give real events:
   is a `Turn`. A run that loopwatch's own hook ended (`terminal_reason:
   "hook_stopped"`, see `loopwatch._hosts.claude_code`) is told apart by
   `EventSource.stopped_by_hook`.
+- `cursor-stream`: `cursor-agent -p --output-format stream-json` (its documented shape:
+  written from Cursor's documentation, untested against the real CLI): `tool_call`
+  lines, `started` then `completed`, make a `ToolCall`. Told from Claude Code's
+  stream by its `tool_call` lines and its init line (no `tools`).
 - `codex-json`: `codex exec --json`: `item.completed` items (`command_execution`,
   `file_change`, `mcp_tool_call`, `web_search`) make a `ToolCall` named by the item
   type; `agent_message` is model text; `turn.completed` is a `Turn`. Rollout lines are
@@ -21,7 +25,8 @@ from the monitor (never from the screen): at most 5 lines or 1 MiB.
 
 stderr is always plain output. In a structured format, stdout lines that are not JSON
 are plain output too. The JSON lines are read by the transcript readers' own
-incremental parsers (`readers.claude_code.StreamParser`, `readers.codex.StreamParser`),
+incremental parsers (`readers.claude_code.StreamParser`, `readers.cursor.StreamParser`,
+`readers.codex.StreamParser`),
 so a live run and a recorded one give the same events; each event without a time of
 its own gets the time its line was read.
 """
@@ -40,7 +45,7 @@ from .._hosts.codex import EXEC_EVENTS
 
 __all__ = ["FORMATS", "EventSource", "detect"]
 
-FORMATS = ("auto", "lines", "claude-stream", "codex-json")
+FORMATS = ("auto", "lines", "claude-stream", "cursor-stream", "codex-json")
 
 _HOLD_LINES = 5
 _HOLD_BYTES = 1 << 20
@@ -52,6 +57,11 @@ def detect(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return None
     kind = obj.get("type")
+    if kind in ("system", "tool_call"):  # Cursor's before Claude Code's: their init lines look alike
+        from .._readers.cursor import is_stream_line
+
+        if is_stream_line(obj):
+            return "cursor-stream"
     if kind == "system" and "session_id" in obj and "subtype" in obj:
         return "claude-stream"
     if kind in ("assistant", "user") and isinstance(obj.get("message"), dict) and "session_id" in obj:
@@ -235,6 +245,12 @@ def _claude_stream() -> _Parsed:
     return _Parsed(StreamParser())
 
 
+def _cursor_stream() -> _Parsed:
+    from .._readers.cursor import StreamParser
+
+    return _Parsed(StreamParser())
+
+
 def _codex_json() -> _Parsed:
     from .._readers.codex import StreamParser
 
@@ -243,5 +259,6 @@ def _codex_json() -> _Parsed:
 
 _ADAPTERS: dict[str, Any] = {
     "claude-stream": _claude_stream,
+    "cursor-stream": _cursor_stream,
     "codex-json": _codex_json,
 }

@@ -5,6 +5,7 @@
     loopwatch.adapters.pydantic_ai     pip install 'loopwatch[pydantic-ai]'
     loopwatch.adapters.mcp_proxy       pip install 'loopwatch[mcp]'   (`loopwatch mcp-proxy`)
     loopwatch.adapters.otel            pip install 'loopwatch[otel]'
+    loopwatch.adapters.claude_agent_sdk  pip install 'loopwatch[claude-agent-sdk]'
 
 Each speaks its framework's own protocol for nudging, blocking and stopping, over one
 `loopwatch.Guard`. Importing this package imports no framework; importing an adapter

@@ -62,6 +62,10 @@ class Signal(Generic[P]):
     can_stop: ClassVar[bool] = True
     can_block: ClassVar[bool] = True
     grade: ClassVar[str] = PROOF
+    #: Its streak outlasts a user message (`reset` keeps it, as a terminal held by a
+    #: program stays held when a harness says "please continue"): the policy keeps the
+    #: streak's rungs and rounds across one too, so it nudges once and may climb.
+    spans_user: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # `class Repeat(Signal[Params])` says the params type once; `Repeat.Params`

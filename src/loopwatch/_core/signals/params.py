@@ -23,6 +23,7 @@ params object made in code is trusted, as a NamedTuple was).
 
 from __future__ import annotations
 
+import sys
 import typing
 from typing import Annotated, Any, ClassVar, Self, dataclass_transform
 
@@ -148,6 +149,16 @@ class AtLeast(Rule):
 Count = Annotated[int, CountRule()]
 
 
+def _own_hints(cls: type) -> dict[str, Any]:
+    """The annotations `cls` itself declares, evaluated in its module (as
+    `typing.get_type_hints` would, without evaluating every base's again: the hook
+    makes these classes on every start)."""
+    module = sys.modules.get(cls.__module__)
+    namespace = vars(module) if module is not None else {}
+    own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063 -- inspect: a heavy import
+    return {n: eval(a, namespace, dict(vars(cls))) if isinstance(a, str) else a for n, a in own.items()}
+
+
 @dataclass_transform(frozen_default=True)
 class SignalParams:
     """The base of a signal's `Params`: fields declared as annotated class
@@ -161,9 +172,8 @@ class SignalParams:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own = list(cls.__dict__.get("__annotations__", {}))  # noqa: RUF063 -- inspect: a heavy import
-        hints = typing.get_type_hints(cls, include_extras=True)
-        names = tuple(n for n in own if typing.get_origin(hints[n]) is not ClassVar)
+        hints = _own_hints(cls)
+        names = tuple(n for n in hints if typing.get_origin(hints[n]) is not ClassVar)
         missing = [n for n in names if n not in cls.__dict__]
         if missing:
             raise TypeError(f"{cls.__qualname__}: every field needs a default ({', '.join(missing)})")

@@ -62,6 +62,7 @@ class Reverify(Signal[Params]):
     grade = SUSPICION
     can_stop = False
     can_block = False
+    spans_user = True
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)

@@ -1,29 +1,38 @@
 """`wedged`: the terminal does not execute what the agent types.
 
-`turns` calls in a row whose result is only the echo of what was typed, or a shell's
-continuation prompt (`Step.stuck`): a quote or heredoc left open, or a program waiting
-for input, has the shell; every command after it is swallowed, and the agent keeps
-typing (`ls`, `pwd`, `C-c`, `date`), reading nothing but its own echo. Calls with an
-empty result (the other calls of a multi-call step, whose output came with the last)
-neither count nor break the streak; any other result ends it.
+`turns` calls in a row that ran nothing (`Step.stuck`): their result is only the echo
+of what was typed or a shell's continuation prompt, or nothing at all from a command
+that always prints (`echo DONE`, `ls -la`, `ps aux`, an interrupt key: `shell.py`). A
+quote or heredoc left open, or a program that never returned (a server in the
+foreground, a clone waiting for a password), holds the shell; every command after it
+is swallowed, and the agent keeps typing (`ls`, `pwd`, `C-c`, `echo DONE`), reading
+nothing but its own echo or an empty screen. Other calls with an empty result (a `cd`,
+a `mkdir`: nothing to show) neither count nor break the streak; any other result ends
+it. Calls made at one moment (the same time: a terminal harness sends several
+keystrokes and reads one screen for them all) are one round. A user message does not
+end the streak (a harness's "please continue" frees no terminal); output does.
 
-Evidence (the shared Terminal-Bench 2.0 half, 5,081 sessions, `tb2-view` by hand): the
-longest run of such calls in a session that solved its task is 9 (one session of 2,721,
-wedged after its files were written, marked complete from the prompt); every other
-resolved session has at most 1. Of the 2,360 failed ones, 7 have 3 or more, up to 34:
-a `>` prompt after a broken `sed` quote, every later command only echoed to the end
-(`loopwatch scan --json --format events ../shared/corpus-tb2`: each record's
-`calibration.wedged_most` against `resolved` in its MANIFEST.tsv).
-A single stuck call is common and harmless (a heredoc typed over two steps), so 3 in
-a row, the protocol's rounds, with nothing else between. 2 in a row was measured out of
-fold with the other nudge-only thresholds (`python labels/choose_nudges.py`): with the
-whole detector it nudges the same sessions of both corpora as 3 (the one labelled
-wedged terminal a call sooner), so it gains nothing, and 1 would make every stuck call
-a loop: 3 stays.
+Evidence (the shared Terminal-Bench 2.0 half, 5,081 sessions, read by hand with
+`labels/show.py`): 3 such rounds in a row in 8 of the 2,721 sessions that solved their
+task, at most 9; in 16 of the 2,360 that failed, up to 35 (`loopwatch scan --json
+--format events ../shared/corpus-tb2`: each record's `calibration.wedged_most` against
+`resolved` in its MANIFEST.tsv). Echoes alone: one resolved session (9, wedged after
+its files were written, marked complete from the prompt). Empty results: the OpenHands
+shells of the holdouts' wedged loops (an unclosed heredoc or quote, then `echo DONE`,
+`ps aux`, `C-c` all empty for 8 to 22 calls; 4 of the 40 labelled loops of the three
+non-blind label sets, nudged at or after their onsets, none before) and 7 resolved
+sessions, each a real wedge: the agent got out with a `C-c` that printed `^C`, switched
+to another tool, or had finished its work before the shell was held. In the Terminal-
+Bench source the other calls of a multi-call step carry an empty result (their screen
+came with the last call): the one-moment rule keeps them from counting, and no
+terminus session reaches 2 on empty results alone. A single stuck call is common and
+harmless (a heredoc typed over two steps), so 3 in a row, the protocol's rounds, with
+nothing else between. `turns` is chosen out of fold with the other nudge-only
+thresholds (`python labels/choose_nudges.py`; see `Params`).
 
-Grade: suspicion. It never fired on the 2024 corpus (no terminal screens there), so its
-evidence is one corpus and one resolved session inside the range; it nudges, and
-climbs past the nudge only corroborated.
+Grade: suspicion. The resolved sessions above hold the same shape as the loops for up
+to 8 rounds (a wedge the agent escaped, or one it met after its work was done), so the
+shape alone cannot end a run: it nudges, and climbs past the nudge only corroborated.
 """
 
 from __future__ import annotations
@@ -38,20 +47,22 @@ __all__ = ["Wedged"]
 
 
 class Params(SignalParams):
-    #: Calls in a row that only echo: 3, the protocol's rounds. A resolved Terminal-Bench
-    #: session has at most 1 but for one (9); failed ones up to 34.
+    #: Rounds in a row that ran nothing: 3, the protocol's rounds; 8 of 2,721 resolved
+    #: Terminal-Bench sessions reach it (at most 9), 16 of 2,360 failed ones (up to 35).
     turns: Count = 3
 
 
 class Wedged(Signal[Params]):
     name = "wedged"
     grade = SUSPICION
+    spans_user = True
 
     def __init__(self, params: Params) -> None:
         super().__init__(params)
         self._count = 0
         self._started_index = 0
         self._started_at = 0.0
+        self._at = 0.0  # when the last counted call completed
         self.most = 0  # calibration: the longest run of echo-only calls
 
     def on_step(self, step: Step) -> Finding | None:
@@ -59,9 +70,12 @@ class Wedged(Signal[Params]):
             if not (step.empty and step.failure is None):  # an empty result: no news either way
                 self._count = 0
             return None
+        if self._count and step.at == self._at:
+            return None  # calls of one moment are one round: one screen came back for them
         if self._count == 0:
             self._started_index, self._started_at = step.index, step.at
         self._count += 1
+        self._at = step.at
         self.most = max(self.most, self._count)
         if self._count < 2:
             return None
@@ -80,7 +94,7 @@ class Wedged(Signal[Params]):
         )
 
     def reset(self) -> None:
-        self._count = 0
+        """A user message does not free a held terminal: only output from it ends the streak."""
 
     def calibration(self) -> dict[str, int]:
         return {"wedged_most": self.most}
