@@ -37,7 +37,8 @@ run against states warmed alike, each hook through `sh -c` as the host runs it: 
 runs the hook three times per call (PreToolUse, PostToolUse, PostToolBatch), Gemini CLI twice
 (BeforeTool, AfterTool), GitHub Copilot CLI twice (preToolUse, postToolUse: its payloads name
 no event, so the command does, and ends in `|| true`), Qwen Code three times (UserPromptSubmit
-before every model request, PreToolUse, PostToolUse). Printed: the median of each event, the
+before every model request, PreToolUse, PostToolUse)., Cline twice (PreToolUse, PostToolUse,
+the command `loopwatch install cline` writes: `python -I`, the event named). Printed: the median of each event, the
 sum per call, and each host's ratio to Claude Code's (target: at most 1x).
 
 `--installed` measures what a user runs instead: this worktree is installed with
@@ -275,6 +276,27 @@ def call_events(host: str, i: int, session: str, cwd: str) -> list[tuple[str, di
         ]
     command = COMMANDS[i % len(COMMANDS)] + f" # step {i // 3}"
     output = f"output of {command}\n" * 5
+    if host == "cline":  # the shapes Cline 3.0.65 sends (tests/fixtures/cline)
+        ids = {
+            "sessionContext": {"rootSessionId": session},
+            "workspaceRoots": [cwd],
+            "agent_id": "agent_bench",
+            "parent_agent_id": None,
+        }
+        call = {"id": f"call_{i:06d}", "name": "run_commands", "input": {"commands": [command]}}
+        items = [{"query": command, "result": output, "success": True}]
+        return [
+            ("cline PreToolUse", {**ids, "hookName": "tool_call", "tool_call": call}),
+            (
+                "cline PostToolUse",
+                {
+                    **ids,
+                    "hookName": "tool_result",
+                    "tool_result": {**call, "output": items, "durationMs": 5},
+                    "postToolUse": {"toolName": "run_commands", "result": json.dumps(items), "success": True},
+                },
+            ),
+        ]
     base = {"session_id": session, "transcript_path": f"{cwd}/t.jsonl", "cwd": cwd}
     if host == "qwen-code":  # 0.23.4, 0.24.4: the request's UserPromptSubmit first (a continuation)
         base = {**base, "timestamp": "2026-12-06T02:20:04.715Z", "permission_mode": "yolo"}
@@ -340,15 +362,16 @@ def per_call(args: argparse.Namespace) -> None:
                         handle(parse(json.dumps(data).encode(), name, event=event or None), {}, store)
             finally:
                 store.close()
-        python = shlex.quote(sys.executable)
+        from loopwatch._cli.install import default_command
+
         times: dict[str, dict[str, list[float]]] = {host: {} for host in hosts}
+        # Each host's command as `install HOST` writes it (its flags, the folders it names).
+        commands = {host: default_command(host).removesuffix(f" {host}") for host in hosts}
         for i in range(args.calls):
             for host in hosts:
                 for hook, data in call_events(host, args.warm + i, "bench-session", tmp):
                     tail = " || true" if host == "copilot" else ""  # as `install copilot` writes it
-                    took = timed(
-                        ["sh", "-c", f"{python} -m loopwatch hook {hook}{tail}"], json.dumps(data).encode(), envs[host]
-                    )
+                    took = timed(["sh", "-c", f"{commands[host]} {hook}{tail}"], json.dumps(data).encode(), envs[host])
                     event = hook.partition(" ")[2] or data["hook_event_name"]
                     times[host].setdefault(event, []).append(took)
         totals = {}
@@ -373,7 +396,9 @@ def main() -> None:
     parser.add_argument("--installed", action="store_true", help="time a regular install in a temporary venv")
     parser.add_argument("--compare", metavar="DIR", help="also time the hook from this source tree")
     parser.add_argument(
-        "--hosts", metavar="A,B", help="time one tool call on each host (claude-code,copilot,gemini-cli,qwen-code)"
+        "--hosts",
+        metavar="A,B",
+        help="time one tool call on each host (claude-code,copilot,gemini-cli,qwen-code,cline)",
     )
     args = parser.parse_args()
     if args.installed:

@@ -128,7 +128,9 @@ class Sandbox:
         env = {
             key: value
             for key, value in os.environ.items()
-            if not key.startswith(("LOOPWATCH_", "XDG_", "CODEX_", "COPILOT_", "CLAUDE_", "GEMINI_", "OPENCODE_"))
+            if not key.startswith(
+                ("LOOPWATCH_", "XDG_", "CODEX_", "COPILOT_", "CLAUDE_", "GEMINI_", "OPENCODE_", "CLINE_")
+            )
         }
         env.update(
             HOME=str(home),

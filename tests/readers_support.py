@@ -52,7 +52,8 @@ def calls(events) -> list[ToolCall]:
 
 def foreign_fixtures(fmt: str) -> list[str]:
     """Every fixture of the other formats."""
-    return sorted(p for p in glob.glob(str(FIXTURES / "*" / "*")) if Path(p).parent.name != fmt)
+    found = glob.glob(str(FIXTURES / "*" / "**" / "*"), recursive=True)  # a format's folder may have folders
+    return sorted(p for p in found if Path(p).is_file() and Path(p).relative_to(FIXTURES).parts[0] != fmt)
 
 
 def corpus_samples() -> list[str]:

@@ -51,6 +51,7 @@ CLIS: dict[str, Cli] = {
     "codex": Cli("@openai/codex", "codex", ("0.171.0",)),
     "copilot": Cli("@github/copilot", "copilot", ("1.0.89", "1.0.102")),
     "gemini-cli": Cli("@google/gemini-cli", "gemini", ("0.58.0", "0.61.0")),
+    "cline": Cli("cline", "cline", ("3.0.57", "3.0.65")),
     # 1.17.20 has no linux-x64 binary on the registry (its platform packages were never
     # published): 1.17.19 is the pinned release.
     "opencode": Cli("opencode-ai", "opencode", ("1.17.19", "1.18.33")),

@@ -23,17 +23,18 @@ def test_a_command_that_does_not_answer_is_a_failure(tmp_path):
 
 
 def test_what_the_hook_left_in_its_throwaway_folder_is_reported(tmp_path):
-    # A stand-in hook: writes a state file and a log line where LOOPWATCH_STATE_DIR says,
-    # and echoes the payload it was given, which names a file in that same folder.
+    # A stand-in hook: writes a state file and log lines where LOOPWATCH_STATE_DIR says,
+    # and echoes the payload it was given, which names a file in that same folder. The
+    # line reported is the last that let the call through unchecked, not a warning after it.
     script = (
         "import os, sys; d = os.environ['LOOPWATCH_STATE_DIR']; "
         "open(os.path.join(d, 'state.db'), 'w').close(); "
-        "open(os.path.join(d, 'hook.log'), 'w').write('first\\nlast line\\n'); "
+        "open(os.path.join(d, 'hook.log'), 'w').write('first\\nTimeout: x; allowed\\nwarned: a project hook\\n'); "
         "sys.stdout.write(sys.stdin.read())"
     )
     ran = dry_run(f"{_PY} -c {shlex.quote(script)}", lambda folder: {"in": folder}, {}, tmp_path, 30)
     assert ran.done is not None and ran.done.returncode == 0 and ran.failure == ""
-    assert ran.wrote_state and ran.log == "last line"
+    assert ran.wrote_state and ran.log == "Timeout: x; allowed"
     assert "loopwatch-doctor-" in ran.done.stdout  # the payload was built for the throwaway folder
 
 
@@ -43,3 +44,28 @@ def test_the_claude_code_check_says_a_hook_that_cannot_start_in_one_line(tmp_pat
 
     line = doctor._dry_run(host("claude-code"), "true", {"PATH": "/usr/bin:/bin"}, tmp_path / "gone")
     assert line.status == "problem" and line.text.startswith("the hook command did not run (")
+
+
+def _fake_cli(tmp_path, body: str) -> dict[str, str]:
+    folder = tmp_path / "bin"
+    folder.mkdir(parents=True)
+    (folder / "cline").write_text(f"#!/bin/sh\n{body}\n")
+    (folder / "cline").chmod(0o755)
+    return {"PATH": str(folder)}
+
+
+def test_a_cli_slow_to_say_its_version_is_not_a_problem(tmp_path, monkeypatch):
+    from loopwatch._hosts import host
+
+    monkeypatch.setattr(doctor, "_VERSION_TIMEOUT", 0.5)
+    line = doctor._version(host("cline"), _fake_cli(tmp_path, "exec /bin/sleep 30"))
+    assert line.status == "info" and "did not answer within 0.5 s: version not known" in line.text
+
+
+def test_a_cli_that_fails_to_say_its_version_is_a_problem(tmp_path):
+    from loopwatch._hosts import host
+
+    line = doctor._version(host("cline"), _fake_cli(tmp_path, "exit 3"))
+    assert line.status == "problem" and "failed (exit 3)" in line.text
+    said = doctor._version(host("cline"), _fake_cli(tmp_path / "ok", "echo 3.0.65"))
+    assert said.status == "info" and said.text.startswith("Cline 3.0.65 (")

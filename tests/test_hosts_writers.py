@@ -20,7 +20,7 @@ def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
     # Gemini CLI's narration and sub-agent answer (never counted), and the writers of a host
     # whose writing tools have names too common to be writers for every source (Copilot's
     # `create` and `edit`, opencode's `write` and `edit`, Qwen Code's `edit` and `notebook_edit`,
-    # Cursor's `write`, `edit` and `delete`: SWE-agent's `edit` is a command):
+    # Cursor's `write`, `edit` and `delete`, Cline's `editor`: SWE-agent's `edit` is a command):
     # the defaults are the core's.
     assert {(host, tool): rule.role for host, rules in HOST_TOOLS.items() for tool, rule in rules.items()} == {
         ("claude-code", "BashOutput"): "poller",
@@ -34,11 +34,13 @@ def test_every_writer_the_readers_know_has_the_writer_role_everywhere():
         ("opencode", "edit"): "writer",
         ("qwen-code", "edit"): "writer",
         ("qwen-code", "notebook_edit"): "writer",
+        ("cline", "editor"): "writer",
         ("cursor", "write"): "writer",
         ("cursor", "edit"): "writer",
         ("cursor", "delete"): "writer",
     }
     assert "edit" not in WRITERS and config.rule("edit").role == ""
+    assert "editor" not in WRITERS and config.rule("editor").role == ""
 
 
 def _atif(tmp_path, name, arguments, error=False):

@@ -97,6 +97,7 @@ SAMPLES: dict[str, tuple[bytes, str, str]] = {
     "gemini-cli": ((FIXTURES / "gemini-cli" / "loop.session.jsonl").read_bytes(), "session.jsonl", "line"),
     "qwen-code": ((FIXTURES / "qwen-code" / "stopped-0.24.4.jsonl").read_bytes(), "session.jsonl", "line"),
     "opencode": ((FIXTURES / "opencode" / "1.18.33-healthy.run-format-json.jsonl").read_bytes(), "run.jsonl", "line"),
+    "cline": ((FIXTURES / "cline" / "3.0.65" / "loop" / "run.jsonl").read_bytes(), "run.jsonl", "line"),
     "verl": ((FIXTURES / "verl" / "12.jsonl").read_bytes(), "session.jsonl", "line"),
     "skyrl": ((FIXTURES / "skyrl" / "searchR1_nq.jsonl").read_bytes(), "session.jsonl", "line"),
     "rllm": ((FIXTURES / "rllm" / "episode_hash1a2b3c4d_idtask7_0.json").read_bytes(), "session.json", "trajectories"),
@@ -171,6 +172,7 @@ def test_a_first_record_past_the_head_is_told_by_its_structure(tmp_path, fmt):
         "gemini-cli",
         "qwen-code",
         "opencode",
+        "cline",
         "verl",
         "skyrl",
     )
@@ -182,6 +184,19 @@ def test_a_first_record_past_the_head_is_told_by_its_structure(tmp_path, fmt):
         == [fmt] * len(list(read(str(plain))))
     )
     assert _events(long) == expected
+
+
+def test_a_cline_session_file_whose_first_message_is_past_the_head(tmp_path):
+    """Cline's other form (its sample above is `--json` output): the session file, one
+    indented document whose first message is longer than the head."""
+    data = (FIXTURES / "cline" / "3.0.65" / "loop" / "session.messages.json").read_bytes()
+    doc = orjson.loads(data)
+    doc["messages"][0] = _padded(doc["messages"][0])
+    plain, long = tmp_path / "plain.json", tmp_path / "long.json"
+    plain.write_bytes(data)
+    long.write_text(json.dumps(doc, indent=1))
+    assert [s.format for s in read(str(long))] == [s.format for s in read(str(plain))] == ["cline"]
+    assert _events(long) == _events(plain) and _calls(plain)
 
 
 # -- a Codex rollout whose first line is 1 MiB -------------------------------------------

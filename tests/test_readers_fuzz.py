@@ -137,9 +137,13 @@ def seeds(fmt: str) -> list[tuple[str, bytes]]:
         "verl": "verl",
         "skyrl": "skyrl",
         "rllm": "rllm",
+        "cline": "cline/3.0.65/loop",
         "opencode": "opencode",
     }.get(fmt)
-    mine = [(p.name, p.read_bytes()) for p in sorted((FIXTURES / folder).glob("*"))] if folder else []
+    mine = [(p.name, p.read_bytes()) for p in sorted((FIXTURES / folder).glob("*")) if p.is_file()] if folder else []
+    if fmt == "cline":  # Cline writes its session file indented; one line gives the mutations a document to change
+        compact = json.dumps(json.loads((FIXTURES / folder / "session.messages.json").read_bytes()))
+        mine.append(("compact.messages.json", compact.encode()))
     return mine + _written().get(fmt, []) + _corpus(fmt)
 
 

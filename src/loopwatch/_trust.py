@@ -238,13 +238,15 @@ def env_file_settings(host: Any, cwd: str | os.PathLike[str], env: Mapping[str, 
 
 def _host_env(host: Any, folders: list[str], env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """The variables of `ENV_NAMES` in `env` that `host` put there from a project's
-    environment file: the file sets that very value, and the host's session process
-    did not have it when it started (`Host.started_environ`; unknown: the file's word)."""
+    environment file: the file sets that very value (or a value that names another
+    variable, `${HOME}`, which a loader that expands them, as Cline's does, turns into
+    any value), and the host's session process did not have it when it started
+    (`Host.started_environ`; unknown: the file's word)."""
     candidates: dict[str, tuple[str, str]] = {}
     for folder in dict.fromkeys(folders):
         for key, (value, path) in env_file_settings(host, folder, env).items():
-            if env.get(key) == value:
-                candidates.setdefault(key, (value, path))
+            if key in env and (env[key] == value or "$" in value):
+                candidates.setdefault(key, (env[key], path))
     if not candidates:
         return {}
     started = host.started_environ()

@@ -20,8 +20,8 @@ __all__ = ["DryRun", "dry_run"]
 
 class DryRun(NamedTuple):
     """What one dry-run call did. `failure` is why it did not run or answer ("" when it
-    did, and then `done` is set); `log` the last line the hook wrote to its log (a call
-    it could not check); `wrote_state`: loopwatch kept state, so it did look at the call."""
+    did, and then `done` is set); `log` the last line of the hook's log that says it could
+    not check the call; `wrote_state`: loopwatch kept state, so it did look at the call."""
 
     done: subprocess.CompletedProcess[str] | None
     failure: str
@@ -60,4 +60,7 @@ def dry_run(
         took = (time.perf_counter() - began) * 1000
         log = Path(folder, "hook.log")
         lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []
-        return DryRun(done, "", took, lines[-1] if lines else "", Path(folder, "state.db").exists())
+        # Only a line that lets the call through unchecked (or denies it so) says it was not
+        # checked; others are what the hook tells of the call it did check (a warning).
+        unchecked = [line for line in lines if line.endswith(("allowed", "denied (fail = closed)"))]
+        return DryRun(done, "", took, unchecked[-1] if unchecked else "", Path(folder, "state.db").exists())

@@ -50,7 +50,7 @@ from .. import _exits as exits
 from .. import _safefile as safefile
 from .._hosts import HOSTS
 from .._hosts import host as host_named
-from .._hosts.base import OURS, SettingsError
+from .._hosts.base import OURS, Host, SettingsError
 from .._hosts.base import is_ours as _command_is_ours
 from ._common import CONTEXT, BadInput
 
@@ -180,20 +180,19 @@ def _put(path: Path, text: str, dry_run: bool, inside: Path | None = None, mode:
     return True
 
 
-def _read_files(host: Any, folder: Path) -> dict[str, str]:
-    """A `FileHooks` host's hook files in `folder` ({} when it does not exist yet); one
-    line and exit status 2 when the folder cannot be read."""
+def _read_files(host: Host, folder: Path) -> dict[str, str]:
+    """A host's own files in `folder` (`Host.read_folder`; {} when it does not exist yet);
+    one line and exit status 2 when the folder cannot be read."""
     try:
         if folder.exists() and not folder.is_dir():
             raise BadInput(f"{folder}: not a folder; nothing was changed")
-        files: dict[str, str] = host.read_folder(folder)
-        return files
+        return host.read_folder(folder)
     except OSError as exc:
         raise BadInput(f"{folder}: cannot read: {exc.strerror or exc}; nothing was changed") from None
 
 
 def _write_files(
-    host: Any,
+    host: Host,
     folder: Path,
     before: dict[str, str],
     after: dict[str, str],
@@ -233,12 +232,12 @@ def _write_files(
     return True
 
 
-def _load(host: Any, path: Path, inside: Path | None) -> dict[str, Any]:
+def _load(host: Host, path: Path, inside: Path | None) -> dict[str, Any]:
     return _read_files(host, path) if host.settings_shape == "files" else _read(path, inside)
 
 
 def _store(
-    host: Any,
+    host: Host,
     path: Path,
     before: dict[str, Any],
     after: dict[str, Any],

@@ -13,7 +13,7 @@ only files that look like transcripts and leaves out the harness's side files:
   `node_modules` and `__pycache__` are not entered.
 
 An agent CLI's own state folder (`~/.claude`, `~/.codex`, `~/.copilot`, `~/.gemini`,
-opencode's, one of its session folders, ...; each host says how its folders are known:
+`~/.cline/data`, opencode's, one of its session folders, ...; each host says how its folders are known:
 `Host.state_folders`) is walked in part: only its transcripts are read (opencode's
 database among them, whatever its name), and its settings, credentials, trust lists, logs
 and caches are left out by name, never opened, and counted (`LeftOut`). A pattern of what

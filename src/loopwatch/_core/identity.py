@@ -60,6 +60,16 @@ HOSTS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             "shell_command": ("justification", "timeout_ms"),
             "update_plan": ("explanation",),  # the plan itself is what changes
         },
+        # Cline 3.0.57 and 3.0.65: no tool's schema has a free-text field, but an input
+        # key the schema does not name is passed through unused; a model that adds a
+        # `description` (seen reworded at every call of the same failing command) gets
+        # past Cline's own identical-call check with it.
+        "cline": {
+            "run_commands": ("description",),
+            "read_files": ("description",),
+            "editor": ("description",),
+            "search_codebase": ("description",),
+        },
         # GitHub Copilot CLI 1.0.89 and 1.0.102 (the tool schemas each sends the model):
         # `bash.description` is "a short human-readable description" for the person,
         # `initial_wait` how long to wait for output; `task`'s `description` is a "3-5 word

@@ -79,6 +79,9 @@ def label(name: str, value: Any) -> str:
             if isinstance(item, str) and item:
                 text = item if key in ("command", "cmd") else f"{name} {item}"
                 break
+        commands = value.get("commands")  # a list of commands (Cline's run_commands)
+        if text is None and isinstance(commands, list) and all(isinstance(c, str) for c in commands):
+            text = "; ".join(commands)
     if not text:
         return name
     text = " ".join(text.split())

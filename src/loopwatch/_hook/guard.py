@@ -19,7 +19,15 @@ stopped, every later call of that agent is refused until the user writes again; 
 sub-agent was stopped, its parent is stopped at the PostToolUse (or, where the host
 reports the spawning call as failed, PostToolUseFailure) of the call that ran it
 (`Call.spawned`), so that the parent's PostToolBatch ends the whole run (Claude Code
-ends only the sub-agent otherwise).
+ends only the sub-agent otherwise). A host whose report of that call does not name the
+sub-agent names the parent in the sub-agent's own payloads instead (`Payload.parent`,
+Cline): the sub-agent's stop is then carried to the parent at once, and the parent's next
+event (the report of the call that ran the sub-agent) ends the run.
+
+What the host's answer cannot say to the person (Cline prints nothing a hook says) is
+said by the host's own way (`Host.say`): a stop, a refusal, a warning, and, for a host
+that runs a project's hooks beside the user's (`Host.start_warnings`), what the project
+holds that can undo the guard, at the session's first call.
 
 Event times are the session's clock (`SessionState.time`): its first wall time plus the
 time since on a clock no one sets, the same in every hook process.
@@ -32,6 +40,7 @@ this session. Later events read nothing of the kind.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -79,15 +88,17 @@ def handle(
     agent = host_named(payload.host)
 
     def make() -> SessionState:
-        outcome["first"] = True
-        profile, why = detect_profile(payload.host, config)
+        profile, why = detect_profile(payload.host, config, payload=payload)
         data = {k: v for k, v in config.items() if k != "hook"}
         monitor = monitor_for(payload.host, apply_env(Config.make({**data, "profile": profile})))
+        outcome["new"] = True
         return SessionState(monitor, payload.host, profile, why)
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
         at = state.time(time.time(), _steady()) if now is None else now
-        decision, tool = _feed(payload, state, at, agent)
+        undone: list[str] = []
+        decision, tool = _feed(payload, state, at, agent, undone)
+        outcome["undone"] = undone
         outcome["decision"] = decision
         decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
         if decision.refused:
@@ -131,8 +142,11 @@ def handle(
     ended = stopped is not None and ending and agent.end_run(payload, stopped, log or _quiet)
     if ended and log is not None:
         log(f"ended the run ({agent.ends_by}): {stopped}")
+    if stopped is not None and payload.parent is not None and decision.action is Action.STOP:
+        _stop_parent(payload, store, stopped, make, log)
+    _tell(agent, payload, decision, outcome, log)
     answer = reply(payload, decision, stopped)
-    if outcome.get("first") and not payload.agent:
+    if outcome.get("new") and not payload.agent:
         told = switched_off(agent, payload.cwd, log or _quiet)
         if told is not None:
             answer = agent.tell(answer, told)
@@ -166,6 +180,62 @@ def switched_off(host: Host, cwd: str | None, log: Callable[[str], object]) -> s
     return (
         f"loopwatch: {off.path}: {off.what}. From the next session on, nothing guards it: {host.switch_off_advice()}."
     )
+
+
+def _tell(
+    agent: Host, payload: Payload, decision: Decision, outcome: dict[str, Any], log: Callable[[str], object] | None
+) -> None:
+    """Say to the person what the host's answer cannot (`Host.say`): a stop or a refusal
+    as it happens (not every refusal of a stop already told), a warning, and, at a session's
+    first call, what the project holds that can undo the guard."""
+    from .._core.messages import Blocked, Stopped, Warned
+
+    lines: list[str] = []
+    if outcome.get("new") and payload.cwd and not payload.agent:
+        for off in agent.start_warnings(payload.cwd, os.environ):
+            lines.append(f"loopwatch: {off.path}: {off.what}")
+            if log is not None:
+                log(f"warned: {off.path}: {off.what}")
+    for tool in outcome.get("undone", ()):
+        line = (
+            f"loopwatch: its refusal of a {tool} call was undone by another hook (the call ran as the model "
+            "asked); a project's hooks or plugins run after loopwatch's: `loopwatch doctor` names them"
+        )
+        lines.append(line)
+        if log is not None:
+            log(line.removeprefix("loopwatch: "))
+    action, reason = decision.action, decision.reason
+    if reason and action is Action.STOP and not decision.refused:
+        lines.append(Stopped(reason).for_person())
+    elif reason and action is Action.BLOCK:
+        lines.append(Blocked(reason).for_person())
+    elif decision.verdict.action is Action.WARN and decision.verdict.description:
+        lines.append(Warned(decision.verdict.description).for_person())
+    for line in lines:
+        agent.say(payload, line)
+
+
+def _stop_parent(
+    payload: Payload, store: Store, reason: str, make: Callable[[], SessionState], log: Callable[[str], object] | None
+) -> None:
+    """Carry a sub-agent's stop to the agent that spawned it (`Payload.parent`): its key is
+    the parent's own id when it is a sub-agent itself (it has a state of its own), else ""
+    (the main agent, whose key is always "")."""
+    assert payload.parent is not None
+    try:
+        parent = payload.parent if store.state(payload.session, payload.parent) is not None else ""
+    except Exception:  # noqa: BLE001 - a damaged or foreign row: the main agent is the safe guess
+        parent = ""
+
+    def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
+        if state.stopped is not None:
+            return []
+        state.stop(f"a sub-agent was stopped: {reason}")
+        return [(payload.event, Verdict(Action.STOP, description=state.stopped), None)]
+
+    store.update(payload.session, parent, make, feed, None)
+    if log is not None:
+        log(f"the sub-agent's stop carried to its parent ({parent or 'the main agent'})")
 
 
 def _quiet(line: str) -> None:
@@ -219,7 +289,19 @@ def _stopped_child(payload: Payload, store: Store) -> str | None:
     return None
 
 
-def _feed(payload: Payload, state: SessionState, at: float, host: Host) -> tuple[Decision, str | None]:
+def _undone(state: SessionState, call_id: str) -> bool:
+    """Forget loopwatch's refusal of call `call_id`, which ran after all; was there one?"""
+    kept = [entry for entry in state.blocked if entry[0] != call_id]
+    if len(kept) == len(state.blocked):
+        return False
+    state.blocked.clear()
+    state.blocked.extend(kept)
+    return True
+
+
+def _feed(
+    payload: Payload, state: SessionState, at: float, host: Host, undone: list[str]
+) -> tuple[Decision, str | None]:
     event, agent = payload.event, payload.agent or None
     if event == BEFORE:
         call = payload.calls[0]
@@ -234,6 +316,8 @@ def _feed(payload: Payload, state: SessionState, at: float, host: Host) -> tuple
     if event in CALL_EVENTS:
         strongest, tool = ALLOWED, None
         for call in payload.calls:
+            if call.refused is False and call.call_id is not None and _undone(state, call.call_id):
+                undone.append(call.name)  # refused, yet it ran as asked: counted as what it is
             decision = state.after_call(
                 ToolCall(
                     call.name, call.input, call.result, error=call.error, at=at, call_id=call.call_id, agent=agent

@@ -158,15 +158,18 @@ def _settings(table: Any) -> HookSettings:
     return HookSettings(**values)
 
 
-def detect_profile(host: str, config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> tuple[str, str]:
+def detect_profile(
+    host: str, config: Mapping[str, Any], env: Mapping[str, str] | None = None, payload: Any = None
+) -> tuple[str, str]:
     """The profile for a new session of `host`, and why.
 
     In order: `LOOPWATCH_PROFILE`; `profile` in the configuration file; a
     non-interactive run (`unattended`); else `attended`. A run is non-interactive when
     the host's environment says so (`Host.detect_profile`: Claude Code's
-    `CLAUDE_CODE_ENTRYPOINT=sdk-*`, Gemini CLI's `CI=true`), or, on Linux, when an
-    ancestor process is the host run headless (`Host.headless_process`: `claude -p`,
-    `codex exec`, `gemini -p` or Gemini CLI with no terminal, ...), read from /proc.
+    `CLAUDE_CODE_ENTRYPOINT=sdk-*`, Gemini CLI's `CI=true`; or what the host records of
+    the session of `payload`: Cline's session record), or, on Linux, when an ancestor
+    process is the host run headless (`Host.headless_process`: `claude -p`, `codex exec`,
+    `gemini -p` or Gemini CLI with no terminal, ...), read from /proc.
 
     Limits: outside Linux only the environment is seen, so a host that says nothing
     there gets `attended` (nudge and block, no stop) unless configured; a wrapper that
@@ -180,7 +183,7 @@ def detect_profile(host: str, config: Mapping[str, Any], env: Mapping[str, str] 
     from .._hosts import host as host_named
 
     agent = host_named(host)
-    said = agent.detect_profile(env)
+    said = agent.detect_profile(env, payload)
     if said is not None:
         return said
     from .._hosts.base import ancestors

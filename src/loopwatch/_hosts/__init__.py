@@ -25,6 +25,7 @@ HOSTS: dict[str, str] = {
     "copilot": "copilot",
     "cursor": "cursor",
     "gemini-cli": "gemini_cli",
+    "cline": "cline",
     "opencode": "opencode",
     "qwen-code": "qwen_code",
 }
@@ -38,6 +39,9 @@ HOST_WRITERS: dict[str, dict[str, str | None]] = {
     # Qwen Code 0.23.4 and 0.24.4: `edit {file_path, old_string, new_string}`,
     # `notebook_edit {notebook_path, ...}`.
     "qwen-code": {"edit": "file_path", "notebook_edit": "notebook_path"},
+    # Cline 3.0.57 and 3.0.65: `editor {path, old_text?, new_text, insert_line?}` (it creates a
+    # missing file).
+    "cline": {"editor": "path"},
     # Cursor, from its documentation: stream-json's `writeToolCall`, `editToolCall` and
     # `deleteToolCall` (`args.path`), and the hook's `afterFileEdit`, all read as these.
     "cursor": {"write": "path", "edit": "path", "delete": "path"},

@@ -11,7 +11,10 @@ Each agent CLI is one module of this package (`claude_code`, `codex`, ...) defin
   person watches, and, where the host ignores every stop answer, how such a run is ended;
 - **its settings** (`settings_file`, `install`, `uninstall`, `hooked`, `switch_offs`,
   `switches_off`, `held`, `keep_on`): where the hook goes, how it is written, what a
-  project can write to switch it off, and what holds it on whatever a project says.
+  project can write to switch it off, and what holds it on whatever a project says. Most hosts read one JSON settings file (`JsonHooks`); a host that runs
+  hook files of their own, one per event, in a folder it lists (Cline) is a `FileHooks`:
+  there the "settings" are the folder's hook files, and loopwatch's are files it owns
+  whole.
 
 The hook (`loopwatch._hook`), `install`, `uninstall`, `doctor` and `status` are written
 once over this contract, and every decision is taken by one state machine
@@ -48,6 +51,7 @@ __all__ = [
     "SUPERVISED",
     "TURN_END",
     "Call",
+    "FileHooks",
     "Host",
     "JsonHooks",
     "Payload",
@@ -102,7 +106,7 @@ class Call:
     not a dataclass: this module is imported on every hook call, and each dataclass
     costs about a millisecond to build."""
 
-    __slots__ = ("call_id", "error", "input", "interrupted", "name", "result", "spawned")
+    __slots__ = ("call_id", "error", "input", "interrupted", "name", "refused", "result", "spawned")
 
     def __init__(
         self,
@@ -113,10 +117,15 @@ class Call:
         error: bool = False,
         interrupted: bool = False,
         spawned: str | None = None,
+        refused: bool | None = None,
     ) -> None:
         self.name, self.input, self.call_id = name, input, call_id
         self.result, self.error, self.interrupted = result, error, interrupted
         self.spawned = spawned  # the sub-agent this call ran (Claude Code's Agent tool), when known
+        # What a report of a call that ran says of loopwatch's refusal: True, the refusal
+        # ran in the call's place; False, the call ran as the model asked it (a refusal of
+        # it was undone, by another hook); None, the report does not say (Claude Code).
+        self.refused = refused
 
 
 class Payload:
@@ -125,9 +134,12 @@ class Payload:
     the host's; `agent` is "" for the main agent; `calls` holds the call(s) of a tool
     event (a batch may hold several); `oversize` says stdin was larger than the limit and
     only the identifying fields could be read; `stamp` is when the host says the event
-    happened (epoch seconds, its clock), None where it does not say."""
+    happened (epoch seconds, its clock), None where it does not say. `parent`, for a
+    sub-agent's event where the host names the agent that spawned it (and its own report
+    of the spawning call does not name the sub-agent: Cline), is that agent's id in the
+    host's words; else None."""
 
-    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "session", "stamp")
+    __slots__ = ("agent", "calls", "cwd", "event", "host", "native", "oversize", "parent", "session", "stamp")
 
     def __init__(
         self,
@@ -140,10 +152,12 @@ class Payload:
         oversize: bool = False,
         native: str | None = None,
         stamp: float | None = None,
+        parent: str | None = None,
     ) -> None:
         self.host, self.event, self.session, self.agent, self.cwd = host, event, session, agent, cwd
         self.calls, self.oversize, self.stamp = calls, oversize, stamp
         self.native = event if native is None else native
+        self.parent = parent
 
 
 class Reply:
@@ -174,12 +188,23 @@ class SwitchOff(NamedTuple):
     kind: str = "off"
 
 
+def _named(pattern: str, names: Collection[str]) -> bool:
+    """Is `pattern` (a name, or a glob pattern) one of `names`?"""
+    if pattern in names:
+        return True
+    if not any(c in pattern for c in "*?["):
+        return False
+    from fnmatch import fnmatchcase
+
+    return any(fnmatchcase(name, pattern) for name in names)
+
+
 class StateFolder(NamedTuple):
-    """A folder of the host's own state, known by the names it holds (every name of
-    `marker`) or by its own `name` (`.claude`): a folder walk (`scan`) enters or reads
-    only its entries matching `keep` (glob patterns) and leaves the rest out by name,
-    never opened: settings, credentials, trust lists, logs and caches are not
-    transcripts.
+    """A folder of the host's own state, known by the names it holds (each pattern of
+    `marker` matched by one of them; glob patterns) or by its own `name` (`.claude`): a
+    folder walk (`scan`) enters or reads only its entries matching `keep` (glob patterns)
+    and leaves the rest out by name, never opened: settings, credentials, trust lists,
+    logs and caches are not transcripts.
 
     Given both a `name` and a `marker`, a folder must have both (opencode's folders are
     all called `opencode`, and only what they hold tells them from a clone of its code).
@@ -205,7 +230,7 @@ class StateFolder(NamedTuple):
         if self.beside and not os.path.isfile(folder + self.beside):
             return False
         named = not self.name or os.path.basename(folder) == self.name
-        marked = not self.marker or all(m in names for m in self.marker)
+        marked = not self.marker or all(_named(m, names) for m in self.marker)
         return (bool(self.name) or bool(self.marker)) and named and marked
 
     def part(self, name: str) -> bool:
@@ -288,9 +313,13 @@ class Host:
     #: (Gemini CLI's `complete_task`: it retries to its turn limit).
     finish_tools: ClassVar[frozenset[str]] = frozenset()
     #: The shape of the "settings" `install` edits: "json" (one JSON object, read and
-    #: written whole) or "files" (a folder of hook files of the host's, `FileHooks`).
+    #: written whole) or "files" (files of the host's own in a folder, which loopwatch's
+    #: own are written, rewritten or removed whole: `read_folder`, `file_mode`; Cline's
+    #: hook files, `FileHooks`; opencode's plugin).
     #: One scope may differ (`shape`).
     settings_shape: ClassVar[str] = "json"
+    #: The mode of a file `install` writes where `settings_shape` is "files".
+    file_mode: ClassVar[int] = 0o600
     #: Run the hook's Python isolated (`-I`: no `PYTHON*` variable, no module of the working
     #: folder), for a host that hands its hooks an environment a project can set (Cline
     #: loads a project's `.env` into it).
@@ -355,10 +384,18 @@ class Host:
         stdout). The default: the command line alone."""
         return self.headless(argv)
 
-    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
-        """The profile what the host put in the hook's environment implies, and why;
-        None when it says nothing (the process tree is asked next)."""
+    def detect_profile(self, env: Mapping[str, str], payload: Payload | None = None) -> tuple[str, str] | None:
+        """The profile what the host put in the hook's environment (or what it records
+        of the session `payload` belongs to) implies, and why; None when it says nothing
+        (the process tree is asked next)."""
         return None
+
+    def say(self, payload: Payload, text: str) -> bool:
+        """Say `text` (one line, worded for a person) to the person running the session,
+        by a way of the host's own, for a host whose answers reach no person (Cline prints
+        nothing a hook says). True when it was said. The default: the answer says it.
+        (`tell` is the other way: words the answer itself carries to the person.)"""
+        return False
 
     def end_run(self, payload: Payload, reason: str, log: Callable[[str], object]) -> bool:
         """End an unattended run this host would carry on despite every stop answer
@@ -398,6 +435,15 @@ class Host:
         changes. Raises SettingsError when it cannot be done safely."""
         raise NotImplementedError
 
+    def read_folder(self, folder: Path) -> dict[str, str]:
+        """Where `settings_shape` is "files": the "settings" `install`, `uninstall` and
+        `hooked` work on, the files of `folder` (`settings_file`) they may touch, name ->
+        text (a file's first lines may do); {} when the folder does not exist. A file left
+        out of what `install` returns is removed, one added or changed is written whole
+        (`file_mode`). Raises OSError when the folder or a file cannot be read; a link is
+        never followed."""
+        raise NotImplementedError
+
     def unread(self, scope: str, path: Path) -> str | None:
         """Why the host would not read `path`, the settings file of `scope`, as it stands
         (its owner, its mode); None when nothing says so."""
@@ -416,6 +462,13 @@ class Host:
     def hooked(self, settings: Any) -> dict[str, list[str]]:
         """Event -> loopwatch's hook commands found in `settings`."""
         raise NotImplementedError
+
+    def start_warnings(self, cwd: str, env: Mapping[str, str]) -> list[SwitchOff]:
+        """What the person is told at a session's first hook call: what the project in
+        `cwd` holds that can undo or switch off the guard, for a host that runs a project's
+        own hooks beside the user's with no trust asked (Cline). Read only, and cheap: the
+        hook calls it. The default: nothing (`doctor` reads `switch_offs`)."""
+        return []
 
     def unguarded(self, argv: list[str], env: Mapping[str, str]) -> str | None:
         """Why this host, run as `argv` in `env`, would load no hook at all (loopwatch's
@@ -644,6 +697,109 @@ class JsonHooks(Host):
                 found = self.commands(group)
                 if found:
                     out.setdefault(event, []).extend(found)
+        return out
+
+
+#: The line that marks a hook file as loopwatch's own (`FileHooks`): only such files are
+#: rewritten or removed.
+FILE_MARK = "# loopwatch hook"
+_HEAD = 4096  # bytes of a hook file read: the mark and the command are in its first lines
+
+
+class FileHooks(Host):
+    """A host that runs hook files of their own, one per event, found in folders it lists
+    (Cline: `PreToolUse`, `PostToolUse`, ... in `~/Documents/Cline/Hooks`). `settings_file`
+    names the folder, and the "settings" `install`, `uninstall` and `hooked` work on are
+    its files: name -> the file's first lines (`read_folder`).
+
+    loopwatch's files are small `/bin/sh` wrappers that carry `FILE_MARK` and `exec` the
+    hook command with the event's name. A file of the same name that is not loopwatch's
+    is never rewritten or removed: `install` refuses, naming it."""
+
+    settings_shape = "files"
+    #: The mode of a new hook file: the user's alone, and runnable by hand.
+    file_mode = 0o700
+
+    def file_name(self, event: str) -> str:
+        """The name of the hook file for `event` (in the host's words)."""
+        return event
+
+    def file_text(self, event: str, command: str) -> str:
+        """The hook file for `event`, running `command` (a shell command line)."""
+        return (
+            "#!/bin/sh\n"
+            f"{FILE_MARK} for {self.title}: written by `loopwatch install {self.name}`; "
+            f"`loopwatch uninstall {self.name}` removes it.\n"
+            f"exec {command} {event}\n"
+        )
+
+    def event_of(self, name: str) -> str | None:
+        """The event a file of this name is run for, as the host reads names; None for
+        a file it never runs. Every event's, not only those `install` hooks: a file of
+        loopwatch's for an event no longer hooked is found, and `uninstall` removes it."""
+        return name if name in self.hooked_events else None
+
+    def read_folder(self, folder: Path) -> dict[str, str]:
+        return self.hook_files(str(folder))
+
+    def hook_files(self, folder: str) -> dict[str, str]:
+        """The regular files of `folder` the host may run (`event_of`), name -> their
+        first 4 KiB as text; {} when the folder does not exist. Raises OSError when it
+        cannot be listed or a file cannot be read; a link is read as what it is, never
+        followed (the host skips links). Without pathlib: the hook reads a project's."""
+        import stat
+
+        from .._files import open_file
+
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            return {}
+        out: dict[str, str] = {}
+        for name in names:
+            if self.event_of(name) is None:
+                continue
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode):
+                out[name] = ""  # a link or a folder: the host does not run it, and it is not ours
+                continue
+            with open_file(path) as fh:
+                out[name] = fh.read(_HEAD).decode("utf-8", "replace")
+        return out
+
+    @staticmethod
+    def ours(text: Any) -> bool:
+        """Is this hook file (its first lines) loopwatch's?"""
+        return isinstance(text, str) and any(line.startswith(FILE_MARK) for line in text.splitlines()[:4])
+
+    @staticmethod
+    def command_in(text: str) -> str | None:
+        """The command a loopwatch hook file runs (its `exec` line, event included)."""
+        for line in text.splitlines()[:8]:
+            if line.startswith("exec "):
+                return line[len("exec ") :].strip()
+        return None
+
+    def install(self, settings: Any, command: str, scope: str = "user") -> Any:
+        out = self.uninstall(settings)
+        for event in self.hooked_events:
+            name = self.file_name(event)
+            if name in out:
+                raise SettingsError(f"{name} is there and is not loopwatch's; move it aside first (the host runs both)")
+            out[name] = self.file_text(event, command)
+        return out
+
+    def uninstall(self, settings: Any) -> Any:
+        return {name: text for name, text in dict(settings).items() if not self.ours(text)}
+
+    def hooked(self, settings: Any) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name, text in dict(settings).items() if isinstance(settings, dict) else ():
+            event = self.event_of(name)
+            command = self.command_in(text) if self.ours(text) else None
+            if event is not None and command is not None:
+                out.setdefault(event, []).append(command)
         return out
 
 

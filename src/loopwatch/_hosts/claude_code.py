@@ -383,7 +383,7 @@ class ClaudeCode(ClaudeStyle):
         spawned = spawned_agent(name, raw.get("tool_response")) if event == AFTER else None
         return Call(name, tool_input, call_id, trim(result), call_failed(event, raw), interrupted(event, raw), spawned)
 
-    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
+    def detect_profile(self, env: Mapping[str, str], payload: Payload | None = None) -> tuple[str, str] | None:
         # `CLAUDE_CODE_ENTRYPOINT` is undocumented; an `sdk-*` value is what hooks see
         # under `claude -p` (`sdk-cli`) and the Agent SDK (`sdk-ts`, `sdk-py`).
         entry = env.get("CLAUDE_CODE_ENTRYPOINT", "")

@@ -364,7 +364,7 @@ class Copilot(JsonHooks):
         # the model "hook errored" instead of the reason. The reason is what a person sees.
         return Reply({"permissionDecision": "deny", "permissionDecisionReason": reason})
 
-    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
+    def detect_profile(self, env: Mapping[str, str], payload: Payload | None = None) -> tuple[str, str] | None:
         # Undocumented, and only ever set for the interactive session; `-p` runs are
         # told apart by their command line (`headless`).
         return ("attended", "COPILOT_LOADER_PID: interactive") if env.get("COPILOT_LOADER_PID") else None

@@ -360,7 +360,7 @@ class GeminiCli(ClaudeStyle):
         why = StoppedAfter(reason).for_person()
         return Reply({"continue": False, "stopReason": why, "systemMessage": why})
 
-    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
+    def detect_profile(self, env: Mapping[str, str], payload: Payload | None = None) -> tuple[str, str] | None:
         # Gemini CLI's own rule (`isHeadlessMode`): CI runs are headless.
         if env.get("GEMINI_CLI_INTEGRATION_TEST") != "true":
             for name in ("CI", "GITHUB_ACTIONS"):

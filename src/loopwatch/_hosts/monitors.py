@@ -49,6 +49,8 @@ HOST_TOOLS: Mapping[str, Mapping[str, ToolRule]] = {
         **{tool: ToolRule(role="writer") for tool in HOST_WRITERS["copilot"]},
         "read_bash": ToolRule(role="poller"),
     },
+    # Cline: its editor, under a name too common to be a writer for every source.
+    "cline": {tool: ToolRule(role="writer") for tool in HOST_WRITERS["cline"]},
     # Gemini CLI: `update_topic` only narrates (a title, a summary: no action), and
     # `complete_task` is how a sub-agent hands back its result; reading a background
     # command's output again is waiting.

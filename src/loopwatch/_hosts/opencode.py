@@ -363,7 +363,7 @@ class Opencode(Host):
             out["person"] = Blocked(person).for_person()
         return Reply(out)
 
-    def detect_profile(self, env: Mapping[str, str]) -> tuple[str, str] | None:
+    def detect_profile(self, env: Mapping[str, str], payload: Payload | None = None) -> tuple[str, str] | None:
         said = env.get(HEADLESS_ENV)
         if said == "1":
             return "unattended", "opencode run"

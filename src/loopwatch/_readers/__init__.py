@@ -55,6 +55,7 @@ FORMATS: dict[str, str] = {
     "skyrl": "loopwatch._readers.skyrl",
     "rllm": "loopwatch._readers.rllm",
     "openhands": "loopwatch._readers.openhands",
+    "cline": "loopwatch._readers.cline",
     "chat": "loopwatch._readers.chat",
 }
 

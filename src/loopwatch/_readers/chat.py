@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .._core.events import Event, ModelText, ToolCall, Turn, UserMessage
+from .._hosts import cline  # its session files hold a `messages` list too
 from ._common import iso_seconds, load_json
 from .base import ReadError, Session
 from .jsonio import blocks_text, decode_arguments, head_objects, keys_at, kind_of, session_name, tokens_of
@@ -74,7 +75,7 @@ def sniff(path: str, head: bytes) -> bool:
     if b'"messages"' not in text:
         return False
     top = keys_at(text, 1)
-    if "messages" not in top or _FOREIGN & set(top):
+    if "messages" not in top or _FOREIGN & set(top) or cline.SESSION_KEYS <= set(top):
         return False
     # Not a mini-swe-agent trajectory whose format key lies past the head, nor an opencode export.
     if "info" in top and (b'"mini_version"' in text or b'"exit_status"' in text):
