@@ -30,18 +30,23 @@ BOX = re.compile("[\u2500-\u257f]")  # box drawing: what rich's tables are made 
 
 
 def loopwatch(*args, env=None, cwd=None) -> subprocess.CompletedProcess[str]:
-    """`loopwatch ARGS` with stdout and stderr piped, as `| cat` sees them."""
+    """`loopwatch ARGS` with stdout and stderr piped, as `| cat` sees them. A process of its
+    own reads the machine's settings in /etc (`install`, `doctor`): it holds the locks a
+    real-CLI test that writes there takes (`real_clis.etc_lock`), so it never sees theirs."""
+    from real_clis import etc_lock
+
     base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "NO_COLOR")}
-    return subprocess.run(
-        [sys.executable, "-m", "loopwatch", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**base, "PYTHONPATH": str(SRC), **(env or {})},
-        timeout=300,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    with etc_lock("claude-code", exclusive=False), etc_lock("codex", exclusive=False):
+        return subprocess.run(
+            [sys.executable, "-m", "loopwatch", *map(str, args)],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env={**base, "PYTHONPATH": str(SRC), **(env or {})},
+            timeout=300,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def assert_plain(text: str) -> None:
