@@ -355,6 +355,13 @@ class CopilotRun:
         rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         return {(row["session"], row["agent"]): row for row in rows}
 
-    def hook_log(self) -> str:
+    def hook_log(self, until: str | None = None, wait: float = 120.0) -> str:
+        """The hook's log; with `until`, once it holds that text (or `wait` seconds on): the
+        hook that ended the run may still be writing its last line when Copilot has exited."""
         path = self.state_dir / "hook.log"
-        return path.read_text() if path.exists() else ""
+        deadline = time.monotonic() + wait
+        while True:
+            text = path.read_text() if path.exists() else ""
+            if until is None or until in text or time.monotonic() >= deadline:
+                return text
+            time.sleep(0.2)

@@ -103,8 +103,11 @@ def test_the_system_scope_pins_hooks_on_and_is_readable_by_every_user(machine):
 
 
 def test_other_hosts_have_no_system_scope(machine):
-    done = machine.loopwatch("install", "claude-code", "--system")
-    assert done.returncode == 2 and "--system is not a Claude Code settings scope" in done.stderr
+    from loopwatch._hosts import host
+
+    assert "system" not in host("cline").scopes  # a host with no level above the user's
+    done = machine.loopwatch("install", "cline", "--system")
+    assert done.returncode == 2 and "--system is not a Cline settings scope" in done.stderr, done.stderr
 
 
 def _lines(found: list[dict], status: str) -> list[str]:

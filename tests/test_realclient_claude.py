@@ -156,7 +156,13 @@ def test_a_reworded_description_and_timeout_are_the_same_call(tmp_path, version)
     # The replay of this session agrees: the same stop, before the 4th call.
     (session,) = machine.sessions()
     scanned = json.loads(machine.loopwatch("scan", "--json", str(session), check=False).stdout)
-    assert scanned["verdict"]["action"] == "stop" and scanned["verdict"]["at_action"] == 4, scanned["verdict"]
+    if calls[3]["id"] in session.read_text():
+        assert scanned["verdict"]["action"] == "stop" and scanned["verdict"]["at_action"] == 4, scanned["verdict"]
+    else:
+        # Where Claude Code ended before its session file held the refused 4th call (the
+        # replay disagreed now and then on a loaded machine), the replay has 3 calls: a nudge.
+        assert scanned["verdict"] is None, scanned["verdict"]
+        assert [i["action"] for i in scanned["interventions"]] == ["nudge"], scanned["interventions"]
     # Every field the defaults ignore is one this release offers the model, for each
     # of its tools the defaults name (what the real CLI sends, not a reading of docs).
     for tool, fields in HOSTS["claude-code"].items():

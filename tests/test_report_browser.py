@@ -187,7 +187,11 @@ def test_thousands_of_rows_are_built_as_the_table_is_scrolled(browser, tmp_path)
     out = tmp_path / "examples.html"
     assert run("report", "--no-progress", EXAMPLES, "-o", out).exit_code == 0
     data = page_data(out)
-    data["sessions"] = data["sessions"] * 700  # 1,400 rows
+    # One stopped session and one left alone, 700 times each: 1,400 rows, 700 of them stops
+    # (whatever else the bundled examples hold).
+    stopped = next(s for s in data["sessions"] if s["verdict"] == "stop")
+    alone = next(s for s in data["sessions"] if s["verdict"] == "none")
+    data["sessions"] = [stopped, alone] * 700
     big = tmp_path / "big.html"
     big.write_text(render(data))
     from selenium.webdriver.support.ui import WebDriverWait
