@@ -14,7 +14,7 @@ import os
 import stat
 from typing import BinaryIO
 
-__all__ = ["NOT_REGULAR", "NotRegularFile", "open_file", "open_regular", "read_file"]
+__all__ = ["NOT_REGULAR", "NotRegularFile", "open_file", "open_regular", "read_file", "read_small"]
 
 NOT_REGULAR = "not a regular file (a FIFO, socket, device or folder)"
 
@@ -54,3 +54,20 @@ def read_file(path: str) -> bytes:
     """The whole regular file at `path` (see `open_regular`)."""
     with open_file(path) as fh:
         return fh.read()
+
+
+def read_small(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The regular file at `path` when it holds at most `limit` bytes, else None (absent,
+    unreadable, not a regular file, or larger: a file a project wrote is read bounded).
+    Never raises OSError."""
+    try:
+        fd = open_regular(os.fspath(path))
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else None

@@ -158,21 +158,12 @@ def _settings_env(path: str) -> dict[str, str]:
     """The `"env"` table of one Claude Code settings file; {} when there is none or
     the file cannot be read (bounded: a project wrote it)."""
     import json
-    import stat
 
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    from ._files import read_small
+
+    raw = read_small(path, _MAX_SETTINGS_BYTES)
+    if raw is None:
         return {}
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_SETTINGS_BYTES:
-            return {}
-        raw = os.read(fd, _MAX_SETTINGS_BYTES + 1)
-    except OSError:
-        return {}
-    finally:
-        os.close(fd)
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
@@ -191,21 +182,13 @@ def dotenv(path: str | os.PathLike[str]) -> dict[str, str]:
     cannot be read (bounded: a project wrote it). `KEY=value`, `export KEY=value`,
     quoted values, `#` comments."""
     import re
-    import stat
 
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    from ._files import read_small
+
+    raw = read_small(path, _MAX_ENV_FILE_BYTES)
+    if raw is None:
         return {}
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENV_FILE_BYTES:
-            return {}
-        text = os.read(fd, _MAX_ENV_FILE_BYTES + 1).decode("utf-8", "replace")
-    except OSError:
-        return {}
-    finally:
-        os.close(fd)
+    text = raw.decode("utf-8", "replace")
     out: dict[str, str] = {}
     line = re.compile(
         r"""^\s*(?:export\s+)?([\w.-]+)\s*(?:=|:\s)\s*('(?:\\'|[^'])*'|"(?:\\"|[^"])*"|`[^`]*`|[^#\r\n]*)"""
