@@ -105,3 +105,22 @@ def test_a_broken_project_configuration_is_ignored_by_the_hook(machine):
     (machine.work / "loopwatch.toml").write_text('[hook]\nfail = "sometimes"\n')
     code, lines = doctor(machine)
     assert code == 0, problems(lines)
+
+
+def test_an_older_install_that_imports_the_project_is_a_problem(machine):
+    """`python -m loopwatch hook` (what `install` wrote before `-P`): the agent's project is
+    first on the module path, so doctor says to install again; a new install is not."""
+    machine.install()
+    path = machine.home / ".claude" / "settings.json"
+    settings = json.loads(path.read_text())
+    for entries in settings["hooks"].values():
+        for entry in entries:
+            for hook in entry["hooks"]:
+                _, _, tail = hook["command"].partition(" loopwatch hook ")
+                hook["command"] = f"python3 -m loopwatch hook {tail}"
+    path.write_text(json.dumps(settings))
+    code, lines = doctor(machine)
+    assert code == 1
+    assert any("runs `python -m loopwatch`" in p and "install claude-code` again" in p for p in problems(lines))
+    machine.install()  # the current command replaces it
+    assert not any("python -m loopwatch" in p for p in problems(doctor(machine)[1]))

@@ -135,6 +135,14 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
                     "(user and project settings both?): each call is then counted by each",
                 )
             )
+        if any(_imports_the_project(c) for cmds in mine.values() for c in cmds):
+            lines.append(
+                Line(
+                    "problem",
+                    "the hook command runs `python -m loopwatch`, which imports a `loopwatch` folder in the "
+                    f"agent's project before this one (an older install): run `loopwatch install {name}` again",
+                )
+            )
         if mine:
             lines.append(_dry_run(host, _probe_command(host, mine), env, cwd))
         else:
@@ -164,6 +172,23 @@ def check_host(name: str, env: Mapping[str, str], cwd: Path) -> list[Line]:
         )
     lines.append(_version(host, env))
     return lines
+
+
+def _imports_the_project(command: str) -> bool:
+    """Does `command` run `python -m loopwatch` without `-P` or `-I`? Then the working
+    folder, the agent's project, is first on the module path: a `loopwatch` package the
+    agent writes there would run as the guard."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    for i, word in enumerate(words[:-1]):
+        if word == "-m" and words[i + 1] == "loopwatch":
+            flags = [w for w in words[1:i] if w.startswith("-") and not w.startswith("--")]
+            return not any("P" in w or "I" in w for w in flags)
+    return False
 
 
 def _probe_command(host: Host, commands: dict[str, list[str]]) -> str:
