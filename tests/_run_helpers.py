@@ -56,7 +56,7 @@ def loopwatch(
     path = tmp_path / "record.json"
     argv = [sys.executable, "-m", "loopwatch", "run", *options]
     if record:
-        argv += ["--record", str(path)]
+        argv += ["-o", str(path)]
     argv += ["--", *command]
     proc = subprocess.Popen(
         argv,

@@ -180,7 +180,7 @@ def test_reworded_runtime_fields_are_the_same_call_live_and_replayed(user):
 
 
 def _run(home: CodexHome, prompt: str, record) -> subprocess.CompletedProcess:
-    return home.run(prompt, "--record", str(record))
+    return home.run(prompt, "-o", str(record))
 
 
 @pytest.mark.parametrize("hooked", [True, False], ids=["with-hook", "run-only"])

@@ -200,7 +200,7 @@ def test_a_healthy_session_runs_untouched_under_run_and_the_hook(tmp_path, claud
         record = tmp_path / "run.json"
         run = machine.claude(
             "SCENARIO:healthy fix the test",
-            wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *argv],
+            wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "-o", str(record), "--", *argv],
         )
         turns = server.of("healthy")
     assert [t.answered for t in turns][-1] == "text" and len(turns) == 14
@@ -225,7 +225,7 @@ def test_run_reports_a_hook_stop_as_a_loop_stop(tmp_path, claude, scripts):
         record = tmp_path / "run.json"
         run = machine.claude(
             "SCENARIO:loop do the task",
-            wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "--record", str(record), "--", *argv],
+            wrap=lambda argv: [sys.executable, "-m", "loopwatch", "run", "-o", str(record), "--", *argv],
         )
         turns = server.of("loop")
     assert len(turns) == 4
@@ -360,7 +360,7 @@ def test_run_reports_a_hook_stop_the_stream_does_not_show(tmp_path, claude, scri
                 "run",
                 "--mode",
                 "warn",
-                "--record",
+                "-o",
                 str(record),
                 "--",
                 *argv,

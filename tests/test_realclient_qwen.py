@@ -165,12 +165,15 @@ def test_a_sub_agents_loop_ends_the_session_by_sigint_and_the_person_is_told(tmp
         run = machine.run("SCENARIO:parent delegate the task")
         inside = server.of("reworded")
         last = max(r.at for r in server.requests)
-    assert [t.answered for t in inside] == ["tool:run_shell_command"] * 4
+    # The 4th call is refused and the session interrupted. The SIGINT lands after the hook's
+    # answer, so on a busy machine Qwen may already have sent the refusal to the model: at
+    # most one more request, never a call that runs (3 counted below).
+    assert [t.answered for t in inside] in (["tool:run_shell_command"] * 4, ["tool:run_shell_command"] * 5)
     assert run.code == 130 and "Operation cancelled." in run.stderr and run.leftover == []
     assert "loopwatch stopped the run: " in run.stderr and "SIGINT" in run.stderr
     log = machine.hook_log()
     assert "SIGINT to the Qwen Code session" in log and "ended the run" in log
-    assert last == inside[-1].at  # no model request after the fourth: neither the sub-agent's nor its parent's
+    assert last == inside[-1].at  # none after the sub-agent's last: not its parent's either
     rows = machine.status()
     (agent,) = [row for (_, a), row in rows.items() if a]
     assert agent["agent"].startswith("general-purpose-") and agent["stops"] == 1 and agent["actions"] == 3
@@ -189,12 +192,15 @@ def test_a_sub_agents_loop_ends_the_session_by_sigint_and_the_person_is_told(tmp
         for p in o["message"]["parts"]
         if "functionResponse" in p
     }
-    assert [c["args"]["command"] for c in asked] == [LOOP_COMMAND] * 4
+    assert [c["args"]["command"] for c in asked] in ([LOOP_COMMAND] * 4, [LOOP_COMMAND] * 5)
+    assert len(asked) == len(inside)
     assert all("Exit Code: 2" in answered[c["id"]] for c in asked[:3])
     row = machine.scan(sub)
     if asked[3]["id"] in answered:
         assert "loopwatch stopped the run" in answered[asked[3]["id"]]
-        assert row["actions"] == 3 and row["verdict"]["action"] == "stop" and row["verdict"]["at_action"] == 4
+        # A 5th call asked before the SIGINT landed has no result: an attempt, counted.
+        assert row["actions"] == 3 + (len(asked) == 5)
+        assert row["verdict"]["action"] == "stop" and row["verdict"]["at_action"] == 4
     else:
         assert row["actions"] == 4 and row["error"] is None
 

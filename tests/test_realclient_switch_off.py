@@ -195,7 +195,7 @@ def test_codex_under_run_keeps_its_hook_with_hooks_switched_off(codex_user, tmp_
     home, server = codex_user([shell(LOOP_COMMAND)] * 12)
     config = _switch_codex_off(home)
     record = tmp_path / "record.json"
-    done = home.run("list the missing dir", "--record", str(record))
+    done = home.run("list the missing dir", "-o", str(record))
     doctor = home.loopwatch("doctor", "codex")
     assert done.returncode == 86, done.stderr[-2000:]
     assert len(stream_items(done.stdout)) == 4

@@ -38,7 +38,7 @@ class AtTerminal:
         set_size(self.slave, rows, cols)
         self.modes = termios.tcgetattr(self.slave)  # a fresh terminal: cooked, echoing
         self.record = tmp_path / "record.json"
-        argv = [sys.executable, "-m", "loopwatch", "run", "--pty", "--record", str(self.record), "--", *command]
+        argv = [sys.executable, "-m", "loopwatch", "run", "--pty", "-o", str(self.record), "--", *command]
         self.proc = subprocess.Popen(
             argv,
             cwd=tmp_path,
