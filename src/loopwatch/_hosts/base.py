@@ -963,6 +963,25 @@ def ancestors(levels: int = 8, start: int | None = None) -> list[tuple[int, list
     return out
 
 
+def write_stderr_of(pid: int, text: str) -> bool:
+    """Append `text` to the standard error of process `pid` (a terminal, a pipe or a log
+    file): where a host shows nothing a hook says, its own stderr is where the person
+    running it looks. Never blocks, never becomes the controlling terminal; True when
+    written."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(f"/proc/{pid}/fd/2", flags)
+    except OSError:
+        return False
+    try:
+        os.write(fd, text.encode("utf-8", "replace"))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def process_environ(pid: int) -> dict[str, str] | None:
     """The environment process `pid` was started with, read from /proc (Linux); None
     where that cannot be read."""

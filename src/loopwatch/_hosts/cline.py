@@ -71,6 +71,7 @@ from .base import (
     SwitchOff,
     ancestors,
     trim,
+    write_stderr_of,
 )
 
 if TYPE_CHECKING:
@@ -572,19 +573,7 @@ class Cline(FileHooks):
         parent = _parent_cline()
         if parent is None or self.headless(["cline", *parent[1]]) == "":
             return False
-        line = _UNSAFE.sub(" ", text).strip()[:2000] + "\n"
-        flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0)
-        try:
-            fd = os.open(f"/proc/{parent[0]}/fd/2", flags | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return False
-        try:
-            os.write(fd, line.encode("utf-8", "replace"))
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
-        return True
+        return write_stderr_of(parent[0], _UNSAFE.sub(" ", text).strip()[:2000] + "\n")
 
     def env_files(self, cwd: str, env: Mapping[str, str]) -> list[str]:
         # Bun loads them from the folder Cline was started in: its process's (the hub

@@ -94,6 +94,7 @@ from .base import (
     text_field,
     trim,
     warn,
+    write_stderr_of,
 )
 
 if TYPE_CHECKING:
@@ -294,23 +295,6 @@ def _stopped_for_person(reason: str) -> str:
     from .._core.messages import Stopped
 
     return Stopped(reason).for_person()
-
-
-def _tell(pid: int, line: str) -> None:
-    """Write `line` to the session process's stderr (a terminal, a pipe or a log file,
-    appended to): Qwen Code shows nothing a hook says when it runs headless. Never
-    blocks; a stderr that cannot be opened so is left alone."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(f"/proc/{pid}/fd/2", flags)
-    except OSError:
-        return
-    try:
-        os.write(fd, line.encode("utf-8", "replace"))
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _interrupt(pid: int) -> None:
@@ -609,14 +593,14 @@ class QwenCode(ClaudeStyle):
         how = self.headless_process(pid, argv)
         if not payload.agent:
             if how:  # an interactive session shows the block's reason itself
-                _tell(pid, f"{_stopped_for_person(reason)} (no further model request)\n")
+                write_stderr_of(pid, f"{_stopped_for_person(reason)} (no further model request)\n")
             return True
         if not how:
             log(f"not ended: the Qwen Code session (pid {pid}) is interactive; the person decides")
             return False
         import atexit
 
-        _tell(pid, f"{_stopped_for_person(reason)} (SIGINT to Qwen Code: a sub-agent kept going)\n")
+        write_stderr_of(pid, f"{_stopped_for_person(reason)} (SIGINT to Qwen Code: a sub-agent kept going)\n")
         log(f"SIGINT to the Qwen Code session (pid {pid}, {how}) as this hook exits: sub-agent {payload.agent[:60]}")
         atexit.register(_interrupt, pid)
         return True
