@@ -63,7 +63,7 @@ def test_an_older_install_without_post_tool_batch(machine):
 
 
 def test_a_hook_command_that_cannot_run(machine):
-    machine.loopwatch("install", "claude-code", "--command", "/nonexistent/python3 -m loopwatch hook claude-code")
+    machine.loopwatch("install", "claude-code", "--command", "/nonexistent/python3 -P -m loopwatch hook claude-code")
     code, lines = doctor(machine)
     assert code == 1 and len(problems(lines)) == 1
     assert problems(lines)[0].startswith("the hook command fails (exit 127")
