@@ -178,7 +178,7 @@ def _stand_in(tmp_path: Path, name: str, *args: str) -> dict:
 def test_a_headless_copilot_is_ended_by_sigint(tmp_path):
     found = _stand_in(tmp_path, "copilot", "-p", "do the task", "--allow-all-tools")
     assert found["interrupted"] and found["child"]["ended"]
-    assert found["child"]["said"][0].startswith("sent SIGINT to copilot pid")
+    assert found["child"]["said"][0].startswith("sending SIGINT to copilot pid")
     assert found["took"] < 5
 
 

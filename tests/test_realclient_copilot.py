@@ -82,7 +82,7 @@ def test_an_unattended_loop_is_ended_before_its_fourth_call_runs(tmp_path, versi
     # Ended by loopwatch's SIGINT to the session process: Copilot's abort, no result line, exit 0.
     assert run.code == 0 and run.of_type("abort") and run.result is None
     log = machine.hook_log(until="ended the run (SIGINT")
-    assert "sent SIGINT to copilot pid" in log and "ended the run (SIGINT to the headless copilot process)" in log
+    assert "sending SIGINT to copilot pid" in log and "ended the run (SIGINT to the headless copilot process)" in log
     # loopwatch's own account: unattended (why), 3 calls counted, one stop at preToolUse.
     ((session, agent),) = machine.status()
     row = machine.status()[(session, agent)]
@@ -203,7 +203,7 @@ def test_a_looping_subagent_ends_the_whole_run(tmp_path):
     # Ended by loopwatch's SIGINT; Copilot then prints `abort`, or (seen on a busy machine,
     # the signal landing as the sub-agent's turn closed) its `result` line: either way, exit 0.
     assert run.code == 0 and (run.of_type("abort") or run.result is not None)
-    assert "sent SIGINT to copilot pid" in machine.hook_log(until="sent SIGINT")
+    assert "sending SIGINT to copilot pid" in machine.hook_log(until="sending SIGINT")
     rows = machine.status()
     ((session, child),) = [key for key in rows if key[1]]
     assert rows[(session, child)]["actions"] == 3 and rows[(session, child)]["stops"] == 1

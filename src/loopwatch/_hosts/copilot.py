@@ -383,12 +383,13 @@ class Copilot(JsonHooks):
         pid, began = found
         import signal
 
+        # Logged first: Copilot may end this hook's process as soon as it is interrupted.
+        log(f"sending SIGINT to copilot pid {pid} (the headless session process) to end the run")
         try:
             _signal(pid, began, signal.SIGINT)
         except OSError as exc:
             log(f"run not ended: SIGINT to copilot pid {pid} failed ({exc.strerror or exc})")
             return False
-        log(f"sent SIGINT to copilot pid {pid} (the headless session process) to end the run")
         return True
 
     probe_event = "postToolUse"
