@@ -198,8 +198,9 @@ def test_a_sub_agents_loop_ends_the_session_by_sigint_and_the_person_is_told(tmp
     row = machine.scan(sub)
     if asked[3]["id"] in answered:
         assert "loopwatch stopped the run" in answered[asked[3]["id"]]
-        # A 5th call asked before the SIGINT landed has no result: an attempt, counted.
-        assert row["actions"] == 3 + (len(asked) == 5)
+        # A 5th call asked before the SIGINT landed: counted as an attempt, or not, as Qwen
+        # recorded its cancellation; the stop is at the 4th either way.
+        assert row["actions"] == 3 or (len(asked) == 5 and row["actions"] == 4), (row["actions"], len(asked))
         assert row["verdict"]["action"] == "stop" and row["verdict"]["at_action"] == 4
     else:
         assert row["actions"] == 4 and row["error"] is None
