@@ -163,18 +163,7 @@ class ClineRun:
         return env
 
     def loopwatch(self, *args: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=cwd or self.work,
-            env=self.env(),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
-        return done
+        return real_clis.run_loopwatch(args, cwd or self.work, self.env(), check, timeout=180)
 
     def install(self, *args: str) -> str:
         return self.loopwatch("install", "cline", *args).stdout

@@ -191,6 +191,28 @@ def etc_lock(name: str, exclusive: bool) -> Iterator[None]:
             _WRITING.discard(name)
 
 
+def run_loopwatch(
+    args: tuple[str, ...], cwd: Path, env: dict[str, str], check: bool = True, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """`loopwatch ARGS` as a test's user, beside a real CLI: under the shared /etc locks of
+    Claude Code and Codex (`install` and `doctor` read their machine settings too), so it
+    never sees a file another test is writing there. Raises AssertionError with its output
+    when it fails and `check` is set."""
+    with etc_lock("claude-code", exclusive=False), etc_lock("codex", exclusive=False):
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwatch", *args],
+            cwd=cwd,
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    if check and done.returncode != 0:
+        raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return done
+
+
 def _tree(folder: Path) -> dict[str, tuple[int, int, int, bytes]] | None:
     """Everything under `folder` (mode, owner, group, bytes or link target, by path), or
     None when there is no such folder."""

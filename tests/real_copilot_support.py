@@ -33,7 +33,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -242,18 +241,7 @@ class CopilotRun:
         return env
 
     def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=self.env(),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
-        return done
+        return real_clis.run_loopwatch(args, self.work, self.env(), check, timeout=180)
 
     def install(self, *args: str) -> str:
         return self.loopwatch("install", "copilot", *args).stdout

@@ -19,7 +19,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,18 +187,7 @@ class GeminiRun:
         return env
 
     def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=self.env(),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
-        return done
+        return real_clis.run_loopwatch(args, self.work, self.env(), check, timeout=120)
 
     def argv(self, prompt: str, *extra: str) -> list[str]:
         return [self.binary, "-p", prompt, "-o", "stream-json", "--approval-mode", "yolo", "-m", MODEL, *extra]

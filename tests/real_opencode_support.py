@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,18 +200,7 @@ class OpencodeRun:
     def loopwatch(
         self, *args: str, check: bool = True, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=env or self.env(),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
-        return done
+        return real_clis.run_loopwatch(args, self.work, env or self.env(), check, timeout=120)
 
     def install(self, *args: str) -> str:
         return self.loopwatch("install", "opencode", *args).stdout

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,18 +190,7 @@ class QwenRun:
         return env
 
     def loopwatch(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "loopwatch", *args],
-            cwd=self.work,
-            env=self.env(),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"loopwatch {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
-        return done
+        return real_clis.run_loopwatch(args, self.work, self.env(), check, timeout=180)
 
     def install(self, *args: str) -> str:
         return self.loopwatch("install", "qwen-code", *args).stdout
