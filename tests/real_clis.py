@@ -213,6 +213,26 @@ def run_loopwatch(
     return done
 
 
+def hook_command(host: str, env: dict[str, str]) -> str:
+    """The hook command `loopwatch install HOST` writes when run with `env`: computed by
+    the loopwatch that environment imports (this checkout, by PYTHONPATH), which is not
+    always the one the test process imported (an installed copy, in CI)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from loopwatch._cli.install import default_command as c; print(c(sys.argv[1]))",
+            host,
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.rstrip("\n")
+
+
 def _tree(folder: Path) -> dict[str, tuple[int, int, int, bytes]] | None:
     """Everything under `folder` (mode, owner, group, bytes or link target, by path), or
     None when there is no such folder."""

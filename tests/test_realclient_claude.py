@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import sys
 
-from loopwatch._cli.install import default_command
 import pytest
+import real_clis
 from real_claude_support import (
     CLAUDE_CODE_VERSION,
     CURRENT_CLAUDE_CODE_VERSION,
@@ -87,7 +87,7 @@ def test_the_installed_events_are_exactly_these(tmp_path, claude):
     for event, groups in hooks.items():
         assert len(groups) == 1 and len(groups[0]["hooks"]) == 1
         command = groups[0]["hooks"][0]["command"]
-        assert command == default_command("claude-code")
+        assert command == real_clis.hook_command("claude-code", machine.env())
         assert ("matcher" in groups[0]) == (
             event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch")
         )

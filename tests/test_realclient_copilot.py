@@ -33,7 +33,6 @@ from real_copilot_support import (
     switch_off_script,
 )
 from scripted_chat import ScriptedChat
-from loopwatch._cli.install import default_command
 
 pytestmark = pytest.mark.slow
 
@@ -356,7 +355,11 @@ def test_install_uninstall_and_doctor_on_a_fresh_home(tmp_path):
     ]
     for event, entries in written["hooks"].items():
         assert entries == [
-            {"type": "command", "bash": f"{default_command('copilot')} {event} || true", "timeoutSec": 30}
+            {
+                "type": "command",
+                "bash": f"{real_clis.hook_command('copilot', machine.env())} {event} || true",
+                "timeoutSec": 30,
+            }
         ]
     assert mode == 0o600
     assert after.returncode == 0, after.stdout

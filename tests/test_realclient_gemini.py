@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import real_clis
 from real_gemini_support import (
     CURRENT,
     LOOP_COMMAND,
@@ -37,7 +38,6 @@ from real_gemini_support import (
     subagent_script,
 )
 from scripted_gemini import ScriptedGemini, Step
-from loopwatch._cli.install import default_command
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +100,7 @@ def test_the_installed_hooks_are_these(tmp_path):
             {
                 "name": "loopwatch",
                 "type": "command",
-                "command": default_command("gemini-cli"),
+                "command": real_clis.hook_command("gemini-cli", machine.env()),
                 "timeout": 30000,  # milliseconds: Gemini CLI's unit
             }
         ]
