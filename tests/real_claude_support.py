@@ -506,49 +506,12 @@ class ClaudeRun:
         env = {**self.env(), "TERM": "xterm-256color"}
         argv = [self.binary, prompt, "--dangerously-skip-permissions"]
         with self.locked():
-            return self._interactive(argv, env, done, timeout)
-
-    def _interactive(self, argv: list[str], env: dict[str, str], done: Callable[[], bool], timeout: float) -> str:
-        import pty
-        import select
-        import signal
-        import time
-
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: become Claude Code
+            screen = real_clis.Screen(argv, self.work, env)
             try:
-                os.chdir(self.work)
-                os.execve(self.binary, argv, env)
+                screen.until(done, timeout, linger=1.0)  # a moment for the last hooks (Stop) to run
             finally:
-                os._exit(127)
-        screen = bytearray()
-        began = time.monotonic()
-        finished_at = None
-        try:
-            while time.monotonic() - began < timeout:
-                ready, _, _ = select.select([fd], [], [], 0.2)
-                if ready:
-                    try:
-                        data = os.read(fd, 1 << 16)
-                    except OSError:
-                        break
-                    if not data:
-                        break
-                    screen += data
-                if finished_at is None and done():
-                    finished_at = time.monotonic()
-                if finished_at is not None and time.monotonic() - finished_at > 1.0:
-                    break  # a moment for the last hooks (Stop) to run
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.5)
-            os.waitpid(pid, 0)
-            os.close(fd)
-        return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07", "", screen.decode("utf-8", "replace"))
+                screen.end()
+        return screen.text()
 
     def sessions(self) -> list[Path]:
         """The session transcripts Claude Code wrote (`~/.claude/projects/<dir>/*.jsonl`)."""

@@ -266,9 +266,6 @@ class ClineRun:
         Each step waits for what the screen shows (its prompt box, the notice it opens
         with, the prompt typed) or for the model's first request, never for a set time:
         a busy machine only makes it slower. Returns what the screen showed."""
-        import pty
-        import select
-        import signal
         import time
 
         import pytest
@@ -276,87 +273,52 @@ class ClineRun:
         if not self._authed:
             self.auth()
         env = {**self.env(), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: become Cline
-            try:
-                os.chdir(self.work)
-                os.execve(self.binary, [self.binary], env)
-            finally:
-                os._exit(127)
-        screen = bytearray()
-
-        def pump(seconds: float) -> bool:
-            """Read what the screen shows for `seconds`; whether anything came."""
-            end, came = time.monotonic() + seconds, False
-            while time.monotonic() < end:
-                ready, _, _ = select.select([fd], [], [], 0.2)
-                if ready:
-                    try:
-                        screen.extend(os.read(fd, 1 << 16))
-                        came = True
-                    except OSError:
-                        return came
-            return came
-
-        def plain(since: int = 0) -> bytes:
-            return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)", b"", bytes(screen[since:]))
-
-        def shown(text: str, since: int = 0) -> bool:
-            return text.encode() in plain(since)
+        screen = real_clis.Screen([self.binary], self.work, env)
 
         def typed(since: int) -> bool:
             """Is every character of the prompt on the screen, in order? Each is drawn as it
             is typed, between frames of the logo's animation; a space may be a cursor move."""
-            drawn = iter(plain(since).decode("utf-8", "replace"))
+            drawn = iter(screen.text(since))
             return all(char in drawn for char in prompt if not char.isspace())
 
         def wait(ready: Any, seconds: float, what: str) -> None:
             end = time.monotonic() + seconds
             while not ready():
-                if time.monotonic() > end:
-                    pytest.fail(
-                        f"Cline's TUI: {what} not seen in {seconds:.0f} s; the screen's end: {plain()[-1500:]!r}"
-                    )
-                pump(0.5)
+                if screen.closed or time.monotonic() > end:
+                    ended = "it ended" if screen.closed else f"{seconds:.0f} s passed"
+                    pytest.fail(f"Cline's TUI: {what} not seen ({ended}); the screen's end: {screen.text()[-1500:]!r}")
+                screen.pump(0.5)
 
         def settle() -> None:
-            while pump(1):  # until the screen is still for a second
+            while screen.pump(1):  # until the screen is still for a second
                 pass
 
         try:
-            wait(lambda: shown("What can I do for you?"), 180, "its prompt box")
+            wait(lambda: "What can I do for you?" in screen.text(), 180, "its prompt box")
             # The notice it opens with on a new HOME (any key closes it) comes just after the
             # prompt box; a key typed before it would be taken by it.
             end = time.monotonic() + 90
-            while not shown("key to close") and time.monotonic() < end:
-                pump(0.5)
-            if shown("key to close"):
-                os.write(fd, b"\x1b")
+            while "key to close" not in screen.text() and time.monotonic() < end:
+                screen.pump(0.5)
+            if "key to close" in screen.text():
+                screen.type("\x1b")
                 settle()
-            mark = len(screen)
+            mark = len(screen.drawn)
             for char in prompt:
-                os.write(fd, char.encode())
+                screen.type(char)
                 time.sleep(0.03)
             wait(lambda: typed(mark), 60, "the prompt typed")
             settle()
-            os.write(fd, b"\r")
+            screen.type("\r")
             wait(lambda: bool(self.server.requests), 180, "the model's first request")
             wait(done, timeout, "the end of the script")
-            pump(2)
-            os.write(fd, b"\x03")
-            pump(2)
-            os.write(fd, b"\x03")
-            pump(2)
+            for _ in range(2):  # Ctrl-C twice, as a person ends it
+                screen.pump(2)
+                screen.type("\x03")
+            screen.pump(2)
         finally:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    break
-                time.sleep(1)
-            os.waitpid(pid, 0)
-            os.close(fd)
-        return bytes(screen)
+            screen.end()
+        return bytes(screen.drawn)
 
 
 @contextlib.contextmanager

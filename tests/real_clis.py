@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -35,9 +37,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Cli(NamedTuple):
@@ -120,6 +122,135 @@ def binary(name: str, version: str | None = None) -> str:
         pytest.skip(str(exc))
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+class Ran(NamedTuple):
+    """A headless run of a CLI: its exit code, what it printed, what of its session
+    outlived it (killed; command lines) and how long it took."""
+
+    code: int
+    stdout: str
+    stderr: str
+    leftover: list[str]
+    took: float
+
+
+def headless(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, grace: float = 30.0) -> Ran:
+    """Run `argv` as a user's unattended run: no terminal, in a session of its own; wait
+    for it, then `end_session(grace)`. A run still going after `timeout` seconds is killed
+    and fails the test with the end of its stderr."""
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        end_session(proc.pid, grace=0)
+        out, err = proc.communicate()
+        raise AssertionError(f"{Path(argv[0]).name} did not end within {timeout:.0f} s:\n{err[-3000:]}") from None
+    leftover = end_session(proc.pid, grace)
+    return Ran(proc.returncode, out, err, leftover, time.monotonic() - began)
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The lines of `text` that are JSON objects (a CLI's `--output-format json` and the
+    like), in order; any other line is passed over."""
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                found.append(json.loads(line))
+    return found
+
+
+#: Escape sequences a terminal UI draws with (CSI, and OSC ended by BEL or ST).
+_ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[a-zA-Z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+class Screen:
+    """A CLI's terminal UI on a pseudo-terminal, started as a person starts it (the
+    child in a session of its own, `pty.fork`'s): what it draws is read as it comes
+    (`pump`), shown without escape codes (`text`), typed to (`type`), and ended (`end`)."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        import pty
+
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: become the CLI
+            try:
+                os.chdir(cwd)
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.drawn = bytearray()
+        self.last = time.monotonic()  # when it last drew
+        self.closed = False  # its terminal gave out: it has exited
+
+    def pump(self, seconds: float) -> bool:
+        """Read what it draws for `seconds` (less when the terminal gives out); whether
+        anything came."""
+        import select
+
+        end, came = time.monotonic() + seconds, False
+        while not self.closed and time.monotonic() < end:
+            ready, _, _ = select.select([self.fd], [], [], min(0.2, max(0.0, end - time.monotonic())))
+            if not ready:
+                continue
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                self.closed = True
+                break
+            self.drawn += data
+            self.last = time.monotonic()
+            came = True
+        return came
+
+    def text(self, since: int = 0) -> str:
+        """What it drew from byte `since` on, escape codes removed."""
+        return _ESCAPES.sub("", bytes(self.drawn[since:]).decode("utf-8", "replace"))
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def until(self, done: Callable[[], bool], timeout: float, linger: float) -> None:
+        """Pump until `done()` has held for `linger` seconds (a moment for the last hooks to
+        run), the terminal gives out, or `timeout` seconds pass."""
+        began, finished = time.monotonic(), None
+        while not self.closed and time.monotonic() - began < timeout:
+            self.pump(0.2)
+            if finished is None and done():
+                finished = time.monotonic()
+            if finished is not None and time.monotonic() - finished > linger:
+                break
+
+    def end(self, grace: float = 1.0) -> list[str]:
+        """SIGTERM, up to `grace` seconds to end by itself, then SIGKILL; what of its
+        session outlived it (killed; command lines)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() >= deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                break
+            time.sleep(0.1)
+        leftover = end_session(self.pid, grace=0)
+        os.close(self.fd)
+        return leftover
 
 
 def end_session(sid: int, grace: float = 30.0) -> list[str]:

@@ -31,7 +31,6 @@ import contextlib
 import functools
 import json
 import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -255,84 +254,32 @@ class CopilotRun:
         """`copilot -p PROMPT`, under the shared /etc lock (`locked=False`: the caller
         holds it exclusively)."""
         argv = [self.binary, "-p", prompt, "--allow-all-tools", "--output-format", "json"]
-        began = time.monotonic()
         with etc_lock(exclusive=False) if locked else contextlib.nullcontext():
-            proc = subprocess.Popen(
-                argv,
-                cwd=self.work,
-                env=self.env(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            finally:
-                leftover = real_clis.end_session(proc.pid)
-        lines = []
-        for line in out.splitlines():
-            if line.startswith("{"):
-                with contextlib.suppress(ValueError):
-                    lines.append(json.loads(line))
-        return Finished(proc.returncode, lines, out, err, leftover, time.monotonic() - began)
+            ran = real_clis.headless(argv, self.work, self.env(), timeout)
+        return Finished(ran.code, real_clis.json_lines(ran.stdout), ran.stdout, ran.stderr, ran.leftover, ran.took)
 
     def interactive(self, prompt: str, done: Callable[[], bool], timeout: float = 180) -> str:
         """Copilot's interactive session on a pseudo-terminal, as a person starts it
         (`copilot --allow-all-tools`, in a folder they trust): once its screen settles the
         prompt is typed, and once `done()` says the script is over it is ended (SIGTERM,
         then SIGKILL). Returns what the screen showed, escape codes removed."""
-        import pty
-        import re
-        import select
-
         self.trust()
         env = {**self.env(), "TERM": "xterm-256color"}
-        screen = bytearray()
         with etc_lock(exclusive=False):
-            pid, fd = pty.fork()
-            if pid == 0:  # the child: become Copilot
-                try:
-                    os.chdir(self.work)
-                    os.execve(self.binary, [self.binary, "--allow-all-tools"], env)
-                finally:
-                    os._exit(127)
+            screen = real_clis.Screen([self.binary, "--allow-all-tools"], self.work, env)
             began = time.monotonic()
-            typed = finished = None
-            last = time.monotonic()
             try:
-                while time.monotonic() - began < timeout:
-                    ready, _, _ = select.select([fd], [], [], 0.2)
-                    if ready:
-                        try:
-                            data = os.read(fd, 1 << 16)
-                        except OSError:
-                            break
-                        if not data:
-                            break
-                        screen += data
-                        last = time.monotonic()
-                    quiet = time.monotonic() - last
-                    if typed is None and screen and quiet > 2.0:  # the screen has settled: type
-                        os.write(fd, prompt.encode())
+                while not screen.closed and time.monotonic() - began < timeout:
+                    screen.pump(0.2)
+                    if screen.drawn and time.monotonic() - screen.last > 2.0:  # the screen has settled: type
+                        screen.type(prompt)
                         time.sleep(0.5)
-                        os.write(fd, b"\r")
-                        typed = time.monotonic()
-                    if typed is not None and finished is None and done():
-                        finished = time.monotonic()
-                    if finished is not None and time.monotonic() - finished > 2.0:
-                        break  # a moment for the last hooks to run
-            finally:
-                for sig in (signal.SIGTERM, signal.SIGKILL):
-                    try:
-                        os.kill(pid, sig)
-                    except ProcessLookupError:
+                        screen.type("\r")
+                        screen.until(done, timeout - (time.monotonic() - began), linger=2.0)
                         break
-                    time.sleep(1.0)
-                os.waitpid(pid, 0)
-                os.close(fd)
-        return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1b\][^\x07]*\x07", "", screen.decode("utf-8", "replace"))
+            finally:
+                screen.end()
+        return screen.text()
 
     def sessions(self) -> list[Path]:
         return sorted((self.copilot_home / "session-state").glob("*/events.jsonl"))

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,38 +191,12 @@ class GeminiRun:
         return [self.binary, "-p", prompt, "-o", "stream-json", "--approval-mode", "yolo", "-m", MODEL, *extra]
 
     def gemini(self, prompt: str, *extra: str, timeout: float = 240, argv: list[str] | None = None) -> Finished:
-        """One headless run, in a process group of its own; a process of the group left
-        when the CLI exits is killed and fails the test."""
-        process = subprocess.Popen(
-            argv or self.argv(prompt, *extra),
-            cwd=self.work,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
-            raise AssertionError(f"gemini did not end within {timeout}s:\n{err[-3000:]}") from None
-        leftover = _group(process.pid)
-        if leftover:
-            os.killpg(process.pid, signal.SIGKILL)
-            time.sleep(0.2)
-            raise AssertionError(f"gemini left processes behind (killed): {leftover}")
-        lines = []
-        for line in out.splitlines():
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    lines.append(json.loads(line))
-                except ValueError:
-                    pass
-        return Finished(process.returncode, lines, err)
+        """One headless run, in a session of its own; a process of it left when the CLI
+        exits is killed and fails the test."""
+        ran = real_clis.headless(argv or self.argv(prompt, *extra), self.work, self.env(), timeout, grace=0)
+        if ran.leftover:
+            raise AssertionError(f"gemini left processes behind (killed): {ran.leftover}")
+        return Finished(ran.code, real_clis.json_lines(ran.stdout), ran.stderr)
 
     def sessions(self) -> list[Path]:
         """The session files Gemini CLI wrote (`~/.gemini/tmp/<project>/chats/`), main
@@ -242,22 +214,6 @@ class GeminiRun:
     def hook_log(self) -> str:
         path = self.state_dir / "hook.log"
         return path.read_text() if path.exists() else ""
-
-
-def _group(pgid: int) -> list[int]:
-    """The live processes of process group `pgid` (Linux /proc)."""
-    alive = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            alive.append(int(entry))
-    return alive
 
 
 def tool_uses(run: Finished) -> list[dict]:

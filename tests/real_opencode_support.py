@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,114 +210,30 @@ class OpencodeRun:
         wrap: Callable[[list[str]], list[str]] | None = None,
         timeout: float = 240,
     ) -> Finished:
-        """`opencode run --format json [ARGS] PROMPT` in the work folder, in a process group
-        of its own; whatever of the group is left when it ends is killed and named."""
+        """`opencode run --format json [ARGS] PROMPT` in the work folder, in a session of
+        its own; whatever of it is left when it ends is killed and named."""
         argv = [self.binary, "run", "--format", "json", *args, prompt]
         if wrap is not None:
             argv = wrap(argv)
-        child = subprocess.Popen(
-            argv,
-            cwd=self.work,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            out, err = child.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(child.pid)
-            out, err = child.communicate()
-            raise AssertionError(f"opencode did not end within {timeout}s:\n{err.decode(errors='replace')[-3000:]}")
-        leftover = _kill_group(child.pid)
-        lines = []
-        for line in out.decode("utf-8", "replace").splitlines():
-            if line.startswith("{"):
-                try:
-                    lines.append(json.loads(line))
-                except ValueError:
-                    pass
-        return Finished(child.returncode, lines, err.decode("utf-8", "replace"), leftover)
+        ran = real_clis.headless(argv, self.work, self.env(), timeout, grace=0)
+        return Finished(ran.code, real_clis.json_lines(ran.stdout), ran.stderr, ran.leftover)
 
     def interactive(self, prompt: str, done: Callable[[], bool], timeout: float = 240) -> tuple[str, list[str]]:
         """opencode's terminal UI on a pseudo-terminal, as a person starts it (`opencode
-        --prompt PROMPT`), until `done()` says the script is over; then it is ended (SIGTERM,
-        then SIGKILL, to its whole group). Returns what the screen showed (escape codes
-        removed) and what of its process group was left after it ended."""
-        import pty
-        import re
-        import select
-
+        --prompt PROMPT`), until `done()` says the script is over (and 3 s more, for the
+        session going idle); then it is ended (SIGTERM, up to 5 s to end by itself as on a
+        person's Ctrl-C, then SIGKILL). Returns what the screen showed (escape codes
+        removed) and what of its session was left after it ended."""
         env = {**self.env(), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: become opencode, in a session of its own (pty.fork's)
-            try:
-                os.chdir(self.work)
-                os.execve(self.binary, [self.binary, "--prompt", prompt], env)
-            finally:
-                os._exit(127)
-        screen = bytearray()
-        began = time.monotonic()
-        finished_at = None
+        screen = real_clis.Screen([self.binary, "--prompt", prompt], self.work, env)
         try:
-            while time.monotonic() - began < timeout:
-                ready, _, _ = select.select([fd], [], [], 0.2)
-                if ready:
-                    try:
-                        data = os.read(fd, 1 << 16)
-                    except OSError:
-                        break
-                    if not data:
-                        break
-                    screen += data
-                if finished_at is None and done():
-                    finished_at = time.monotonic()
-                if finished_at is not None and time.monotonic() - finished_at > 3.0:
-                    break  # a moment for the last events (the session going idle)
+            screen.until(done, timeout, linger=3.0)
         finally:
-            os.kill(pid, signal.SIGTERM)
-            for _ in range(50):  # up to 5 s to end by itself, as on a person's Ctrl-C
-                if os.waitpid(pid, os.WNOHANG) != (0, 0):
-                    break
-                time.sleep(0.1)
-            else:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            leftover = _kill_group(pid)  # what of its group outlived it
-            os.close(fd)
-        text = re.sub(
-            r"\x1b\[[0-9;?<>=]*[a-zA-Z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)", "", screen.decode("utf-8", "replace")
-        )
-        return text, leftover
+            leftover = screen.end(grace=5.0)
+        return screen.text(), leftover
 
     def status(self) -> dict[str, dict[str, Any]]:
         """`loopwatch status --json`: agent ("" for the main one) -> its row."""
         done = self.loopwatch("status", "--json", "--limit", "200")
         rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         return {row["agent"]: row for row in rows}
-
-
-def _kill_group(pgid: int) -> list[str]:
-    """Kill what is left of process group `pgid`; the command lines of what was left."""
-    left = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_bytes()
-            if int(stat.rsplit(b")", 1)[1].split()[2]) != pgid:
-                continue
-            state = stat.rsplit(b")", 1)[1].split()[0]
-            if state == b"Z":
-                continue
-            left.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
-        except (OSError, ValueError, IndexError):
-            continue
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    return left

@@ -17,11 +17,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,28 +201,8 @@ class QwenRun:
 
     def run(self, prompt: str, timeout: float = 240) -> Finished:
         """`qwen --yolo -o stream-json PROMPT` in the work folder, stdin not a terminal."""
-        argv = [self.binary, "--yolo", "-o", "stream-json", prompt]
-        began = time.monotonic()
-        proc = subprocess.Popen(
-            argv,
-            cwd=self.work,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        finally:
-            leftover = real_clis.end_session(proc.pid)
-        lines = []
-        for line in out.splitlines():
-            if line.startswith("{"):
-                with contextlib.suppress(ValueError):
-                    lines.append(json.loads(line))
-        return Finished(proc.returncode, lines, err, leftover, time.monotonic() - began, out)
+        ran = real_clis.headless([self.binary, "--yolo", "-o", "stream-json", prompt], self.work, self.env(), timeout)
+        return Finished(ran.code, real_clis.json_lines(ran.stdout), ran.stderr, ran.leftover, ran.took, ran.stdout)
 
     def sessions(self) -> list[Path]:
         return sorted((self.home / ".qwen" / "projects").glob("*/chats/*.jsonl"))
