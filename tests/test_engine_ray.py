@@ -66,14 +66,15 @@ def test_ray_gives_the_local_records_file_for_file(tmp_path):
     assert pq.read_table(tmp_path / "ray.parquet").column("path").to_pylist() == [r["path"] for r in records]
 
 
-def test_a_file_ray_cannot_read_is_reported_and_the_others_kept(tmp_path):
+def test_a_file_ray_cannot_read_is_reported_as_the_local_scan_does_and_the_others_kept(tmp_path):
     good = tmp_path / "loop.jsonl"
     good.write_text(jsonl(looping_events()))
     items = [(str(good), "first"), (str(tmp_path / "gone.jsonl"), "gone"), (str(good), "again")]
     results = list(replay_files_ray(items, Config.make()))
     assert [[r.path for r in file] for file in results] == [["first"], ["gone"], ["again"]]
     assert results[0][0].verdict is not None and results[2][0].verdict == results[0][0].verdict
-    assert results[1][0].error.startswith("lost on Ray:")
+    assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
+    assert results[1][0].error == "cannot open: No such file or directory"
 
 
 def test_token_totals_past_64_bits_come_back_exact(tmp_path):
@@ -149,21 +150,21 @@ def test_evaluate_on_ray_gives_the_local_figures(tmp_path):
 
 
 def failing_on(name: str, attempts: Path, *, times: int | None, kill: bool):
-    """`_replay_batch` as a worker runs it, except that a batch holding the file `name`
+    """`_replay_chunk` as a worker runs it, except that a chunk holding the file `name`
     fails its first `times` attempts (all of them with None): it raises, or its worker
     process dies. Each attempt leaves a file in `attempts` (the workers are other
     processes). Defined here, so Ray ships it by value to the workers."""
-    real = ray_engine._replay_batch
+    real = ray_engine._replay_chunk
 
-    def replay(batch, config, format):
-        if any(Path(path).name == name for path in batch.column("path").to_pylist()):
+    def replay(cwd, paths, config, format):
+        if any(Path(path).name == name for path in paths):
             tried = len(os.listdir(attempts))
             os.close(tempfile.mkstemp(dir=attempts)[0])
             if times is None or tried < times:
                 if kill:
                     os._exit(1)
                 raise RuntimeError(f"failing on purpose on {name}")
-        return real(batch, config, format)
+        return real(cwd, paths, config, format)
 
     return replay
 
@@ -183,7 +184,7 @@ def test_a_task_that_fails_once_has_its_files_retried(tmp_path, monkeypatch, kil
     items = three_sessions(tmp_path)
     attempts = tmp_path / "attempts"
     attempts.mkdir()
-    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("b.jsonl", attempts, times=1, kill=kill))
+    monkeypatch.setattr(ray_engine, "_replay_chunk", failing_on("b.jsonl", attempts, times=1, kill=kill))
     results = list(replay_files_ray(items, Config.make()))
     assert len(os.listdir(attempts)) >= 2  # it failed, then ran again
     local = [replay_file(path, Config.make(), label=label) for path, label in items]
@@ -197,7 +198,7 @@ def test_a_file_that_keeps_failing_is_reported_as_an_error_never_dropped(tmp_pat
     items = three_sessions(tmp_path)
     attempts = tmp_path / "attempts"
     attempts.mkdir()
-    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("b.jsonl", attempts, times=None, kill=kill))
+    monkeypatch.setattr(ray_engine, "_replay_chunk", failing_on("b.jsonl", attempts, times=None, kill=kill))
     results = list(replay_files_ray(items, Config.make()))
     assert [[r.path for r in file] for file in results] == [["a.jsonl"], ["b.jsonl"], ["c.jsonl"]]
     local = [replay_file(path, Config.make(), label=label) for path, label in items]
@@ -213,8 +214,8 @@ def test_a_file_given_several_times_is_replayed_once_and_reported_each_time(tmp_
     items = [a, b, (a[0], "a again"), (a[0], "a once more")]
     attempts = tmp_path / "attempts"
     attempts.mkdir()
-    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("a.jsonl", attempts, times=0, kill=False))
+    monkeypatch.setattr(ray_engine, "_replay_chunk", failing_on("a.jsonl", attempts, times=0, kill=False))
     results = list(replay_files_ray(items, Config.make()))
-    assert len(os.listdir(attempts)) == 1  # one batch held it, and nothing was tried again
+    assert len(os.listdir(attempts)) == 1  # one task held it, and nothing was tried again
     assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
     assert [r.path for file in results for r in file] == ["a.jsonl", "b.jsonl", "a again", "a once more"]
