@@ -21,6 +21,7 @@ from loopwatch._analysis import ray_engine
 from loopwatch._analysis.ray_engine import replay_files_ray
 from loopwatch._analysis.replay import replay_file
 from loopwatch._analysis.results import record_line
+from loopwatch._encode import decode_json
 from loopwatch._cli import cli
 from loopwatch._core.config import Config
 
@@ -219,3 +220,36 @@ def test_a_file_given_several_times_is_replayed_once_and_reported_each_time(tmp_
     assert len(os.listdir(attempts)) == 1  # one task held it, and nothing was tried again
     assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
     assert [r.path for file in results for r in file] == ["a.jsonl", "b.jsonl", "a again", "a once more"]
+
+
+def test_the_files_go_to_the_workers_by_the_chunk_and_come_back_so(tmp_path, monkeypatch):
+    """The driver's work grows with the tasks, not the files: 1,000 files go out in a few
+    dozen tasks of many files each (a task a file, or a handful, costs the driver about a
+    millisecond a file, the cluster's limit), and each task's results come back in one piece."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    real = ray_engine._replay_chunk
+
+    def counted(cwd, paths, config, format):
+        handle, _ = tempfile.mkstemp(dir=tasks)  # the workers are other processes, at once
+        os.write(handle, str(len(paths)).encode())
+        os.close(handle)
+        return real(cwd, paths, config, format)
+
+    monkeypatch.setattr(ray_engine, "_replay_chunk", counted)
+    decoded = []
+    monkeypatch.setattr(ray_engine, "decode_json", lambda *args: decoded.append(1) or decode_json(*args))
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    items = []
+    for i in range(1000):
+        path = folder / f"s{i}.jsonl"
+        path.write_text(jsonl(looping_events() if i % 100 == 0 else healthy_events()))
+        items.append((str(path), f"s{i}"))
+    results = list(replay_files_ray(items, Config.make()))
+    assert [[r.path for r in file] for file in results] == [[label] for _, label in items]
+    assert sum(file[0].stopped for file in results) == 10 and not any(file[0].error for file in results)
+    sizes = [int(task.read_text()) for task in tasks.iterdir()]
+    assert sum(sizes) == 1000  # each file once, none lost
+    assert len(sizes) <= 1000 // 32, sorted(sizes)
+    assert len(decoded) == len(sizes)  # one decoding a task, not one a file

@@ -14,9 +14,10 @@ together); each task's results come back as one JSON array (`encode_json`), deco
 in one call. The driver's work per file is a few dict and list operations and the
 `SessionResult`s it gives back; per task, about a millisecond.
 
-At most `_WINDOW` items are read ahead and not yet given back, and at most `_AHEAD`
-tasks a CPU of the cluster are out, so what the driver holds is bounded whatever the
-number of files. A path given twice within the window is replayed once. Nothing is
+At most `_AHEAD` tasks a CPU of the cluster are out, and `_WINDOW` items (more on a
+cluster of over 16 CPUs: twice what its tasks hold, so that they stay full) are read
+ahead and not yet given back: what the driver holds is bounded whatever the number of
+files. A path given twice within the window is replayed once. Nothing is
 dropped: a task whose worker died is retried by Ray (`_RETRIES` times); a task that
 fails all the same (a worker lost past those retries, a task that raised) is sent
 again whole, then in halves, and a file that fails alone is reported as an error with
@@ -63,8 +64,8 @@ from .replay import SessionResult, replay_file
 
 __all__ = ["RayInterrupted", "RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray", "start_local"]
 
-# Items read ahead and not yet given back: what the driver holds (their labels, and the
-# results that arrive before an earlier item's, a few KB each), whatever the number of files.
+# Items read ahead and not yet given back, at least: what the driver holds (their labels,
+# and the results that arrive before an earlier item's, a few KB each).
 _WINDOW = 8192
 # Files replayed by one Ray task, at most. Each task costs the driver about a millisecond
 # (sending it, waiting for it, taking its results in), so a session's share of it is
@@ -323,12 +324,13 @@ def _ready(file: _File | None) -> bool:
 
 
 class _Scan:
-    """The driver's side of `replay_files_ray`: items read ahead (at most `_WINDOW` not yet
+    """The driver's side of `replay_files_ray`: items read ahead (a window of them not yet
     given back), their distinct paths sent to the workers a chunk a task (at most
     `in_flight` tasks out), results given back in order."""
 
     def __init__(self, ray: Any, config: Config, format: str | None, in_flight: int) -> None:
         self._ray, self._config, self._format, self._in_flight = ray, config, format, in_flight
+        self._window = max(_WINDOW, 2 * in_flight * _CHUNK)  # full chunks while the tasks out hold half
         self._remote = ray.remote(max_retries=_RETRIES)(_replay_chunk)
         self._config_ref = ray.put(config)  # sent once, not once a task
         self._cwd = os.getcwd()  # the workers join relative paths to it: none is resolved here
@@ -341,7 +343,7 @@ class _Scan:
         again: deque[_Chunk] = deque()  # failed: sent again first
         more = True
         while True:
-            while more and len(held) < _WINDOW:
+            while more and len(held) < self._window:
                 try:
                     path, label = next(items)
                 except StopIteration:
