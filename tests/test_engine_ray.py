@@ -253,3 +253,33 @@ def test_the_files_go_to_the_workers_by_the_chunk_and_come_back_so(tmp_path, mon
     assert sum(sizes) == 1000  # each file once, none lost
     assert len(sizes) <= 1000 // 32, sorted(sizes)
     assert len(decoded) == len(sizes)  # one decoding a task, not one a file
+
+
+def test_on_a_large_cluster_the_tasks_stay_as_full(tmp_path, monkeypatch):
+    """With a 64-CPU cluster's 128 tasks out, the tasks still carry full chunks, not a
+    window's worth shared thin among them: the driver's work a session is the same on a
+    large cluster as here (what `bench/scale.py`'s estimate assumes). The files are not
+    read: each task only counts its paths. The last 64 x 128 files go in thinner chunks
+    (so that the workers end together), a few hundred tasks a scan whatever its size."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+
+    def counted(cwd, paths, config, format):
+        from loopwatch._encode import encode_json
+
+        handle, _ = tempfile.mkstemp(dir=tasks)
+        os.write(handle, str(len(paths)).encode())
+        os.close(handle)
+        return encode_json([[{"format": "counted"}] for _ in paths])
+
+    monkeypatch.setattr(ray_engine, "_replay_chunk", counted)
+    monkeypatch.setattr(ray_engine, "_cpus", lambda ray: 64)  # 128 tasks out, queued on these 2 CPUs
+    count = 100_000
+    results = list(replay_files_ray(((f"/nowhere/s{i}.jsonl", f"s{i}") for i in range(count)), Config.make()))
+    assert [file[0].path for file in results] == [f"s{i}" for i in range(count)]
+    assert {file[0].format for file in results} == {"counted"}
+    sizes = [int(task.read_text()) for task in tasks.iterdir()]
+    assert sum(sizes) == count
+    full = sum(size for size in sizes if size == ray_engine._CHUNK)
+    assert full >= 0.8 * count, (full, len(sizes))  # thinner only for the last files, a CPU's share each
+    assert len(sizes) <= count // 64, len(sizes)

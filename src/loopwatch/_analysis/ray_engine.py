@@ -288,12 +288,16 @@ def replay_files_ray(
     connect(address)
     import ray
 
-    cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
-    scan = _Scan(ray, config, format, in_flight=max(2, _AHEAD * cpus))
+    scan = _Scan(ray, config, format, _cpus(ray))
     try:
         yield from scan.run(iter(items))
     finally:
         scan.cancel()
+
+
+def _cpus(ray: Any) -> int:
+    """The cluster's CPUs, as Ray counts them now."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
 class _File:
@@ -326,11 +330,12 @@ def _ready(file: _File | None) -> bool:
 class _Scan:
     """The driver's side of `replay_files_ray`: items read ahead (a window of them not yet
     given back), their distinct paths sent to the workers a chunk a task (at most
-    `in_flight` tasks out), results given back in order."""
+    `_AHEAD` tasks a CPU out), results given back in order."""
 
-    def __init__(self, ray: Any, config: Config, format: str | None, in_flight: int) -> None:
-        self._ray, self._config, self._format, self._in_flight = ray, config, format, in_flight
-        self._window = max(_WINDOW, 2 * in_flight * _CHUNK)  # full chunks while the tasks out hold half
+    def __init__(self, ray: Any, config: Config, format: str | None, cpus: int) -> None:
+        self._ray, self._config, self._format = ray, config, format
+        self._cpus, self._in_flight = cpus, _AHEAD * cpus
+        self._window = max(_WINDOW, 2 * self._in_flight * _CHUNK)  # full chunks while the tasks out hold half
         self._remote = ray.remote(max_retries=_RETRIES)(_replay_chunk)
         self._config_ref = ray.put(config)  # sent once, not once a task
         self._cwd = os.getcwd()  # the workers join relative paths to it: none is resolved here
@@ -358,12 +363,16 @@ class _Scan:
                     file.uses += 1
                 held.append((label, file))
             while len(self._running) < self._in_flight and (again or waiting):
-                # Chunks of `_CHUNK` files, smaller when few are left, so that every worker has some.
-                size = min(_CHUNK, max(1, len(waiting) // self._in_flight))
-                chunk = (
-                    again.popleft() if again else _Chunk([waiting.popleft() for _ in range(min(size, len(waiting)))])
-                )
-                self._send(chunk)
+                if again:
+                    self._send(again.popleft())
+                    continue
+                if more:  # full chunks; a smaller one only for a CPU that would wait for it
+                    if len(waiting) < _CHUNK and len(self._running) >= self._cpus:
+                        break
+                    size = _CHUNK
+                else:  # the last files: a CPU's share of them, so that the workers end together
+                    size = min(_CHUNK, -(-len(waiting) // self._cpus))
+                self._send(_Chunk([waiting.popleft() for _ in range(min(size, len(waiting)))]))
             while held and _ready(held[0][1]):
                 label, file = held.popleft()
                 if file is None:
