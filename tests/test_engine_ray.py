@@ -92,9 +92,9 @@ def test_token_totals_past_64_bits_come_back_exact(tmp_path):
 
 
 def test_the_driver_imports_nothing_again_for_each_file(tmp_path):
-    """Ray Data resolves each path with an import (fsspec's HTTP filesystem); where that
-    import fails it must not be attempted again file after file (a fraction of a
-    millisecond each, most of the driver's CPU a file)."""
+    """No import is attempted file after file on the driver (a failing one, such as the
+    fsspec HTTP filesystem Ray Data looked up for every path it resolved, costs a fraction
+    of a millisecond each: more than the driver's whole work a file)."""
     looked_up: collections.Counter[str] = collections.Counter()
 
     class Count(importlib.abc.MetaPathFinder):
