@@ -6,27 +6,30 @@
 
 The N sessions are real corpus sessions (../shared/corpus and ../shared/corpus-tb2, or
 `--corpus`; every file a scan finds there in a known format), drawn with replacement by a
-seeded generator into a temporary listing the scan reads as it goes (a file drawn twice is
-replayed twice), so N can be 100,000 without copying gigabytes; results are counted as they
-come, not kept, so the driver's memory is the engine's. Each configuration runs in a
-fresh Python process (so one's workers and caches do not carry into the next) and prints:
-wall time (Ray's start-up and Ray Data's import apart, as "init"), sessions/s, events/s,
-stopped sessions (the same for every engine, or the run says so), the driver's CPU per
-session (on 1 local worker, the whole scan), and the peak resident memory of a worker
-(local: the largest child's `ru_maxrss`, which counts the driver's memory when the pool
-forked it, or the process's own on 1 worker, which scans in process; Ray: the largest
-among the workers, asked at the end) and of the driver; a process's own peak is its
-`VmHWM`, not its `ru_maxrss` (see `own_peak_kib`).
+seeded generator into a temporary listing the scan reads as it goes (the local pool replays
+a file drawn twice twice; Ray replays a path given again within the items it reads ahead,
+8,192 here, once: at N = 10,000, drawn from 5,792 files, it replays about 6,000 times; its
+sessions/s count the sessions given back), so N can be 100,000 without copying gigabytes;
+results are counted as they come, not kept, so the driver's memory is the engine's. Each
+configuration runs in a fresh Python process (so one's workers and caches do not carry into
+the next) and prints: wall time (Ray's start-up, Ray Data's import and a first task of one
+session apart, as "init"), sessions/s, events/s, stopped sessions (the same for every
+engine, or the run says so), the driver's CPU per session (on 1 local worker, the whole
+scan), and the peak resident memory of a worker (local: the largest child's `ru_maxrss`,
+which counts the driver's memory when the pool forked it, or the process's own on 1 worker,
+which scans in process; Ray: the largest among the workers, asked at the end) and of the
+driver; a process's own peak is its `VmHWM`, not its `ru_maxrss` (see `own_peak_kib`).
 
 With several N, it then prints each configuration's sessions/s at every N against the
 smallest (1.00 = flat throughput: time linear in N), and, when Ray ran, what 10 million
 rollouts would take on a 64-core Ray cluster, from the largest N's Ray run on the most
-workers: its seconds per session per worker (start-up excluded), times 10 million, over
-64; or, if longer, the time the driver needs to take 10 million results in: its CPU a
-session beyond what it spends polling in any case (that rate is measured after the run,
-on tasks that only sleep), the driver's one core being the limit. The assumptions are
-printed with it (each core of the cluster as fast as one here, scaling linear in cores,
-rollouts as long as these sessions on average).
+workers: its seconds per session per worker (start-up excluded), times 10 million, over 64;
+or, if longer, the time the driver needs to take 10 million results in: its CPU a session
+beyond what it spends polling in any case (that rate is measured after the run, on the
+engine's own loop over tasks that only sleep), the driver's one core being the limit. It
+says which of the two bounds the estimate, and prints its assumptions with it (each core of
+the cluster as fast as one here, scaling linear in cores, rollouts as long as these
+sessions on average).
 """
 
 from __future__ import annotations
@@ -104,6 +107,10 @@ def one(engine: str, workers: int, listing: str) -> dict:
 
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
             connect()  # imports Ray Data: once a scan, counted with Ray's start-up
+            # A first task, counted with the start-up too: the driver's one-off costs (Ray's
+            # serialisation imports, sending the function: about 0.1 s of CPU) are not a session's.
+            with open(listing) as first:
+                list(replay_files_ray([(first.readline().rstrip("\n"), "")], config))
             init_seconds = time.perf_counter() - start
             start, cpu_start, thread_start = time.perf_counter(), time.process_time(), time.thread_time()
             files = replay_files_ray(items, config)
@@ -140,17 +147,19 @@ def one(engine: str, workers: int, listing: str) -> dict:
 
 
 def driver_at_rest(workers: int) -> float:
-    """The Ray driver's CPU seconds per second while its tasks run and none finishes: Ray
-    Data's scheduling loop and Ray's client threads poll (about every 0.1 s), a cost in
-    time, not in sessions. Measured on a dataset whose tasks only sleep, over 2 s in the
-    middle of their 5 (its start-up left out)."""
+    """The Ray driver's CPU seconds per second while its tasks run and none finishes: Ray's
+    client threads poll, a cost in time, not in sessions. Measured on the engine's own loop
+    (`replay_files_ray`) over tasks that only sleep, one a worker, over 2 s in the middle
+    of their 5 (their start left out)."""
     import threading
 
-    import ray.data
+    from loopwatch._analysis import ray_engine
+    from loopwatch._core.config import Config
+    from loopwatch._encode import encode_json
 
-    def sleep(batch: dict) -> dict:
+    def sleep(cwd: str, paths: list[str], config: object, format: str | None) -> tuple[bytes, bool]:
         time.sleep(5)
-        return batch
+        return encode_json([[] for _ in paths])
 
     marks: list[tuple[float, float]] = []
 
@@ -159,12 +168,15 @@ def driver_at_rest(workers: int) -> float:
             time.sleep(wait)
             marks.append((time.perf_counter(), time.process_time()))
 
-    dataset = ray.data.range(workers, override_num_blocks=workers).map_batches(sleep, batch_size=None)
-    clock = threading.Thread(target=mark)
-    clock.start()
-    for _ in dataset.iter_batches(batch_size=None):
-        pass
-    clock.join()
+    real, ray_engine._replay_chunk = ray_engine._replay_chunk, sleep
+    try:
+        clock = threading.Thread(target=mark)
+        clock.start()
+        for _ in ray_engine.replay_files_ray(((f"idle-{i}", "") for i in range(workers)), Config.make()):
+            pass
+        clock.join()
+    finally:
+        ray_engine._replay_chunk = real
     (wall0, cpu0), (wall1, cpu1) = marks
     return (cpu1 - cpu0) / (wall1 - wall0)
 
@@ -210,7 +222,7 @@ def main() -> None:
                         f"{n:>7} {engine:<7}{workers:>8}{r['sessions']:>10}{r['events']:>11}{r['stopped']:>9}"
                         f"{r['errors']:>8}{r['seconds']:>9}{r['init_seconds']:>8}{r['sessions'] / r['seconds']:>9.1f}"
                         f"{r['events'] / r['seconds']:>10.0f}{r['worker_peak_mib']:>12}{r['driver_peak_mib']:>12}"
-                        f"{1000 * r['driver_cpu_seconds'] / r['sessions']:>23.2f}",
+                        f"{1000 * r['driver_cpu_seconds'] / r['sessions']:>23.3f}",
                         flush=True,
                     )
             print(
@@ -252,16 +264,19 @@ def estimate(runs: list[dict]) -> None:
     driver_hours = ROLLOUTS / driver_rate / 3600
     events = r["events"] / r["sessions"]
     print(
-        f"\n{ROLLOUTS:,} rollouts on a {CORES}-core Ray cluster: about {max(workers_hours, driver_hours):.2f} h."
+        f"\n{ROLLOUTS:,} rollouts on a {CORES}-core Ray cluster: about {max(workers_hours, driver_hours):.2f} h,"
+        f" bound by the {'workers' if workers_hours >= driver_hours else 'driver'}"
+        f" ({max(workers_hours, driver_hours) / min(workers_hours, driver_hours):.1f}x the other bound)."
         f" Workers: {per_session * 1000:.1f} ms a session on one worker (N = {r['n']:,} on {r['workers']} worker(s),"
         f" Ray's start-up of {r['init_seconds']} s apart), so {workers_hours:.2f} h over {CORES} cores"
         f" ({CORES / per_session:,.0f} sessions/s)."
-        f" Driver: {1000 * r['driver_cpu_seconds'] / r['sessions']:.2f} ms of CPU a session over the run"
-        f" ({1000 * r['driver_thread_cpu_seconds'] / r['sessions']:.2f} in the thread taking the results in),"
-        f" of which {1000 * at_rest:.0f} ms a second is polling, at rest: {1000 * driver_session:.2f} ms a session"
+        f" Driver: {1000 * r['driver_cpu_seconds'] / r['sessions']:.3f} ms of CPU a session over the run"
+        f" ({1000 * r['driver_thread_cpu_seconds'] / r['sessions']:.3f} in the thread taking the results in),"
+        f" of which {1000 * at_rest:.0f} ms a second is polling, at rest: {1000 * driver_session:.3f} ms a session"
         f" beyond it, so it takes in at most {driver_rate:,.0f} sessions/s: at least {driver_hours:.2f} h however"
         f" many cores. Assumed: each of the {CORES} cores as fast as one here, the work spread evenly (no"
-        f" straggler, no gap between windows), the driver's costs per session the same with {CORES} workers, rollouts"
+        f" straggler, no gap between tasks), the driver's costs per session the same with {CORES} workers (the"
+        f" engine's tasks as large: its window grows with the cluster), rollouts"
         f" of about {events:.0f} events like these sessions (the time grows with the events:"
         f" {r['events'] / r['seconds'] / r['workers']:.0f} events/s a worker)."
     )

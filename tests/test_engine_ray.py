@@ -21,6 +21,7 @@ from loopwatch._analysis import ray_engine
 from loopwatch._analysis.ray_engine import replay_files_ray
 from loopwatch._analysis.replay import replay_file
 from loopwatch._analysis.results import record_line
+from loopwatch._encode import decode_json
 from loopwatch._cli import cli
 from loopwatch._core.config import Config
 
@@ -66,14 +67,15 @@ def test_ray_gives_the_local_records_file_for_file(tmp_path):
     assert pq.read_table(tmp_path / "ray.parquet").column("path").to_pylist() == [r["path"] for r in records]
 
 
-def test_a_file_ray_cannot_read_is_reported_and_the_others_kept(tmp_path):
+def test_a_file_ray_cannot_read_is_reported_as_the_local_scan_does_and_the_others_kept(tmp_path):
     good = tmp_path / "loop.jsonl"
     good.write_text(jsonl(looping_events()))
     items = [(str(good), "first"), (str(tmp_path / "gone.jsonl"), "gone"), (str(good), "again")]
     results = list(replay_files_ray(items, Config.make()))
     assert [[r.path for r in file] for file in results] == [["first"], ["gone"], ["again"]]
     assert results[0][0].verdict is not None and results[2][0].verdict == results[0][0].verdict
-    assert results[1][0].error.startswith("lost on Ray:")
+    assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
+    assert results[1][0].error == "cannot open: No such file or directory"
 
 
 def test_token_totals_past_64_bits_come_back_exact(tmp_path):
@@ -90,9 +92,9 @@ def test_token_totals_past_64_bits_come_back_exact(tmp_path):
 
 
 def test_the_driver_imports_nothing_again_for_each_file(tmp_path):
-    """Ray Data resolves each path with an import (fsspec's HTTP filesystem); where that
-    import fails it must not be attempted again file after file (a fraction of a
-    millisecond each, most of the driver's CPU a file)."""
+    """No import is attempted file after file on the driver (a failing one, such as the
+    fsspec HTTP filesystem Ray Data looked up for every path it resolved, costs a fraction
+    of a millisecond each: more than the driver's whole work a file)."""
     looked_up: collections.Counter[str] = collections.Counter()
 
     class Count(importlib.abc.MetaPathFinder):
@@ -149,21 +151,21 @@ def test_evaluate_on_ray_gives_the_local_figures(tmp_path):
 
 
 def failing_on(name: str, attempts: Path, *, times: int | None, kill: bool):
-    """`_replay_batch` as a worker runs it, except that a batch holding the file `name`
+    """`_replay_chunk` as a worker runs it, except that a chunk holding the file `name`
     fails its first `times` attempts (all of them with None): it raises, or its worker
     process dies. Each attempt leaves a file in `attempts` (the workers are other
     processes). Defined here, so Ray ships it by value to the workers."""
-    real = ray_engine._replay_batch
+    real = ray_engine._replay_chunk
 
-    def replay(batch, config, format):
-        if any(Path(path).name == name for path in batch.column("path").to_pylist()):
+    def replay(cwd, paths, config, format):
+        if any(Path(path).name == name for path in paths):
             tried = len(os.listdir(attempts))
             os.close(tempfile.mkstemp(dir=attempts)[0])
             if times is None or tried < times:
                 if kill:
                     os._exit(1)
                 raise RuntimeError(f"failing on purpose on {name}")
-        return real(batch, config, format)
+        return real(cwd, paths, config, format)
 
     return replay
 
@@ -183,7 +185,7 @@ def test_a_task_that_fails_once_has_its_files_retried(tmp_path, monkeypatch, kil
     items = three_sessions(tmp_path)
     attempts = tmp_path / "attempts"
     attempts.mkdir()
-    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("b.jsonl", attempts, times=1, kill=kill))
+    monkeypatch.setattr(ray_engine, "_replay_chunk", failing_on("b.jsonl", attempts, times=1, kill=kill))
     results = list(replay_files_ray(items, Config.make()))
     assert len(os.listdir(attempts)) >= 2  # it failed, then ran again
     local = [replay_file(path, Config.make(), label=label) for path, label in items]
@@ -197,7 +199,7 @@ def test_a_file_that_keeps_failing_is_reported_as_an_error_never_dropped(tmp_pat
     items = three_sessions(tmp_path)
     attempts = tmp_path / "attempts"
     attempts.mkdir()
-    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("b.jsonl", attempts, times=None, kill=kill))
+    monkeypatch.setattr(ray_engine, "_replay_chunk", failing_on("b.jsonl", attempts, times=None, kill=kill))
     results = list(replay_files_ray(items, Config.make()))
     assert [[r.path for r in file] for file in results] == [["a.jsonl"], ["b.jsonl"], ["c.jsonl"]]
     local = [replay_file(path, Config.make(), label=label) for path, label in items]
@@ -213,8 +215,71 @@ def test_a_file_given_several_times_is_replayed_once_and_reported_each_time(tmp_
     items = [a, b, (a[0], "a again"), (a[0], "a once more")]
     attempts = tmp_path / "attempts"
     attempts.mkdir()
-    monkeypatch.setattr(ray_engine, "_replay_batch", failing_on("a.jsonl", attempts, times=0, kill=False))
+    monkeypatch.setattr(ray_engine, "_replay_chunk", failing_on("a.jsonl", attempts, times=0, kill=False))
     results = list(replay_files_ray(items, Config.make()))
-    assert len(os.listdir(attempts)) == 1  # one batch held it, and nothing was tried again
+    assert len(os.listdir(attempts)) == 1  # one task held it, and nothing was tried again
     assert records(results) == records([replay_file(path, Config.make(), label=label) for path, label in items])
     assert [r.path for file in results for r in file] == ["a.jsonl", "b.jsonl", "a again", "a once more"]
+
+
+def test_the_files_go_to_the_workers_by_the_chunk_and_come_back_so(tmp_path, monkeypatch):
+    """The driver's work grows with the tasks, not the files: 1,000 files go out in a few
+    dozen tasks of many files each (a task a file, or a handful, costs the driver about a
+    millisecond a file, the cluster's limit), and each task's results come back in one piece."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    real = ray_engine._replay_chunk
+
+    def counted(cwd, paths, config, format):
+        handle, _ = tempfile.mkstemp(dir=tasks)  # the workers are other processes, at once
+        os.write(handle, str(len(paths)).encode())
+        os.close(handle)
+        return real(cwd, paths, config, format)
+
+    monkeypatch.setattr(ray_engine, "_replay_chunk", counted)
+    decoded = []
+    monkeypatch.setattr(ray_engine, "decode_json", lambda *args: decoded.append(1) or decode_json(*args))
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    items = []
+    for i in range(1000):
+        path = folder / f"s{i}.jsonl"
+        path.write_text(jsonl(looping_events() if i % 100 == 0 else healthy_events()))
+        items.append((str(path), f"s{i}"))
+    results = list(replay_files_ray(items, Config.make()))
+    assert [[r.path for r in file] for file in results] == [[label] for _, label in items]
+    assert sum(file[0].stopped for file in results) == 10 and not any(file[0].error for file in results)
+    sizes = [int(task.read_text()) for task in tasks.iterdir()]
+    assert sum(sizes) == 1000  # each file once, none lost
+    assert len(sizes) <= 1000 // 32, sorted(sizes)
+    assert len(decoded) == len(sizes)  # one decoding a task, not one a file
+
+
+def test_on_a_large_cluster_the_tasks_stay_as_full(tmp_path, monkeypatch):
+    """With a 64-CPU cluster's 128 tasks out, the tasks still carry full chunks, not a
+    window's worth shared thin among them: the driver's work a session is the same on a
+    large cluster as here (what `bench/scale.py`'s estimate assumes). The files are not
+    read: each task only counts its paths. The last 64 x 128 files go in thinner chunks
+    (so that the workers end together), a few hundred tasks a scan whatever its size."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+
+    def counted(cwd, paths, config, format):
+        from loopwatch._encode import encode_json
+
+        handle, _ = tempfile.mkstemp(dir=tasks)
+        os.write(handle, str(len(paths)).encode())
+        os.close(handle)
+        return encode_json([[{"format": "counted"}] for _ in paths])
+
+    monkeypatch.setattr(ray_engine, "_replay_chunk", counted)
+    monkeypatch.setattr(ray_engine, "_cpus", lambda ray: 64)  # 128 tasks out, queued on these 2 CPUs
+    count = 100_000
+    results = list(replay_files_ray(((f"/nowhere/s{i}.jsonl", f"s{i}") for i in range(count)), Config.make()))
+    assert [file[0].path for file in results] == [f"s{i}" for i in range(count)]
+    assert {file[0].format for file in results} == {"counted"}
+    sizes = [int(task.read_text()) for task in tasks.iterdir()]
+    assert sum(sizes) == count
+    full = sum(size for size in sizes if size == ray_engine._CHUNK)
+    assert full >= 0.8 * count, (full, len(sizes))  # thinner only for the last files, a CPU's share each
+    assert len(sizes) <= count // 64, len(sizes)

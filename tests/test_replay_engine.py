@@ -148,15 +148,13 @@ SESSIONS = {
 
 @pytest.mark.parametrize("name", sorted(SESSIONS))
 def test_scan_evaluate_and_the_ray_worker_replay_alike(tmp_path, name):
-    pa = pytest.importorskip("pyarrow")
-    from loopwatch._analysis.ray_engine import _replay_batch
+    from loopwatch._analysis.ray_engine import _replay_chunk
 
     path = SESSIONS[name](tmp_path)
     configs = [Config.make(tools=BASH_RULE), Config.make(profile="attended", stop=True)]
     for config in configs:
         (local,) = replay_file(str(path), config)
-        batch = pa.table({"bytes": [path.read_bytes()], "path": [str(path)]})
-        (remote,) = json.loads(_replay_batch(batch, config, None)["results"][0])
+        ((remote,),) = json.loads(_replay_chunk(str(tmp_path), [path.name], config, None)[0])
         assert remote["verdict"] == local.verdict and remote["interventions"] == local.interventions
     # evaluate, here (the function Ray's tasks run) and through the pool, under both at once
     direct = replay_case(Case(path.name), str(tmp_path), configs)

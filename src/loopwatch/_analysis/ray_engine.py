@@ -4,22 +4,27 @@
         ...
 
 The same contract as `replay.replay_files`: each file's results, in the order given, as
-soon as they are ready, and the same verdicts (each file goes through the same
-`replay_file`, on a worker, from its bytes). Files are read by Ray Data as binary files
-with their paths (`read_binary_files(include_paths=True)`: the readers, not Arrow, make
-sense of them, so mixed formats and schemas are no problem) and replayed in
-`map_batches`; the results come back as JSON, one row per file, and the driver takes
-them in a block at a time (Arrow columns, no dict a row).
+soon as they are ready, and the same records (each file goes through the same
+`replay_file`, on a worker, which reads it at its path: the files must be at the same
+path on every node, a shared or copied folder, as for `evaluate`; a relative path is
+taken from the driver's working directory). The files go out in chunks of up to
+`_CHUNK` paths, one Ray task each (plain tasks, not Ray Data: a dataset's planning,
+path resolution and scheduling loop cost the driver ~0.2 ms a file, more than the rest
+together); each task's results come back as one JSON array (`encode_json`), decoded
+in one call. The driver's work per file is a few dict and list operations and the
+`SessionResult`s it gives back; per task, about a millisecond.
 
-A window of `_WINDOW` files is one Ray dataset, so what the driver holds is bounded
-whatever the number of files. Nothing is dropped: a task whose worker died is retried
-by Ray (`_RETRIES` times, not Ray Data's default of for ever: a file that kills its
-worker every time would hang the scan); when a window fails all the same (a worker lost
-past those retries, a task that raised, a file Ray cannot read), the files whose results
-did not come back are tried again together, then in halves, and a file that fails alone
-is reported as an error with the cause. Standard input (`-`) is replayed in this process.
+At most `_AHEAD` tasks a CPU of the cluster are out, and `_WINDOW` items (more on a
+cluster of over 16 CPUs: twice what its tasks hold, so that they stay full) are read
+ahead and not yet given back: what the driver holds is bounded whatever the number of
+files. A path given twice within the window is replayed once. Nothing is
+dropped: a task whose worker died is retried by Ray (`_RETRIES` times); a task that
+fails all the same (a worker lost past those retries, a task that raised) is sent
+again whole, then in halves, and a file that fails alone is reported as an error with
+the cause. A file that cannot be read is reported as the local scan reports it.
+Standard input (`-`) is replayed in this process, in its turn.
 
-Ray is imported when this runs (the `loopwatch[ray]` extra: `ray[data]` and pyarrow).
+Ray is imported when this runs (the `loopwatch[ray]` extra).
 
 A Ray that loopwatch starts (no `address`) listens on the loopback interface only
 (127.0.0.1: its GCS, raylet, agents and workers), so nothing of a local scan is
@@ -36,7 +41,6 @@ cancel one): its thread ends when Ray gives up.
 from __future__ import annotations
 
 import importlib
-import io
 import ipaddress
 import logging
 import os
@@ -46,27 +50,28 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
-from functools import partial
-from itertools import islice
 from types import FrameType
 from typing import Any
 
 from .._core.config import Config
 from .._encode import decode_json, encode_json
-from .._readers import HEAD_SIZE
 from .evaluation import Case, Replayed, replay_case
 from .replay import SessionResult, replay_file
 
 __all__ = ["RayInterrupted", "RayUnavailable", "connect", "replay_cases_ray", "replay_files_ray", "start_local"]
 
-# Files in one Ray dataset. A dataset costs seconds to plan and start (about 10 s on a busy
-# 2-core machine, BENCHMARKS.md "Scan, scale and Ray"), so windows are wide; the driver holds their paths
-# and the results that arrive before an earlier file's (a few KB each).
+# Items read ahead and not yet given back, at least: what the driver holds (their labels,
+# and the results that arrive before an earlier item's, a few KB each).
 _WINDOW = 8192
-_BATCH = 64  # files replayed in one `map_batches` call (a Ray task costs ~10 ms of scheduling; a session ~10 ms)
+# Files replayed by one Ray task, at most. Each task costs the driver about a millisecond
+# (sending it, waiting for it, taking its results in), so a session's share of it is
+# small next to a session's ~5 ms on a worker; fewer when few files are left.
+_CHUNK = 128
+_AHEAD = 2  # tasks out per CPU of the cluster: one running, one waiting to start
 _RETRIES = 3  # times Ray runs a task again after its worker died
 
 
@@ -281,68 +286,139 @@ def replay_files_ray(
 ) -> Iterator[list[SessionResult]]:
     """Replay many files, each `(path, label)`, on Ray; see the module's doc."""
     connect(address)
-    items = iter(items)
-    while window := list(islice(items, _WINDOW)):
-        done: dict[int, list[SessionResult]] = {}
-        local = [i for i, (path, _) in enumerate(window) if path == "-"]
-        remote = [i for i in range(len(window)) if i not in local]
-        if _run(window, remote, config, format, done) is not None:
-            _retry([i for i in remote if i not in done], window, config, format, done)
-        for index, (path, label) in enumerate(window):
-            yield done.pop(index) if index not in local else replay_file(path, config, format, label=label)
+    import ray
 
-
-def _retry(
-    indices: list[int], window: list[tuple[str, str]], config: Config, format: str | None, done: dict[int, Any]
-) -> None:
-    """Replay again the files of a failed dataset: together (a lost worker is mostly a
-    passing fault), then in halves, so that one bad file costs a few datasets, not one
-    per file; a file that fails alone is reported as an error."""
-    failure = _run(window, indices, config, format, done)
-    left = [i for i in indices if i not in done]
-    if failure is None or not left:
-        return
-    if len(indices) == 1:
-        (index,) = indices
-        done[index] = [SessionResult(path=window[index][1], format=format, error=f"lost on Ray: {failure}")]
-        return
-    half = (len(left) + 1) // 2
-    for part in (left[:half], left[half:]):
-        if part:
-            _retry(part, window, config, format, done)
-
-
-def _run(
-    window: list[tuple[str, str]], indices: list[int], config: Config, format: str | None, done: dict[int, Any]
-) -> str | None:
-    """Replay `window[i]` for `i` in `indices` as one dataset, filling `done`; the
-    failure, as text, if the dataset failed (what arrived before it is kept)."""
-    if not indices:
-        return None
-    import ray.data
-
-    by_path: dict[str, list[int]] = {}
-    for index in indices:
-        by_path.setdefault(os.path.abspath(window[index][0]), []).append(index)  # workers have their own cwd
-    paths = list(by_path)
+    scan = _Scan(ray, config, format, _cpus(ray))
     try:
-        dataset = ray.data.read_binary_files(
-            paths, include_paths=True, ignore_missing_paths=False, override_num_blocks=max(1, len(paths) // _BATCH)
-        )
-        replay = partial(_replay_batch, config=config, format=format)
-        # `max_retries` has no named parameter yet (Ray 2.60 warns that the catch-all goes in 2.64).
-        replayed = dataset.map_batches(replay, batch_size=_BATCH, batch_format="pyarrow", max_retries=_RETRIES)
-        blocks: Iterable[Any] = replayed.iter_batches(batch_size=None, batch_format="pyarrow")  # no dict a row
-        for batch in blocks:
-            columns = (batch.column(name).to_pylist() for name in ("path", "results", "by_orjson"))
-            for path, data, by_orjson in zip(*columns, strict=True):
-                records = decode_json(data, by_orjson)
-                for index in _take(by_path, path):
-                    done[index] = [_result(r, window[index][1]) for r in records]
-    except Exception as exc:  # noqa: BLE001 - a lost worker or an unreadable file: retried, then reported
-        return _cause(exc)
-    missing = [i for i in indices if i not in done]
-    return f"no result came back for {len(missing)} file(s)" if missing else None
+        yield from scan.run(iter(items))
+    finally:
+        scan.cancel()
+
+
+def _cpus(ray: Any) -> int:
+    """The cluster's CPUs, as Ray counts them now."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+class _File:
+    """One path of the window, however many of its items ask for it (a file given twice
+    is replayed once); `records` once its results are back."""
+
+    __slots__ = ("path", "records", "uses")
+
+    def __init__(self, path: str) -> None:
+        self.path, self.uses = path, 0
+        self.records: list[dict[str, Any]] | None = None
+
+
+class _Chunk:
+    """Files replayed by one Ray task; `again`: it is a failed chunk's second try, or a half
+    of one (a failure then splits it)."""
+
+    __slots__ = ("again", "files")
+
+    def __init__(self, files: list[_File], again: bool = False) -> None:
+        self.files, self.again = files, again
+
+
+def _ready(file: _File | None) -> bool:
+    """Whether an item can be given back: standard input (replayed here, then), or a
+    file whose results are back."""
+    return file is None or file.records is not None
+
+
+class _Scan:
+    """The driver's side of `replay_files_ray`: items read ahead (a window of them not yet
+    given back), their distinct paths sent to the workers a chunk a task (at most
+    `_AHEAD` tasks a CPU out), results given back in order."""
+
+    def __init__(self, ray: Any, config: Config, format: str | None, cpus: int) -> None:
+        self._ray, self._config, self._format = ray, config, format
+        self._cpus, self._in_flight = cpus, _AHEAD * cpus
+        self._window = max(_WINDOW, 2 * self._in_flight * _CHUNK)  # full chunks while the tasks out hold half
+        self._remote = ray.remote(max_retries=_RETRIES)(_replay_chunk)
+        self._config_ref = ray.put(config)  # sent once, not once a task
+        self._cwd = os.getcwd()  # the workers join relative paths to it: none is resolved here
+        self._running: dict[Any, _Chunk] = {}
+
+    def run(self, items: Iterator[tuple[str, str]]) -> Iterator[list[SessionResult]]:
+        held: deque[tuple[str, _File | None]] = deque()  # (label, its file; None: standard input)
+        files: dict[str, _File] = {}  # the window's distinct paths
+        waiting: deque[_File] = deque()  # not yet sent
+        again: deque[_Chunk] = deque()  # failed: sent again first
+        more = True
+        while True:
+            while more and len(held) < self._window:
+                try:
+                    path, label = next(items)
+                except StopIteration:
+                    more = False
+                    break
+                file = None
+                if path != "-":
+                    file = files.get(path)
+                    if file is None:
+                        file = files[path] = _File(path)
+                        waiting.append(file)
+                    file.uses += 1
+                held.append((label, file))
+            while len(self._running) < self._in_flight and (again or waiting):
+                if again:
+                    self._send(again.popleft())
+                    continue
+                if more:  # full chunks; a smaller one only for a CPU that would wait for it
+                    if len(waiting) < _CHUNK and len(self._running) >= self._cpus:
+                        break
+                    size = _CHUNK
+                else:  # the last files: a CPU's share of them, so that the workers end together
+                    size = min(_CHUNK, -(-len(waiting) // self._cpus))
+                self._send(_Chunk([waiting.popleft() for _ in range(min(size, len(waiting)))]))
+            while held and _ready(held[0][1]):
+                label, file = held.popleft()
+                if file is None:
+                    yield replay_file("-", self._config, self._format, label=label)
+                    continue
+                assert file.records is not None
+                file.uses -= 1
+                if not file.uses and files.get(file.path) is file:
+                    del files[file.path]
+                yield [SessionResult(path=label, **record) for record in file.records]
+            if not self._running:
+                if not held and not more:
+                    return
+                continue  # standard input next, or more to read
+            self._take(again)
+
+    def _send(self, chunk: _Chunk) -> None:
+        paths = [file.path for file in chunk.files]
+        self._running[self._remote.remote(self._cwd, paths, self._config_ref, self._format)] = chunk
+
+    def _take(self, again: deque[_Chunk]) -> None:
+        """Wait for a task to end, and take its results in; a failed one is sent again,
+        whole the first time, then in halves, and a file that fails alone is reported."""
+        (ref,), _ = self._ray.wait(list(self._running), num_returns=1)
+        chunk = self._running.pop(ref)
+        try:
+            data, by_orjson = self._ray.get(ref)
+            for file, records in zip(chunk.files, decode_json(data, by_orjson), strict=True):
+                file.records = records
+        except Exception as exc:  # noqa: BLE001 - a lost worker or a task that raised: retried, then reported
+            if not chunk.again:
+                again.append(_Chunk(chunk.files, again=True))
+            elif len(chunk.files) > 1:
+                half = (len(chunk.files) + 1) // 2
+                again.extend(_Chunk(part, again=True) for part in (chunk.files[:half], chunk.files[half:]))
+            else:
+                chunk.files[0].records = [{"format": self._format, "error": f"lost on Ray: {_cause(exc)}"}]
+
+    def cancel(self) -> None:
+        """Cancel the tasks still out (a scan ended early: Ctrl-C, an output error)."""
+        for ref in self._running:
+            try:
+                self._ray.cancel(ref)
+            except Exception:  # noqa: BLE001, S110 - Ray may be gone already; nothing is left to cancel then
+                pass
+        self._running.clear()
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -360,33 +436,17 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
-def _take(by_path: dict[str, list[int]], path: str) -> list[int]:
-    """The indices waiting for `path`, all of them: a file given twice is read once (Ray may
-    give its path without a leading `/` or with a scheme)."""
-    for key in (path, "/" + path, path.removeprefix("local://"), path.removeprefix("file://")):
-        if by_path.get(key):
-            return by_path.pop(key)
-    return []
-
-
-def _result(record: dict[str, Any], label: str) -> SessionResult:
-    return SessionResult(**{**record, "path": label})
-
-
-def _replay_batch(batch: Any, config: Config, format: str | None) -> dict[str, list[Any]]:
-    """On a worker: a batch of `{bytes, path}` rows to `{path, results, by_orjson}`, the
-    results as JSON (`encode_json`)."""
-    paths = batch.column("path").to_pylist()
-    contents = batch.column("bytes").to_pylist()
-    out: list[bytes] = []
-    by_orjson: list[bool] = []
-    for path, data in zip(paths, contents, strict=True):
-        stream = io.BufferedReader(io.BytesIO(data), buffer_size=HEAD_SIZE)
-        results = replay_file(path, config, format, stream=stream)
-        text, fast = encode_json([asdict(r) for r in results])
-        out.append(text)
-        by_orjson.append(fast)
-    return {"path": paths, "results": out, "by_orjson": by_orjson}
+def _replay_chunk(cwd: str, paths: list[str], config: Config, format: str | None) -> tuple[bytes, bool]:
+    """On a worker: each file's results, read and replayed here (`replay_file`, as the
+    local scan does), as one JSON array of record lists (`encode_json`) without their
+    paths, which the driver knows."""
+    replayed = []
+    for path in paths:
+        records = [asdict(result) for result in replay_file(os.path.join(cwd, path), config, format)]
+        for record in records:
+            del record["path"]
+        replayed.append(records)
+    return encode_json(replayed)
 
 
 # `loopwatch evaluate --engine ray`: each case under every configuration is one Ray task
