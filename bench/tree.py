@@ -6,13 +6,13 @@ to a hook call.
 Printed, in this run and on this machine:
 
 - per folder (this checkout, `/work/main` when present, a synthetic folder of 2,000 and
-  one of 19,000 files, one past the bound, and any FOLDER given): the entries walked (what
+  one of 9,500 files, one of 12,000 past the bound, and any FOLDER given): the entries walked (what
   `os.walk` counts, skips aside), whether a digest came back or None (past a bound), and
   the minimum and median milliseconds of `fingerprint` over `--runs` calls, the walk's
   bounds (`MAX_ENTRIES`, `MAX_SECONDS`) in force;
 - the hook: the median wall time of one `python -m loopwatch hook claude-code` PostToolUse
   (a subprocess, stdin to exit, as the host runs it) whose payload's `cwd` is this
-  checkout and then the 19,000-file folder, `--calls` times each; with `--compare DIR`
+  checkout and then the 9,500-file folder, `--calls` times each; with `--compare DIR`
   (another source tree, e.g. the commit before: `git archive <commit> src | tar -x -C
   /tmp/before`), the same from DIR, interleaved in the same run, and the ratio.
 
@@ -102,7 +102,7 @@ def main() -> None:
     print(f"bounds: MAX_ENTRIES={tree.MAX_ENTRIES}, MAX_SECONDS={tree.MAX_SECONDS}; load {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
-        small, large, over = synthetic(where, 2_000), synthetic(where, 19_000), synthetic(where, 25_000)
+        small, large, over = synthetic(where, 2_000), synthetic(where, 9_500), synthetic(where, 12_000)
         time.sleep(0.1)  # past the racy window of the last file written
         folders = [ROOT, *([Path("/work/main")] if Path("/work/main").is_dir() else []), small, large, over]
         print(f"{'folder':<40} {'entries':>8} {'answer':>7} {'min ms':>8} {'median ms':>10}")

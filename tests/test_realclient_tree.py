@@ -87,7 +87,8 @@ def test_edits_that_never_land_on_an_unchanged_folder_are_stopped_at_the_6th_che
     assert run.result["terminal_reason"] == "hook_stopped"
     row = machine.status()[""]
     assert row["stops"] == 1 and row["nudges"] == 1
-    assert [d["action"] for d in row["decisions"]] == ["nudge", "stop"]
+    acted = [(d["signal"], d["action"], d["message"]) for d in row["decisions"]]
+    assert acted == [("unchanged", "nudge", "UnchangedTree"), ("unchanged", "stop", "UnchangedTree")]
     assert calc.read_text() == "def add(a, b):\n    return a - b  # v0\n"
 
 

@@ -43,12 +43,13 @@ import time
 
 __all__ = ["GIT_SKIPPED", "MAX_ENTRIES", "MAX_SECONDS", "SKIPPED", "covers", "fingerprint"]
 
-#: Entries walked at most: a source tree of a few thousand files is walked in
-#: milliseconds (bench/tree.py); a folder past this (a home folder, a monorepo with its
-#: dependencies installed in it) is unknown rather than slow.
-MAX_ENTRIES = 20_000
+#: Entries walked at most: a source tree of a thousand entries costs a few milliseconds, and
+#: about 7 µs an entry after that (`bench/tree.py`), so the bound keeps the walk under
+#: about 0.1 s a call; a folder past it (a home folder, dependencies installed in the
+#: project) is unknown rather than slow.
+MAX_ENTRIES = 10_000
 #: Seconds of walking at most, whatever the count: a slow or busy disk makes it unknown.
-MAX_SECONDS = 0.2
+MAX_SECONDS = 0.1
 #: Folders not walked anywhere in the tree: caches written by running a check.
 SKIPPED = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 #: Folders of `.git` (at the top of the tree) not walked: objects and reflogs.
