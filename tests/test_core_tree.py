@@ -167,3 +167,27 @@ def test_a_monitor_fed_no_tree_decides_as_one_fed_the_same_events_with_none(sign
     a = feed(Monitor(), events)
     b = feed(Monitor(), with_tree(events, None))
     assert [(v.action, v.signal, v.index) for v in a] == [(v.action, v.signal, v.index) for v in b]
+
+
+def test_every_reader_leaves_the_folder_unknown():
+    """Recordings carry no folder state: each bundled fixture read by its reader gives
+    tool calls whose `tree` is None (what keeps scans byte-identical)."""
+    from pathlib import Path
+
+    from loopwatch._readers import read
+
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    calls = 0
+    formats = set()
+    for path in sorted(p for p in fixtures.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj")):
+        try:
+            sessions = list(read(str(path)))
+        except Exception:  # noqa: BLE001, S112 - a fixture no reader takes (a payload, settings) is no recording
+            continue
+        for session in sessions:
+            for event in session.events:
+                if isinstance(event, ToolCall):
+                    calls += 1
+                    formats.add(session.format)
+                    assert event.tree is None, (path, session.format)
+    assert calls > 100 and len(formats) >= 5, (calls, formats)
