@@ -94,6 +94,14 @@ def test_a_symlink_loop_is_an_entry_never_followed(tmp_path):
         shutil.rmtree(outside)
 
 
+def test_the_folder_itself_may_be_named_through_a_link(tmp_path):
+    make(tmp_path / "work", {"a.py": b"x\n"})
+    (tmp_path / "here").symlink_to(tmp_path / "work")
+    assert settled(tmp_path / "here") == settled(tmp_path / "work")
+    (tmp_path / "file").write_text("x")
+    assert tree.fingerprint(str(tmp_path / "file")) is None  # not a folder
+
+
 def test_an_unreadable_folder_makes_it_unknown(tmp_path, monkeypatch):
     make(tmp_path, {"a.py": b"x\n", "locked/b.py": b"y\n"})
     settled(tmp_path)

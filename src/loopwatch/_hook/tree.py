@@ -11,7 +11,8 @@ could be wrongly equal. Hence:
 
 - Only `lstat` is read: the relative path, the type, size, mtime_ns, ctime_ns and inode of
   every entry. No file is opened, so no content is read, no FIFO blocks and no device
-  answers; a symlink is an entry of its own, never followed (a loop cannot hang it).
+  answers; a symlink below the folder is an entry of its own, never followed (a loop
+  cannot hang it); only the folder itself may be given by a link.
   ctime and the inode are there because a rename, or a `touch -d` that puts an old
   mtime back, changes them: a stricter "same".
 - Bounded: past `MAX_ENTRIES` entries or `MAX_SECONDS` of walking, None. So is a folder
@@ -68,7 +69,7 @@ def fingerprint(folder: str, max_entries: int = MAX_ENTRIES, max_seconds: float 
     began = time.monotonic()
     now_ns = time.time_ns()
     try:
-        root = os.lstat(folder)
+        root = os.stat(folder)  # the folder itself may be reached through a link: the session's own path
     except (OSError, ValueError):
         return None
     if not stat.S_ISDIR(root.st_mode):
