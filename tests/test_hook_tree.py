@@ -252,6 +252,16 @@ def test_the_hook_stops_edits_that_never_land_and_only_nudges_edits_that_do(tmp_
     assert not any(a.stopped for a in after[:5])
     assert "no file changed" in (after[4].context or "")  # the nudge, at today's 5th run
     assert after[5].stopped
+    # what the state keeps of the folder: its digest, never a path or a name in it
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "state" / "state.db")
+    try:
+        kept = b" ".join(bytes(row[0]) for row in db.execute("SELECT state FROM sessions"))
+    finally:
+        db.close()
+    assert tree.fingerprint(str(work), max_seconds=30).encode() in kept
+    assert str(work).encode() not in kept and b"calc.py" not in kept and b"check.py" not in kept
 
     # the same rounds, each edit landing: today's nudge at most
     work2 = tmp_path / "work2"
