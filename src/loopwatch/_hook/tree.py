@@ -64,7 +64,7 @@ _CHECK_EVERY = 256  # entries between two looks at the clock
 def fingerprint(folder: str, max_entries: int = MAX_ENTRIES, max_seconds: float = MAX_SECONDS) -> str | None:
     """The digest of `folder`'s state (see the module's doc), or None when it is
     unknown: past a bound, unreadable, changing now, or too recent to promise."""
-    from hashlib import blake2b
+    from .._core.fingerprint import blake2b  # the core's: `hashlib` is too slow an import for the hook
 
     began = time.monotonic()
     now_ns = time.time_ns()
