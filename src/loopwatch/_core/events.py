@@ -38,7 +38,10 @@ class ToolCall(NamedTuple):
     from what the format records. `changed` lists the files the call changed,
     when known: a non-empty list is progress. `agent` names a sub-agent when a
     session has several. `tokens` and `cost` are what the step cost, when the
-    format records it (used for "saved" figures, never for decisions).
+    format records it (used for "saved" figures, never for decisions). `tree` is a
+    digest of the working folder's state after the call (file names, sizes and times,
+    never content), where the caller can see it (the live hook); None, unknown (every
+    recording): equal digests say the call changed nothing there.
     """
 
     name: str
@@ -52,6 +55,7 @@ class ToolCall(NamedTuple):
     source_ref: str | None = None
     tokens: int | None = None
     cost: float | None = None
+    tree: str | None = None
 
 
 class Attempt(NamedTuple):

@@ -384,6 +384,28 @@ class UnchangedCheck(Message):
         return f"your edits are not changing what `{call_label}` says: the identical result {self.count} times"
 
 
+class UnchangedTree(Message):
+    """`unchanged`, as proof: one check gave the identical result across edits, and the
+    working folder stayed exactly as it was (the edits did not land)."""
+
+    template = (
+        "the same {tool} call gave the identical result {count} times, with edits tried between and no file "
+        "of the working folder changed{over}"
+    )
+    hint_template = (
+        "your edits are not landing: no file changed, so the check cannot change either; read the file as "
+        "it is now and make an edit that applies, or change the approach"
+    )
+
+    def __init__(self, tool: str, count: int, span: float = 0.0) -> None:
+        self.tool, self.count, self.span = tool, count, span
+
+    def for_model(self, call_label: str = "") -> str:
+        if not call_label:
+            return self.text()
+        return f"your edits are not landing: no file changed, and `{call_label}` gave the identical result {self.count} times"
+
+
 class StuckTerminal(Message):
     """`wedged`: calls in a row that ran nothing: only their echo, a continuation prompt,
     or nothing at all from a command that always prints."""
@@ -425,6 +447,23 @@ class DoneAgain(Message):
         self.tool, self.count = tool, count
 
 
+class DoneAgainUnchanged(Message):
+    """`reverify`, as proof: the task declared complete again and again, with checks
+    between that left every file of the working folder as it was."""
+
+    template = (
+        "the task was declared complete {count} times ({tool}), checked again after each, and no file of the "
+        "working folder changed between"
+    )
+    hint_template = (
+        "nothing has changed since you first declared the task complete, so checking again cannot tell you "
+        "anything new: confirm completion now, or say what is still wrong and fix that"
+    )
+
+    def __init__(self, tool: str, count: int) -> None:
+        self.tool, self.count = tool, count
+
+
 #: Every kind of message, by name (`Message.kind`): what a record's `message` names.
 MESSAGES: dict[str, type[Message]] = {
     cls.__name__: cls
@@ -445,7 +484,9 @@ MESSAGES: dict[str, type[Message]] = {
         StuckTerminal,
         PromptedOnly,
         UnchangedCheck,
+        UnchangedTree,
         DoneAgain,
+        DoneAgainUnchanged,
     )
 }
 

@@ -250,6 +250,7 @@ class Monitor:
             rule.identity,
             call.source_ref,
             rule.ignore or frozenset(),
+            call.tree,
         )
 
     def _new_success(self, step: Step) -> bool:

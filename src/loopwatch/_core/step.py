@@ -93,6 +93,9 @@ class Step(NamedTuple):
     #: at all from a command that always prints (`shell.always_prints`: `echo DONE`,
     #: `ls -la`, `C-c`), behind a program that never returned; what `wedged` counts.
     stuck: bool = False
+    #: the working folder's state after the call (`ToolCall.tree`, a digest), None when
+    #: unknown: what tells a round that changed nothing from one that changed files.
+    tree: str | None = None
 
 
 def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
@@ -173,6 +176,7 @@ def make_step(
     identity: tuple[str, ...] | None = None,
     source_ref: str | None = None,
     ignore: frozenset[str] = frozenset(),
+    tree: str | None = None,
 ) -> Step:
     """Digest one tool call. `identity` names the only input fields that identify the
     call, else `ignore` those that do not (`identity.identifying`); `role` is "",
@@ -203,6 +207,7 @@ def make_step(
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
         shifted=_shifted(name, call, body),
         stuck=_stuck(raw, input_value) or (not text and not error and _silent(input_value)),
+        tree=tree,
     )
 
 

@@ -94,10 +94,13 @@ def handle(
         outcome["new"] = True
         return SessionState(monitor, payload.host, profile, why)
 
+    # The working folder after the call(s), walked before the state is locked.
+    tree = _tree(payload.cwd) if payload.event in CALL_EVENTS else None
+
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
         at = state.time(time.time(), _steady()) if now is None else now
         undone: list[str] = []
-        decision, tool = _feed(payload, state, at, agent, undone)
+        decision, tool = _feed(payload, state, at, agent, undone, tree)
         outcome["undone"] = undone
         outcome["decision"] = decision
         decisions = [(payload.event, decision.verdict, tool)] if decision.verdict.action is not Action.ALLOW else []
@@ -299,8 +302,31 @@ def _undone(state: SessionState, call_id: str) -> bool:
     return True
 
 
+def _tree(cwd: str | None) -> str | None:
+    """The fingerprint of the session's working folder (`tree`), None when unknown."""
+    if not cwd:
+        return None
+    from .tree import fingerprint
+
+    return fingerprint(cwd)
+
+
+def _seen_tree(tree: str | None, cwd: str | None, call: Call, role: str, host: str) -> str | None:
+    """`tree` for this call, or None where the folder cannot show what the call did: a
+    writer whose file is outside the folder, in a folder the fingerprint skips, or not
+    named by a field loopwatch knows (a patch, a tool made a writer by configuration)."""
+    if tree is None or cwd is None or role != "writer":
+        return tree
+    from .._hosts import HOST_WRITERS, WRITERS
+    from .tree import covers
+
+    field = WRITERS.get(call.name) or HOST_WRITERS.get(host, {}).get(call.name)
+    path = call.input.get(field) if field is not None and isinstance(call.input, dict) else None
+    return tree if isinstance(path, str) and path and covers(cwd, path) else None
+
+
 def _feed(
-    payload: Payload, state: SessionState, at: float, host: Host, undone: list[str]
+    payload: Payload, state: SessionState, at: float, host: Host, undone: list[str], tree: str | None = None
 ) -> tuple[Decision, str | None]:
     event, agent = payload.event, payload.agent or None
     if event == BEFORE:
@@ -318,9 +344,17 @@ def _feed(
         for call in payload.calls:
             if call.refused is False and call.call_id is not None and _undone(state, call.call_id):
                 undone.append(call.name)  # refused, yet it ran as asked: counted as what it is
+            seen = _seen_tree(tree, payload.cwd, call, state.monitor.config.rule(call.name).role, payload.host)
             decision = state.after_call(
                 ToolCall(
-                    call.name, call.input, call.result, error=call.error, at=at, call_id=call.call_id, agent=agent
+                    call.name,
+                    call.input,
+                    call.result,
+                    error=call.error,
+                    at=at,
+                    call_id=call.call_id,
+                    agent=agent,
+                    tree=seen,
                 ),
                 interrupted=call.interrupted,
             )

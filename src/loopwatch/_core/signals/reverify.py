@@ -33,12 +33,23 @@ five of terminus-3-3's resolved sessions re-checks three times before it confirm
 the shape alone cannot tell a loop from care; the nudge tells the model to confirm
 if its checks pass, which ends both. Blocking a completion call would keep a run
 going that wants to end.
+
+Proof, where the working folder's state is known (`Step.tree`, which the live hook
+gives; recordings never carry it, so nothing above changes for them): when every claim
+of the streak saw the folder exactly as the first one did, the checks between changed
+nothing, and re-checking an unchanged folder cannot find anything the first check did
+not. The finding is then graded proof and may stop (`can_stop`), at the same rounds
+(`DoneAgainUnchanged`); still never blocking. Ending the run there costs nothing the
+agent made: the folder is the one it declared complete, round after round. A folder
+that changed between two claims is progress (something was done after the claim), and
+starts the count again, as a file written does; a claim whose folder is unknown keeps
+today's count, as suspicion.
 """
 
 from __future__ import annotations
 
-from ..finding import SUSPICION, Finding
-from ..messages import DoneAgain
+from ..finding import PROOF, SUSPICION, Finding
+from ..messages import DoneAgain, DoneAgainUnchanged
 from ..step import Step
 from .base import Signal
 from .params import Count, SignalParams
@@ -72,6 +83,9 @@ class Reverify(Signal[Params]):
         self._wrote_since = False
         self._started_index = 0
         self._started_at = 0.0
+        #: the folder's state at the streak's first claim, while every claim since saw
+        #: the same; None: unknown, or not the same.
+        self._tree: str | None = None
         self.most = 0  # calibration: the most rounds of "done" in a run
 
     def on_step(self, step: Step) -> Finding | None:
@@ -81,27 +95,33 @@ class Reverify(Signal[Params]):
             return None
         if self._rounds and self._calls_since == 0 and step.name == self._tool:
             return None  # the confirmation asked for: the same round
-        if self._rounds == 0 or self._wrote_since or step.name != self._tool:
+        changed = self._tree is not None and step.tree is not None and step.tree != self._tree
+        if self._rounds == 0 or self._wrote_since or changed or step.name != self._tool:
             self._tool, self._rounds = step.name, 0
             self._started_index, self._started_at = step.index, step.at
+            self._tree = step.tree
+        elif step.tree != self._tree:
+            self._tree = None  # this claim's folder is unknown: no proof for the streak
         self._rounds += 1
         self._calls_since, self._wrote_since = 0, False
         self.most = max(self.most, self._rounds)
         if self._rounds < self.params.rounds:
             return None  # declaring done twice is how these harnesses end a run
+        proof = self._tree is not None
         return Finding(
             signal=self.name,
             severity=self._rounds / self.params.rounds,
             key=self._started_index,
-            message=DoneAgain(step.name, self._rounds),
+            message=DoneAgainUnchanged(step.name, self._rounds) if proof else DoneAgain(step.name, self._rounds),
             repeats=self._rounds,
             tools=(step.name,),
             started_at=self._started_at,
             at=step.at,
             started_index=self._started_index,
             index=step.index,
-            can_stop=False,
+            can_stop=proof,
             can_block=False,
+            grade=PROOF if proof else "",
         )
 
     def reset(self) -> None:

@@ -12,7 +12,9 @@ not excuse the same failure.
 Grade: suspicion. The calls differ; only their error is the same, and healthy runs
 meet one error from several calls while they search (the same operation on sibling
 targets, searches that find nothing among searches that do). It nudges, and stops only
-when corroborated (see `policy`).
+when corroborated (see `policy`). The working folder's state (`Step.tree`) does not
+make it proof: those searches and listings of sibling targets change no file either, so
+an unchanged folder is what the healthy shape looks like too.
 Evidence: alone, on the 2024 corpus, it catches 61% of the labelled loops, more than any
 other signal, at a median delay of 8 (its row of `loopwatch evaluate --labels ../shared/corpus/labels.tsv --outcomes
 ../shared/corpus/MANIFEST.tsv`;

@@ -37,15 +37,32 @@ its `calibration.unchanged_most` in `loopwatch scan --json`; the harm as shipped
 Grade: suspicion, and it never blocks or stops (`can_stop` False): a check that stays the
 same while other files are written (an install that times out, a lint of another file)
 makes the same shape, and the evidence above is thin and in sample.
+
+Proof, where the working folder's state is known (`Step.tree`, which the live hook
+gives; recordings never carry it, so nothing above changes for them): a streak whose
+every run of the check saw the working folder exactly as at its first run, with an edit
+tried before each round (a writer's call, landed or not), shows edits that changed
+nothing at all: the check re-ran on the same files and could only say the same. Such a
+round also counts when the edit failed (an `Edit` whose text was not found): with the
+folder unchanged it is the same shape, and without a known folder a failed edit still
+counts nothing. The finding is then graded proof and may stop (`UnchangedTree`), at the
+same rounds. Never blocking: the check itself is a fine call to make once the edit lands.
+What keeps this from stopping progress: any change the fingerprint sees between two runs
+(a file written by the shell, a build output, a checkout) ends the proof for that
+streak, which goes on as suspicion; a writer's call whose target the fingerprint cannot
+see (outside the folder, in a skipped cache: the hook makes its `tree` None) ends it
+too; an unknown state at any run ends it. A change outside the folder that the check
+does see (a server restarted by hand) is no edit of the agent's files: the edits tried
+between did not land, which is what the stop says.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..finding import SUSPICION, Finding
+from ..finding import PROOF, SUSPICION, Finding
 from ..fingerprint import Digest
-from ..messages import UnchangedCheck
+from ..messages import UnchangedCheck, UnchangedTree
 from ..step import Step
 from .base import Signal
 from .params import Count, SignalParams
@@ -68,6 +85,10 @@ class _Check(NamedTuple):
     wrote_since: bool
     started_index: int
     started_at: float
+    #: the working folder's state at the streak's first run, while every run since saw
+    #: the same and every edit tried could have shown in it; None: unknown, or lost.
+    tree: str | None = None
+    tried_since: bool = False  # a writer was called since the last run (landed or not)
 
 
 class Unchanged(Signal[Params]):
@@ -83,39 +104,63 @@ class Unchanged(Signal[Params]):
 
     def on_step(self, step: Step) -> Finding | None:
         checks = self._checks
-        if step.wrote:
+        if step.wrote or step.role == "writer":
+            # An edit tried: landed (`wrote`) or not. One the folder cannot show (its
+            # `tree` None) ends every streak's proof.
+            blind = step.tree is None
             for call, before in checks.items():
-                if not before.wrote_since:
-                    checks[call] = before._replace(wrote_since=True)
-            return None
+                if call == step.call and not step.wrote:
+                    continue  # a failed edit is not tried "between" its own runs
+                if (
+                    (step.wrote and not before.wrote_since)
+                    or not before.tried_since
+                    or (blind and before.tree is not None)
+                ):
+                    checks[call] = before._replace(
+                        wrote_since=before.wrote_since or step.wrote,
+                        tried_since=True,
+                        tree=None if blind else before.tree,
+                    )
+            if step.wrote:
+                return None
         if step.empty:
             return None
         previous = checks.pop(step.call) if step.call in checks else None
         if previous is None or previous.result != step.result:
-            check = _Check(step.result, 1, False, step.index, step.at)
-        elif previous.wrote_since:
-            check = previous._replace(rounds=previous.rounds + 1, wrote_since=False)
+            check = _Check(step.result, 1, False, step.index, step.at, step.tree)
         else:
-            check = previous
+            same = previous.tree is not None and step.tree == previous.tree
+            tree = previous.tree if same else None
+            if previous.wrote_since or (same and previous.tried_since):
+                check = previous._replace(rounds=previous.rounds + 1, wrote_since=False, tried_since=False, tree=tree)
+            elif tree != previous.tree:
+                check = previous._replace(tree=tree)  # the folder changed with no edit tried: no proof
+            else:
+                check = previous
         checks[step.call] = check  # most recently run last
         if len(checks) > _MAX_CHECKS:
             del checks[next(iter(checks))]
         self.most = max(self.most, check.rounds)
         if check.rounds < self.params.rounds:
             return None  # no warning before: one result that held across edits is no news
+        proof = check.tree is not None
+        span = step.at - check.started_at
         return Finding(
             signal=self.name,
             severity=check.rounds / self.params.rounds,
             key=check.started_index,
-            message=UnchangedCheck(step.name, check.rounds, step.at - check.started_at),
+            message=UnchangedTree(step.name, check.rounds, span)
+            if proof
+            else UnchangedCheck(step.name, check.rounds, span),
             repeats=check.rounds,
             tools=(step.name,),
             started_at=check.started_at,
             at=step.at,
             started_index=check.started_index,
             index=step.index,
-            can_stop=False,
+            can_stop=proof,
             can_block=False,
+            grade=PROOF if proof else "",
         )
 
     def reset(self) -> None:
