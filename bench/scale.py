@@ -12,7 +12,7 @@ a file drawn twice twice; Ray replays a path given again within the items it rea
 sessions/s count the sessions given back), so N can be 100,000 without copying gigabytes;
 results are counted as they come, not kept, so the driver's memory is the engine's. Each
 configuration runs in a fresh Python process (so one's workers and caches do not carry into
-the next) and prints: wall time (Ray's start-up, Ray Data's import and a first task of one
+the next) and prints: wall time (Ray's start-up and a first task of one
 session apart, as "init"), sessions/s, events/s, stopped sessions (the same for every
 engine, or the run says so), the driver's CPU per session (on 1 local worker, the whole
 scan), and the peak resident memory of a worker (local: the largest child's `ru_maxrss`,
@@ -103,10 +103,9 @@ def one(engine: str, workers: int, listing: str) -> dict:
         else:
             import ray
 
-            from loopwatch._analysis.ray_engine import connect, replay_files_ray
+            from loopwatch._analysis.ray_engine import replay_files_ray, start_local
 
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
-            connect()  # imports Ray Data: once a scan, counted with Ray's start-up
+            start_local(num_cpus=workers)  # on the loopback interface only, as the scan's own
             # A first task, counted with the start-up too: the driver's one-off costs (Ray's
             # serialisation imports, sending the function: about 0.1 s of CPU) are not a session's.
             with open(listing) as first:

@@ -1,6 +1,6 @@
 """`scan --engine ray`: on a local Ray (2 CPUs), the same records as the local scan, file for file, nothing dropped.
 
-Skipped when Ray Data is not installed (the `loopwatch[ray]` extra)."""
+Skipped when Ray is not installed (the `loopwatch[ray]` extra)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-pytest.importorskip("ray.data")
+pytest.importorskip("ray")
 
 from loopwatch._analysis import ray_engine
 from loopwatch._analysis.ray_engine import replay_files_ray
@@ -92,9 +92,8 @@ def test_token_totals_past_64_bits_come_back_exact(tmp_path):
 
 
 def test_the_driver_imports_nothing_again_for_each_file(tmp_path):
-    """No import is attempted file after file on the driver (a failing one, such as the
-    fsspec HTTP filesystem Ray Data looked up for every path it resolved, costs a fraction
-    of a millisecond each: more than the driver's whole work a file)."""
+    """No import is attempted file after file on the driver (a failing one costs a
+    fraction of a millisecond each: more than the driver's whole work a file)."""
     looked_up: collections.Counter[str] = collections.Counter()
 
     class Count(importlib.abc.MetaPathFinder):

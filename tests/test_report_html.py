@@ -5,6 +5,7 @@ page in a real browser in test_report_browser.py."""
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import re
 import stat
@@ -202,12 +203,25 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path, args, message):
 
 
 def test_an_unreadable_file_is_listed_and_exits_2(tmp_path):
+    """Listed by its name in the folder scanned (the one holding every argument: here
+    `tmp_path`, wherever the checkout is), beside the sessions that read."""
     (tmp_path / "empty.jsonl").write_text("")
+    shutil.copytree(EXAMPLES, tmp_path / "examples")
     out = tmp_path / "report.html"
-    result = run("report", "--no-progress", tmp_path / "empty.jsonl", tmp_path / "nothere.jsonl", EXAMPLES, "-o", out)
+    result = run(
+        "report",
+        "--no-progress",
+        tmp_path / "empty.jsonl",
+        tmp_path / "nothere.jsonl",
+        tmp_path / "examples",
+        "-o",
+        out,
+    )
     assert result.exit_code == 2
-    errors = {s["path"]: s["error"] for s in page_data(out)["sessions"] if s["error"]}
-    assert set(errors) == {str(tmp_path / "empty.jsonl"), str(tmp_path / "nothere.jsonl")}
+    sessions = page_data(out)["sessions"]
+    errors = {s["path"] for s in sessions if s["error"]}
+    assert errors == {"empty.jsonl", "nothere.jsonl"}
+    assert any(s["path"].startswith("examples/") and not s["error"] for s in sessions)
 
 
 def test_import_loopwatch_loads_no_jinja2():

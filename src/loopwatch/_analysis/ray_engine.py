@@ -40,14 +40,12 @@ cancel one): its thread ends when Ray gives up.
 
 from __future__ import annotations
 
-import importlib
 import ipaddress
 import logging
 import os
 import re
 import signal
 import socket
-import sys
 import threading
 import time
 from collections import deque
@@ -102,12 +100,8 @@ def connect(address: str | None = None, *, timeout: float = JOIN_SECONDS) -> Non
     within `timeout` seconds; once per process."""
     try:
         import ray
-        import ray.data
     except ImportError:
-        raise RayUnavailable("--engine ray needs Ray Data: pip install 'loopwatch[ray]'") from None
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its progress lines would bury the scan's output
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    _fail_fsspec_http_fast()
+        raise RayUnavailable("--engine ray needs Ray: pip install 'loopwatch[ray]'") from None
     if ray.is_initialized():
         return
     if address in (None, "local"):
@@ -266,19 +260,6 @@ def _signals_interrupt(address: str) -> Iterator[None]:
     finally:
         if main:  # a handler set outside Python reads as None: the default is what is left
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-
-
-def _fail_fsspec_http_fast() -> None:
-    """Ray Data asks of every path it resolves whether its filesystem is fsspec's HTTP one,
-    by importing `fsspec.implementations.http`. Without aiohttp that import fails, and a
-    failed import runs the module again each time: 0.1-0.3 ms a path, most of the driver's
-    CPU a file. Marking the module missing makes each later import fail at once, with the
-    same `ModuleNotFoundError` Ray expects."""
-    name = "fsspec.implementations.http"
-    try:
-        importlib.import_module(name)
-    except ModuleNotFoundError:
-        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "known missing", as the import system reads it
 
 
 def replay_files_ray(
