@@ -28,8 +28,10 @@ above. Target: the scan at most 6x the bare pass (goal 3x).
 scan's time goes and what reading less of each result could buy at best: the events
 reader alone; the reader and a `Monitor` per session (what the scan does, without its
 start-up and output); the same with every result cut to a head and tail of N characters
-each (`--limits`, the cut `normalize` makes at 64 KiB); and with no result read at all (a
-bound no detector can reach: it sees no failure).
+each (`--limits`, the cut `normalize` makes at 64 KiB); with no result read at all (a
+bound no detector can reach: it sees no failure); with every `Step` made beforehand and
+looked up (what the rest of the monitor costs, were building a step free); and with
+every signal off.
 """
 
 from __future__ import annotations
@@ -155,6 +157,7 @@ def frontier(path: Path, limits: list[int], repeats: int) -> None:
 
     from loopwatch import Monitor
     from loopwatch._core import fingerprint, monitor
+    from loopwatch._core.signals import SIGNALS
     from loopwatch._readers import events as reader
 
     def cpu(fn: Any) -> float:
@@ -178,6 +181,31 @@ def frontier(path: Path, limits: list[int], repeats: int) -> None:
     def unread(index: int, name: str, input_value: object, result: object, *rest: Any, **named: Any) -> Any:
         return kept_step(index, name, input_value, None, *rest, **named)
 
+    # A `Step` that costs nothing: each call's step made once beforehand (by its place in
+    # the file), then looked up. What the rest of the monitor costs, whatever a step costs.
+    made: list[Any] = []
+
+    def recorded(*args: Any, **named: Any) -> Any:
+        made.append(kept_step(*args, **named))
+        return made[-1]
+
+    def looked_up(*args: Any, **named: Any) -> Any:
+        return next(steps)
+
+    def silent() -> None:
+        off = {name: cls.Params.off() for name, cls in SIGNALS.items()}
+        for session in reader.read(str(path)):
+            watcher = Monitor(signals=off)
+            for event in session.events:
+                watcher.observe(event)
+
+    monitor.make_step = recorded  # type: ignore[assignment]
+    try:
+        observed()
+    finally:
+        monitor.make_step = kept_step
+    steps = iter(made)
+
     rows: dict[str, list[float]] = {}
     try:
         for _ in range(repeats):
@@ -192,7 +220,13 @@ def frontier(path: Path, limits: list[int], repeats: int) -> None:
             fingerprint._RESULT_LIMIT = kept_limit
             monitor.make_step = unread  # type: ignore[assignment]
             rows.setdefault("reader + Monitor, no result read at all (bound)", []).append(cpu(observed) / floor)
+            steps = iter(made)
+            monitor.make_step = looked_up  # type: ignore[assignment]
+            rows.setdefault("reader + Monitor, every Step free (bound: made beforehand)", []).append(
+                cpu(observed) / floor
+            )
             monitor.make_step = kept_step
+            rows.setdefault("reader + Monitor, every signal off (bound)", []).append(cpu(silent) / floor)
     finally:
         fingerprint._RESULT_LIMIT, monitor.make_step = kept_limit, kept_step
     print(f"x the bare pass, CPU, best of {repeats} (every round); load average {os.getloadavg()[0]:.1f}")

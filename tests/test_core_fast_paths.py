@@ -47,6 +47,10 @@ def plain_first_words(text: str, limit: int = 0) -> str:
     return " ".join(text.split())
 
 
+def plain_call_sketch(name: str, body: bytes) -> tuple[int, ...]:
+    return step.sketch_of(name + " " + plain_first_words(body.decode("utf-8", "replace")), step._CALL_SKETCH_WORDS)
+
+
 def plain_push(self: periodic.TailCycles, item: Any, min_period: int = 1) -> tuple[int, int, int]:
     tail, matches = self._tail, self._matches
     n = len(tail)
@@ -100,6 +104,7 @@ def plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(text, "_SENTENCE_END", SENTENCE_END)
     monkeypatch.setattr(lines, "_OTHER_LETTER", NEVER)
     monkeypatch.setattr(step, "_first_words", plain_first_words)
+    monkeypatch.setattr(step, "_call_sketch", plain_call_sketch)
     monkeypatch.setattr(periodic.TailCycles, "push", plain_push)
     monkeypatch.setattr(cycle.Cycle, "_shift", plain_shift)
     monkeypatch.setattr(cycle, "similar", plain_similar)
@@ -301,3 +306,16 @@ def test_tail_cycles_are_those_of_the_plain_loop(items: list[int], min_period: i
 def test_a_call_sketch_reads_the_first_words_only(body: str) -> None:
     whole = step.sketch_of("Bash " + plain_first_words(body), step._CALL_SKETCH_WORDS)
     assert step.sketch_of("Bash " + step._first_words(body), step._CALL_SKETCH_WORDS) == whole
+
+
+call_bodies = st.lists(
+    st.sampled_from(["a", "bb", "{}", '"k":', " ", "\n", "\t", "\x0b", "\x1c", "\x1f", "\u00a0", "é", "\udcff"]),
+    max_size=120,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(["Bash", "", "my tool", "x\ty", " "]), st.one_of(call_bodies, st.binary(max_size=40)))
+def test_a_call_sketch_is_that_of_its_text(name: str, body: str | bytes) -> None:
+    data = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    assert step._call_sketch(name, data) == plain_call_sketch(name, data)

@@ -51,6 +51,9 @@ from .verdict import ALLOW, Action, Verdict, for_model
 
 __all__ = ["Monitor"]
 
+#: A `Finding`'s fields before `source_ref` and `grade`, its last two (which `_feed` fills).
+_FILLED = Finding._fields.index("source_ref")
+
 MAX_INTERVENTIONS = 100  # kept in order; later ones are only counted (a stop ends a run)
 #: Successful results remembered to tell a new success from a replayed one, the least
 #: recently seen forgotten first. A loop replays recent results (cycles of up to 10
@@ -351,17 +354,15 @@ class Monitor:
         for signal in self._by_hook[hook]:
             finding = getattr(signal, hook)(*args)
             if finding is not None:
-                # The signal's grade and the event's ref, where the finding has none
-                # (one `_replace`: it is the costly part of a finding).
-                fill: dict[str, Any] = {}
-                if not finding.grade:
-                    fill["grade"] = signal.grade
-                if event is not None and finding.source_ref is None:
+                # The signal's grade and the event's ref, where the finding has none: the
+                # two last fields, set in one new tuple (`_replace` is the costly part of a
+                # finding).
+                grade = finding.grade or signal.grade
+                ref = finding.source_ref
+                if ref is None and event is not None:
                     ref = getattr(event, "source_ref", None)
-                    if ref is not None:
-                        fill["source_ref"] = ref
-                if fill:
-                    finding = finding._replace(**fill)
+                if grade is not finding.grade or ref is not finding.source_ref:
+                    finding = finding._make((*finding[:_FILLED], ref, grade))
                 findings.append(finding)
                 best = self.strongest.get(signal.name)
                 if best is None or finding.severity > best.severity:

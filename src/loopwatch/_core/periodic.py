@@ -30,6 +30,10 @@ class TailCycles:
         equals. `length` counts the items of the periodic stretch. (0, 0, 0) if none
         repeats."""
         tail, matches = self._tail, self._matches
+        if item not in tail:  # most items: every count ends (one search in C, no loop)
+            tail.append(item)
+            self._matches = [0] * (self.max_period + 1)
+            return (0, 0, 0)
         # p places back, for each p the tail holds; beyond it a count is 0 already
         # (the tail only grows until `clear`, which zeroes every count).
         for p, old in enumerate(reversed(tail), 1):

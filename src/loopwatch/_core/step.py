@@ -11,7 +11,7 @@ import re
 import zlib
 from typing import NamedTuple
 
-from .fingerprint import Digest, arguments_of, call_fingerprint, digest, normalize, text_of
+from .fingerprint import Digest, arguments_of, blake2b, call_fingerprint, digest, normalize, text_of
 from .identity import identifying
 from .shell import always_prints, command_of
 
@@ -45,6 +45,8 @@ _CONTINUATION = re.compile(r">(?: .*)?")
 # Terminal harnesses (terminus) put their own notes before the screen; only the screen
 # after this marker is what the shell showed.
 _SCREEN = "New Terminal Output:"
+# ASCII characters `str.split()` takes for whitespace and `bytes.split()` does not.
+_TEXT_ONLY_SPACE = re.compile(rb"[\x1c-\x1f]")
 _STUCK_CHARS = 4000  # a wedged screen is a few echoed lines; a longer result shows work
 _SKETCH_WORDS = 96  # result words hashed for similarity: a screenful, bounded cost
 _CALL_SKETCH_WORDS = 48  # a call is told by its command or path, not a whole file body
@@ -101,9 +103,30 @@ class Step(NamedTuple):
 def sketch_of(text: str, limit: int = _SKETCH_WORDS) -> tuple[int, ...]:
     """16-bit hashes of a normalized text's first `limit` words: enough for a
     similarity ratio, never enough to recover the text."""
+    return _sketch(text.encode("utf-8", "surrogatepass"), limit)
+
+
+def _sketch(data: bytes, limit: int) -> tuple[int, ...]:
+    """`sketch_of` for a text already encoded (UTF-8, surrogates passed)."""
     crc32 = zlib.crc32
-    words = text.encode("utf-8", "surrogatepass").split(b" ", limit)[:limit]
+    words = data.split(b" ", limit)
+    del words[limit:]
     return tuple([crc32(w) & 0xFFFF for w in words])
+
+
+def _call_sketch(name: str, body: bytes) -> tuple[int, ...]:
+    """The sketch of a call: its tool name and the first words of its canonical input,
+    whitespace folded (`_first_words`). An ASCII input (most) is split as bytes, without
+    a decode and a join: the same words, as bytes and text split on the same whitespace
+    when every character is ASCII but the separators `\\x1c`-`\\x1f` (which canonical JSON
+    escapes; an input that cannot be serialized gets random bytes)."""
+    if body.isascii() and " " not in name and _TEXT_ONLY_SPACE.search(body) is None:
+        words = body.split(None, _CALL_SKETCH_WORDS - 1)
+        if words:
+            del words[_CALL_SKETCH_WORDS - 1 :]
+            crc32 = zlib.crc32
+            return (crc32(name.encode("utf-8", "surrogatepass")) & 0xFFFF, *[crc32(w) & 0xFFFF for w in words])
+    return sketch_of(name + " " + _first_words(body.decode("utf-8", "replace")), _CALL_SKETCH_WORDS)
 
 
 def _first_words(text: str, limit: int = _CALL_SKETCH_WORDS) -> str:
@@ -185,15 +208,16 @@ def make_step(
     call, body = call_fingerprint(name, input_value)
     raw = text_of(result)
     text = normalize(raw, arguments_of(input_value)) if raw else ""  # no result: no argument to mask
-    result_digest = digest(text)
-    shape = digest(name.encode() + b"\x00" + result_digest)
+    data = text.encode("utf-8", "surrogatepass")  # once, for the digest and the sketch
+    result_digest = blake2b(data, digest_size=8).digest()
+    shape = blake2b(name.encode() + b"\x00" + result_digest, digest_size=8).digest()
     nothing = not text or _nothing_found(text, result)
     return Step(
         index=index,
         name=name,
         call=call,
         result=result_digest,
-        action=digest(call + result_digest),
+        action=blake2b(call + result_digest, digest_size=8).digest(),
         shape=shape,
         failure=shape if error or (nothing and bool(text)) else None,
         empty=nothing,
@@ -201,8 +225,8 @@ def make_step(
         wrote=bool(changed) or (role == "writer" and not error),
         role=role,
         at=at,
-        sketch=sketch_of(text),
-        call_sketch=sketch_of(name + " " + _first_words(body.decode("utf-8", "replace")), _CALL_SKETCH_WORDS),
+        sketch=_sketch(data, _SKETCH_WORDS),
+        call_sketch=_call_sketch(name, body),
         source_ref=source_ref,
         still=digest(text.partition(" \x01")[0]) if "\x01" in text else result_digest,
         shifted=_shifted(name, call, body),

@@ -100,6 +100,11 @@ class Cycle(Signal[Params]):
         alike rather than equal (`TailCycles.push`, with `_alike` for equality)."""
         tail, matches, drift = self._shifts, self._shift_matches, self.params.drift
         shifted = step.shifted
+        if shifted not in [old.shifted for old in tail]:  # most steps: no round can match
+            tail.append(step)
+            self._shift_matches = [0] * (self.params.max_period + 1)
+            self._shift_key = None
+            return (0, 0, 0)
         # beyond the steps the tail holds a count is 0 already (as in `TailCycles.push`)
         for p, old in enumerate(reversed(tail), 1):
             # equal `shifted` first: implied by `_alike`, and cheap
