@@ -12,7 +12,8 @@ Printed, in this run and on this machine:
   bounds (`MAX_ENTRIES`, `MAX_SECONDS`) in force;
 - the hook: the median wall time of one `python -m loopwatch hook claude-code` PostToolUse
   (a subprocess, stdin to exit, as the host runs it) whose payload's `cwd` is this
-  checkout and then the 9,500-file folder, `--calls` times each; with `--compare DIR`
+  checkout, then the 9,500-file folder, then the 12,000-file one (past the entry bound:
+  walked once, then remembered for `LARGE_SECONDS`), `--calls` times each; with `--compare DIR`
   (another source tree, e.g. the commit before: `git archive <commit> src | tar -x -C
   /tmp/before`), the same from DIR, interleaved in the same run, and the ratio.
 
@@ -112,7 +113,7 @@ def main() -> None:
         sources = {"this tree": str(ROOT / "src")}
         if args.compare:
             sources["compare"] = args.compare
-        for cwd in (ROOT, large):
+        for cwd in (ROOT, large, over):
             times: dict[str, list[float]] = {name: [] for name in sources}
             for i in range(args.calls):
                 for name, src in sources.items():

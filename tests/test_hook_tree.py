@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopwatch._hook import tree
-from loopwatch._hook.guard import _seen_tree
+from loopwatch._hook.guard import _seen_tree, _tree
 from loopwatch._hosts.base import Call
 
 OLD = 1_000_000_000_000_000_000  # 2001: an mtime long past
@@ -65,6 +66,34 @@ def test_past_the_entry_bound_or_the_time_bound_it_is_unknown(tmp_path):
     assert tree.fingerprint(str(tmp_path), max_entries=29, max_seconds=30) is None
     assert tree.fingerprint(str(tmp_path), max_entries=30, max_seconds=30) is not None
     assert tree.fingerprint(str(tmp_path), max_seconds=0.0) is None
+
+
+def test_a_folder_past_the_entry_bound_is_remembered_and_not_walked_again_for_a_while(tmp_path, monkeypatch):
+    work, state = tmp_path / "work", tmp_path / "state"
+    state.mkdir()
+    make(work, {f"f{i}.txt": b"" for i in range(30)})
+    expected = settled(work)
+    monkeypatch.setattr(tree, "MAX_SECONDS", 30.0)  # only the entry bound decides here
+    monkeypatch.setattr(tree, "MAX_ENTRIES", 29)
+    assert _tree(str(work), str(state)) is None
+    (memo,) = state.iterdir()  # the marker: named by a digest of the folder, never its path
+    assert memo.name.startswith("large-") and "work" not in memo.name
+    assert stat.S_IMODE(memo.stat().st_mode) == 0o600
+    walked: list[str] = []
+    scandir = tree.os.scandir
+    monkeypatch.setattr(tree.os, "scandir", lambda path: walked.append(path) or scandir(path))
+    monkeypatch.setattr(tree, "MAX_ENTRIES", 10_000)
+    assert _tree(str(work), str(state)) is None and walked == []  # remembered: not walked
+    long_ago = time.time() - tree.LARGE_SECONDS - 1
+    os.utime(memo, (long_ago, long_ago))
+    assert _tree(str(work), str(state)) == expected and walked  # forgotten: walked again
+    walked.clear()
+    future = time.time() + 10 * tree.LARGE_SECONDS
+    os.utime(memo, (future, future))
+    assert _tree(str(work), str(state)) == expected and walked  # a stamp from the future remembers nothing
+    memo.unlink()
+    monkeypatch.setattr(tree, "MAX_SECONDS", 0.0)
+    assert _tree(str(work), str(state)) is None and not memo.exists()  # a slow walk is not remembered
 
 
 def test_a_stamp_a_later_write_could_repeat_makes_it_unknown(tmp_path):

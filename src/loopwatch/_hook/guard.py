@@ -95,7 +95,7 @@ def handle(
         return SessionState(monitor, payload.host, profile, why)
 
     # The working folder after the call(s), walked before the state is locked.
-    tree = _tree(payload.cwd) if payload.event in CALL_EVENTS else None
+    tree = _tree(payload.cwd, store.folder) if payload.event in CALL_EVENTS else None
 
     def feed(state: SessionState) -> list[tuple[str, Verdict, str | None]]:
         at = state.time(time.time(), _steady()) if now is None else now
@@ -302,13 +302,15 @@ def _undone(state: SessionState, call_id: str) -> bool:
     return True
 
 
-def _tree(cwd: str | None) -> str | None:
-    """The fingerprint of the session's working folder (`tree`), None when unknown."""
+def _tree(cwd: str | None, state_folder: str) -> str | None:
+    """The fingerprint of the session's working folder (`tree`), None when unknown; a
+    folder found past the walk's entry bound is remembered in the state folder by a digest
+    of its path (`large-<digest>`), never by its name."""
     if not cwd:
         return None
-    from .tree import fingerprint
+    from .tree import remembered_fingerprint
 
-    return fingerprint(cwd)
+    return remembered_fingerprint(cwd, os.path.join(state_folder, f"large-{digest(cwd)}"))
 
 
 def _seen_tree(tree: str | None, cwd: str | None, call: Call, role: str, host: str) -> str | None:

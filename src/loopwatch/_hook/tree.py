@@ -1,6 +1,7 @@
 """The state of a session's working folder, as one digest: did anything in it change?
 
     fingerprint(folder) -> "9f3a..." | None      # None: the state is unknown
+    remembered_fingerprint(folder, memo)          # the same, a folder past the entry bound skipped a while
     covers(folder, path) -> bool                  # would a change to `path` show?
 
 The hook takes a fingerprint after every call (`ToolCall.tree`) so that the monitor
@@ -42,7 +43,16 @@ import os
 import stat
 import time
 
-__all__ = ["GIT_SKIPPED", "MAX_ENTRIES", "MAX_SECONDS", "SKIPPED", "covers", "fingerprint"]
+__all__ = [
+    "GIT_SKIPPED",
+    "LARGE_SECONDS",
+    "MAX_ENTRIES",
+    "MAX_SECONDS",
+    "SKIPPED",
+    "covers",
+    "fingerprint",
+    "remembered_fingerprint",
+]
 
 #: Entries walked at most: a source tree of a thousand entries costs a few milliseconds, and
 #: about 7 µs an entry after that (`bench/tree.py`), so the bound keeps the walk under
@@ -56,6 +66,11 @@ SKIPPED = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache
 #: Folders of `.git` (at the top of the tree) not walked: objects and reflogs.
 GIT_SKIPPED = frozenset({"objects", "logs"})
 
+#: Seconds a folder found past the entry bound is not walked again (`remembered_fingerprint`):
+#: a folder grows past them far more often than it shrinks back, and while it is not
+#: walked its state is unknown, as it would be walked.
+LARGE_SECONDS = 600.0
+
 _RACY_NS = 2_000_000_000  # a whole-second stamp: the next write in that second could match it
 _RACY_FINE_NS = 50_000_000  # a finer stamp: the kernel's clock tick is a few milliseconds
 _CHECK_EVERY = 256  # entries between two looks at the clock
@@ -64,6 +79,49 @@ _CHECK_EVERY = 256  # entries between two looks at the clock
 def fingerprint(folder: str, max_entries: int = MAX_ENTRIES, max_seconds: float = MAX_SECONDS) -> str | None:
     """The digest of `folder`'s state (see the module's doc), or None when it is
     unknown: past a bound, unreadable, changing now, or too recent to promise."""
+    try:
+        return _walk(folder, max_entries, max_seconds)
+    except _PastBounds:
+        return None
+
+
+def remembered_fingerprint(folder: str, memo: str) -> str | None:
+    """`fingerprint(folder)`, except that a folder found past the entry bound is not
+    walked again (None) for `LARGE_SECONDS`: the file `memo` (a private marker the
+    caller names, e.g. by a digest of the folder) is touched when a walk counts more
+    than `MAX_ENTRIES`. A project with its dependencies installed in it is past them
+    on every call, and each walk would cost the whole bound to learn the same
+    "unknown". A walk past the time bound is not remembered: that is the machine's
+    moment (a busy disk, a descheduled process), not the folder's size."""
+    try:
+        age = time.time() - os.stat(memo).st_mtime
+    except OSError:
+        age = None
+    if age is not None and 0 <= age < LARGE_SECONDS:
+        return None
+    try:
+        return _walk(folder, MAX_ENTRIES, MAX_SECONDS)
+    except _PastBounds as past:
+        if not past.large:
+            return None
+        try:
+            os.close(os.open(memo, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600))
+            os.utime(memo)
+        except OSError:
+            pass  # not remembered: the next call walks again, as slow but as safe
+        return None
+
+
+class _PastBounds(Exception):
+    """The walk went past `MAX_ENTRIES` (`large`) or `MAX_SECONDS`."""
+
+    def __init__(self, large: bool) -> None:
+        super().__init__(large)
+        self.large = large
+
+
+def _walk(folder: str, max_entries: int, max_seconds: float) -> str | None:
+    """`fingerprint`'s walk; raises `_PastBounds` past a bound."""
     from .._core.fingerprint import blake2b  # the core's: `hashlib` is too slow an import for the hook
 
     began = time.monotonic()
@@ -87,8 +145,10 @@ def fingerprint(folder: str, max_entries: int = MAX_ENTRIES, max_seconds: float 
             return None  # unreadable, or gone: nothing can be promised
         for entry in found:
             entries += 1
-            if entries > max_entries or (entries % _CHECK_EVERY == 0 and time.monotonic() - began > max_seconds):
-                return None
+            if entries > max_entries:
+                raise _PastBounds(large=True)
+            if entries % _CHECK_EVERY == 0 and time.monotonic() - began > max_seconds:
+                raise _PastBounds(large=False)
             name = os.fsencode(entry.name)
             if entry.name in SKIPPED or (rel == b".git" and entry.name in GIT_SKIPPED):
                 continue
@@ -106,7 +166,7 @@ def fingerprint(folder: str, max_entries: int = MAX_ENTRIES, max_seconds: float 
                     return None  # a mount: its contents are not walked, so not known
                 stack.append((entry.path, child))
     if time.monotonic() - began > max_seconds:
-        return None
+        raise _PastBounds(large=False)
     return digest.hexdigest()
 
 
