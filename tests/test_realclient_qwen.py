@@ -110,7 +110,10 @@ def test_a_reworded_description_is_the_same_call(tmp_path, version):
         turns = server.of("reworded")
         offered = server.tools
     calls = run.tool_uses()
-    assert len({c["input"]["description"] for c in calls}) == len(calls) == 4
+    said = (
+        f"turns answered {[t.answered for t in turns]}; hook log:\n{machine.hook_log()}\nstderr:\n{run.stderr[-3000:]}"
+    )
+    assert len({c["input"]["description"] for c in calls}) == len(calls) == 4, said
     _stopped_at_the_fourth(machine, run, turns)
     # Every field the defaults ignore is one this release offers the model, for each of
     # its tools the defaults name (what the real CLI sends, not a reading of its docs).
