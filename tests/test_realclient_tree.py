@@ -12,32 +12,18 @@ install claude-code`, a scripted model on 127.0.0.1 (`real_claude_support`).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from tree_support import CHECK, project
 from real_claude_support import ClaudeRun, ScriptedAnthropic, Step, claude_binary, tool_results, tool_uses
 
 pytestmark = pytest.mark.slow
-
-CHECK = {"command": "python3 check.py", "description": "Run the check"}
-OLD = 1_000_000_000_000_000_000  # files of the project, written long ago
 
 
 @pytest.fixture(scope="session")
 def claude() -> str:
     return claude_binary()
-
-
-def _project(work: Path) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    for name, body in {
-        "calc.py": "def add(a, b):\n    return a - b  # v0\n",
-        "check.py": "from calc import add\nprint('add(2, 3) =', add(2, 3), '(expected 5)')\n",
-    }.items():
-        (work / name).write_text(body)
-        os.utime(work / name, ns=(OLD, OLD))
-    return work / "calc.py"
 
 
 def never_landing(calc: Path, rounds: int) -> list[Step]:
@@ -64,7 +50,7 @@ def _told(turn) -> bool:
 
 
 def test_edits_that_never_land_on_an_unchanged_folder_are_stopped_at_the_6th_check(tmp_path, claude):
-    calc = _project(tmp_path / "work")
+    calc = project(tmp_path / "work")
     with ScriptedAnthropic({"noland": never_landing(calc, 10)}) as server:
         machine = ClaudeRun(tmp_path, server, claude)
         machine.install()
@@ -93,7 +79,7 @@ def test_edits_that_never_land_on_an_unchanged_folder_are_stopped_at_the_6th_che
 
 
 def test_edits_that_land_with_the_same_check_are_nudged_and_never_stopped(tmp_path, claude):
-    calc = _project(tmp_path / "work")
+    calc = project(tmp_path / "work")
     with ScriptedAnthropic({"land": landing(calc, 8)}) as server:
         machine = ClaudeRun(tmp_path, server, claude)
         machine.install()

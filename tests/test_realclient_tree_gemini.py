@@ -10,29 +10,16 @@ host's words (`replace`, `run_shell_command`, AfterTool).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from tree_support import CHECK, project
 from real_gemini_support import PINNED, SHELL, GeminiRun, gemini_binary
 from scripted_gemini import ScriptedGemini, Step
 
 pytestmark = pytest.mark.slow
 
-CHECK = {"command": "python3 check.py", "description": "Run the check"}
-OLD = 1_000_000_000_000_000_000
 NO_OWN_LOOP_CHECK = {"model": {"disableLoopDetection": True}}
-
-
-def _project(work: Path) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    for name, body in {
-        "calc.py": "def add(a, b):\n    return a - b  # v0\n",
-        "check.py": "from calc import add\nprint('add(2, 3) =', add(2, 3), '(expected 5)')\n",
-    }.items():
-        (work / name).write_text(body)
-        os.utime(work / name, ns=(OLD, OLD))
-    return work / "calc.py"
 
 
 def _script(calc: Path, rounds: int, lands: bool) -> list[Step]:
@@ -49,7 +36,7 @@ def _told(turn) -> bool:
 
 
 def test_replace_calls_that_never_land_are_stopped_at_the_6th_check(tmp_path):
-    calc = _project(tmp_path / "work")
+    calc = project(tmp_path / "work")
     with ScriptedGemini({"noland": _script(calc, 10, lands=False)}) as server:
         machine = GeminiRun(tmp_path, server, gemini_binary(PINNED), settings=NO_OWN_LOOP_CHECK)
         run = machine.gemini("SCENARIO:noland fix add")
@@ -69,7 +56,7 @@ def test_replace_calls_that_never_land_are_stopped_at_the_6th_check(tmp_path):
 
 
 def test_replace_calls_that_land_with_the_same_check_are_never_stopped(tmp_path):
-    calc = _project(tmp_path / "work")
+    calc = project(tmp_path / "work")
     with ScriptedGemini({"land": _script(calc, 8, lands=True)}) as server:
         machine = GeminiRun(tmp_path, server, gemini_binary(PINNED), settings=NO_OWN_LOOP_CHECK)
         run = machine.gemini("SCENARIO:land fix add")
