@@ -191,6 +191,19 @@ class Finished:
         found = self.of_type("result")
         return found[-1] if found else None
 
+    def interrupted(self) -> bool:
+        """Was the run ended by a SIGINT (loopwatch's, to the headless process)? Copilot
+        then prints an `abort` of reason `user_initiated`. Whether its closing `result`
+        line follows is a race of Copilot's shutdown (seen both ways, under load); one
+        before the abort would be a run that had finished by itself."""
+        kinds = [line.get("type") for line in self.lines]
+        aborts = [i for i, line in enumerate(self.lines) if line.get("type") == "abort"]
+        return (
+            bool(aborts)
+            and all(self.lines[i].get("data", {}).get("reason") == "user_initiated" for i in aborts)
+            and all(i > aborts[0] for i, kind in enumerate(kinds) if kind == "result")
+        )
+
     def started(self, agent: str | None = None) -> list[dict]:
         """`tool.execution_start` data, of the main agent or of sub-agent `agent`."""
         return [line["data"] for line in self.of_type("tool.execution_start") if line.get("agentId") == agent]

@@ -78,8 +78,8 @@ def test_an_unattended_loop_is_ended_before_its_fourth_call_runs(tmp_path, versi
     assert not any(t.saw("loopwatch") for t in turns[1:3]) and turns[3].saw(NUDGE)
     started, completed = run.started(), run.completed()
     assert len(started) == 4 and len(completed) == 3 and started[3]["toolCallId"] not in completed
-    # Ended by loopwatch's SIGINT to the session process: Copilot's abort, no result line, exit 0.
-    assert run.code == 0 and run.of_type("abort") and run.result is None
+    # Ended by loopwatch's SIGINT to the session process: Copilot's abort, exit 0.
+    assert run.code == 0 and run.interrupted()
     log = machine.hook_log(until="ended the run (SIGINT")
     assert "sending SIGINT to copilot pid" in log and "ended the run (SIGINT to the headless copilot process)" in log
     # loopwatch's own account: unattended (why), 3 calls counted, one stop at preToolUse.
@@ -225,7 +225,7 @@ def test_a_stop_decided_after_a_call_ran_ends_the_run_there(tmp_path):
     started = run.started()
     assert 4 <= len(started) < 12
     assert len(turns) == len(started)  # the stopping call was the last thing the model asked for
-    assert run.of_type("abort") and run.result is None
+    assert run.interrupted()
     # Every call ran (none refused). The last one's result was being checked when the run
     # ended: whether Copilot printed its completion before the signal landed is a race of
     # its own (both seen), so only the calls before it must have completed.
@@ -251,7 +251,7 @@ def test_the_agents_write_of_the_switch_off_is_refused(tmp_path, version):
     assert not (machine.work / ".github").exists()
     assert turns[1].results[0]["text"].startswith(DENIED + "loopwatch refused this call")
     assert [t.answered for t in turns] == ["tool:bash"] * 5  # the write, then the loop's four
-    assert run.of_type("abort") and run.result is None
+    assert run.interrupted()
 
 
 def test_a_project_switch_off_is_told_by_doctor(tmp_path):
