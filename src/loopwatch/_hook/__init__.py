@@ -23,6 +23,7 @@ the loopwatch core, never click or rich.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -286,7 +287,6 @@ def _check(
             store.close()
         if not watchdog.answering.acquire(blocking=False):
             _hang()  # the watchdog is answering; it ends the process
-        return _write(answer)
     except Exception as exc:  # noqa: BLE001 - any failure: fail open (or closed, for a call we could not check)
         if not watchdog.answering.acquire(blocking=False):
             _hang()
@@ -299,6 +299,16 @@ def _check(
             fail_closed,
             f"{type(exc).__name__}: {str(exc)[:300]}",
         )
+    # Outside the failure path above: this thread holds `answering` now, so a failure to
+    # write (the host gone, its end of the pipe closed) must end the call, not wait for a
+    # watchdog that will never answer.
+    try:
+        return _write(answer)
+    except OSError:
+        _log(folder, event, session, "the answer could not be written (the host has gone): none given")
+        with contextlib.suppress(OSError):  # what is left in the buffer goes nowhere at exit, quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _never_stopped(folder: str, session: str, agent: str) -> bool:
