@@ -29,7 +29,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -173,10 +172,6 @@ def json_lines(text: str) -> list[dict[str, Any]]:
     return found
 
 
-#: Escape sequences a terminal UI draws with (CSI, and OSC ended by BEL or ST).
-_ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[a-zA-Z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-
-
 class Screen:
     """A CLI's terminal UI on a pseudo-terminal, started as a person starts it (the
     child in a session of its own, `pty.fork`'s): what it draws is read as it comes
@@ -220,7 +215,9 @@ class Screen:
 
     def text(self, since: int = 0) -> str:
         """What it drew from byte `since` on, escape codes removed."""
-        return _ESCAPES.sub("", bytes(self.drawn[since:]).decode("utf-8", "replace"))
+        from terminal_support import shown
+
+        return shown(bytes(self.drawn[since:]).decode("utf-8", "replace"))
 
     def type(self, text: str) -> None:
         os.write(self.fd, text.encode())
